@@ -1,0 +1,35 @@
+"""Dataset protocol: labelled queries plus the corpus sources a parser turns into documents."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from rag_lab.types import Qrels, Query
+
+
+@dataclass(frozen=True)
+class LabelledQueries:
+    """One split of a dataset.
+
+    ``queries`` holds exactly the queries named in the split's qrels (BEIR convention: a query
+    belongs to a split iff it has a judgment row there). A query whose judgments are all grade 0
+    is *unanswerable*: it counts for noise ratio but not for the ranking metrics.
+    ``fingerprint`` hashes the corpus sources, the queries and the qrels file bytes.
+    """
+
+    name: str
+    split: str
+    corpus_sources: tuple[Path, ...]
+    corpus_root: Path
+    queries: dict[str, Query]
+    qrels: Qrels
+    fingerprint: str
+    warnings: tuple[str, ...] = field(default=())
+
+
+class Dataset(Protocol):
+    """Loads a split. Must raise ``DataError`` naming the file (and line) on bad input."""
+
+    def load(self) -> LabelledQueries: ...

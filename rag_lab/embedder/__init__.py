@@ -1,0 +1,9 @@
+"""Embedders: ``sentence_transformer`` (any HF id / local path; MiniLM and multilingual e5 offline)
+and ``hashing`` (no model)."""
+
+from rag_lab.embedder.base import Embedder
+from rag_lab.embedder.hashing import HashingEmbedder
+from rag_lab.embedder.models import resolve_model
+from rag_lab.embedder.sentence_transformer import SentenceTransformerEmbedder
+
+__all__ = ["Embedder", "HashingEmbedder", "SentenceTransformerEmbedder", "resolve_model"]

@@ -1,0 +1,80 @@
+"""sentence-transformers models: any HF id or local path, and the offline ones of ``models.py``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+
+from rag_lab.embedder.models import resolve_model, weights_hash
+from rag_lab.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+class SentenceTransformerEmbedder:
+    """Args:
+        model: HF id or local path (``sentence-transformers/all-MiniLM-L6-v2``, ``./my-lora-merged``).
+        query_prompt / document_prompt: strings prepended to queries / documents (e5: ``"query: "``,
+            ``"passage: "``); ``None`` = none.
+        batch_size: encoding batch size.
+        normalize: L2-normalise (inner product = cosine).
+        device: ``cpu``, ``cuda``, ``mps`` or ``None`` (sentence-transformers picks).
+        max_seq_length: truncate inputs to this many model tokens (``None`` = the model's own limit).
+    """
+
+    def __init__(self, model: str, query_prompt: str | None = None, document_prompt: str | None = None,
+                 batch_size: int = 64, normalize: bool = True, device: str | None = "cpu",
+                 max_seq_length: int | None = None) -> None:
+        self.model_name = model
+        self.query_prompt = query_prompt or None
+        self.document_prompt = document_prompt or None
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.device = device
+        self.max_seq_length = max_seq_length
+
+    @cached_property
+    def path(self) -> str:
+        return resolve_model(self.model_name)
+
+    @cached_property
+    def model(self):
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            st = SentenceTransformer(self.path, device=self.device)
+        except Exception as exc:  # network failure, bad path, incompatible checkpoint
+            from rag_lab.embedder.models import _offline_help
+
+            raise ConfigError(f"cannot load sentence-transformers model {self.model_name!r} "
+                              f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); {_offline_help()}") from exc
+        if self.max_seq_length:
+            st.max_seq_length = self.max_seq_length
+        log.info("loaded %s (dim %d, max_seq_length %s)", self.model_name,
+                 st.get_sentence_embedding_dimension(), st.max_seq_length)
+        return st
+
+    @property
+    def dimension(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    @cached_property
+    def identity(self) -> dict:
+        return {"kind": "sentence_transformers", "model": self.model_name, "weights": weights_hash(self.path),
+                "query_prompt": self.query_prompt, "document_prompt": self.document_prompt,
+                "normalize": self.normalize, "max_seq_length": self.max_seq_length}
+
+    def _encode(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
+        emb = self.model.encode(list(texts), prompt=prompt, batch_size=self.batch_size,
+                                normalize_embeddings=self.normalize, convert_to_numpy=True,
+                                show_progress_bar=False)
+        return np.ascontiguousarray(emb, dtype=np.float32)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.query_prompt)
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.document_prompt)

@@ -1,0 +1,205 @@
+"""``rag-lab evaluate``: build a pipeline from config, run it over a labelled split, report metrics.
+
+Writes ``metrics.json`` and ``per_query.parquet`` into the run directory and logs the same (plus
+the flattened config as params, the resolved config and per-query table as artifacts and the
+dataset fingerprint as a tag) to one MLflow run. Returns the optimised metric (for sweeps).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import hydra
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from rag_lab import PROJECT_ROOT
+from rag_lab.dataset.base import LabelledQueries
+from rag_lab.errors import ConfigError, DataError, RagLabError
+from rag_lab.metrics import evidence_qrels, mean_metrics, metric_key, ranked, run_metrics, to_document_run
+from rag_lab.parser.base import parse_corpus
+from rag_lab.pipeline import Pipeline, build_pipeline, instantiate
+from rag_lab.types import Document, Run
+
+log = logging.getLogger("rag_lab.evaluate")
+
+EVIDENCE_METRICS = ("hit_rate", "precision", "noise_ratio", "mrr")
+# absolute, so the app works from any working directory (a package-relative path would be read as a module)
+CONFIG_DIR = str(PROJECT_ROOT / "conf")
+
+
+def check_labels(data: LabelledQueries, docs: list[Document]) -> list[str]:
+    """Warn (with counts) about judgments naming documents the corpus lacks; refuse when none match."""
+    known = {d.doc_id for d in docs}
+    rows = [(q, d) for q, grades in data.qrels.items() for d in grades]
+    unknown = [(q, d) for q, d in rows if d not in known]
+    if unknown and len(unknown) == len(rows):
+        raise DataError(f"none of the {len(rows)} judgments in qrels/{data.split}.tsv names a document of the "
+                        f"corpus (e.g. {unknown[0][1]!r}): wrong corpus or id field?")
+    warnings = []
+    if unknown:
+        n_q = len({q for q, _ in unknown})
+        warnings.append(f"{len(unknown)} of {len(rows)} judgments ({n_q} queries) name documents not in the "
+                        f"corpus (e.g. {unknown[0][1]!r}); they stay in the denominators of recall/nDCG")
+    for w in warnings:
+        log.warning(w)
+    return warnings
+
+
+def latency_sample(pipe: Pipeline, queries: dict[str, str], n: int) -> list[float]:
+    """Milliseconds per query, one query at a time (what a serving path pays), on up to ``n`` queries."""
+    out = []
+    for qid in list(queries)[:n]:
+        t0 = time.perf_counter()
+        pipe.retrieve({qid: queries[qid]})
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def score_run(data: LabelledQueries, pipe: Pipeline, final: Run, names: list[str], ecfg: DictConfig):
+    """Document-level (and, where the dataset has gold strings, evidence-level) metrics."""
+    import pandas as pd
+
+    chunk_doc = {cid: c.doc_id for cid, c in pipe.chunks.items()}
+    doc_run = to_document_run(final, chunk_doc)
+    per_query = run_metrics(doc_run, data.qrels, names)
+    answerable = {q for q, g in data.qrels.items() if any(v > 0 for v in g.values())}
+    metrics = mean_metrics(per_query, names)
+    ev_names = [f"{m}@{k}" for m in EVIDENCE_METRICS for k in ecfg.evidence_k]
+    has_evidence = any(data.queries[q].evidence for q in answerable)
+    per_query_ev: dict[str, dict[str, float]] = {}
+    if has_evidence:
+        depth = max(ecfg.evidence_k)
+        ev_qrels = evidence_qrels(final, pipe.chunks, data.queries, data.qrels, depth, ecfg.evidence_within_relevant_docs)
+        ev_qrels = {q: labels for q, labels in ev_qrels.items() if q in answerable}
+        # labels exist only for retrieved chunks: score the chunk run itself, open-set
+        per_query_ev = run_metrics(final, ev_qrels, ev_names, open_set=True)
+        metrics.update({f"evidence_{k}": v for k, v in mean_metrics(per_query_ev, ev_names).items()})
+    rows = []
+    top = max(int(ecfg.report_depth), 1)
+    for qid, q in data.queries.items():
+        row: dict[str, Any] = {"query_id": qid, "text": q.text, "category": q.category,
+                               "n_relevant": sum(1 for g in data.qrels[qid].values() if g > 0)}
+        row.update({metric_key(n): v for n, v in per_query[qid].items()})
+        row.update({f"evidence_{metric_key(n)}": v for n, v in per_query_ev.get(qid, {}).items()})
+        row["retrieved_doc_ids"] = ranked(doc_run.get(qid, {}))[:top]
+        row["retrieved_chunk_ids"] = ranked(final.get(qid, {}))[:top]
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    flat = {metric_key(k): v for k, v in metrics.items()}
+    if table["category"].notna().any():
+        cols = [c for c in table.columns if c not in ("query_id", "text", "category", "n_relevant",
+                                                      "retrieved_doc_ids", "retrieved_chunk_ids")]
+        for cat, grp in table.groupby("category"):
+            for c in cols:
+                vals = grp[c].dropna()
+                if len(vals):
+                    flat[f"by_category/{cat}/{c}"] = float(vals.mean())
+    flat["n_queries"] = len(data.queries)
+    flat["n_answerable"] = len(answerable)
+    flat["n_unanswerable"] = len(data.queries) - len(answerable)
+    return flat, table
+
+
+def format_table(metrics: dict[str, float], keys: list[str]) -> str:
+    width = max(len(k) for k in keys)
+    return "\n".join(f"  {k:<{width}}  {metrics[k]:.4f}" if isinstance(metrics[k], float) else
+                     f"  {k:<{width}}  {metrics[k]}" for k in keys if k in metrics)
+
+
+def evaluate(cfg: DictConfig) -> dict[str, float]:
+    """Run the configured pipeline over the configured split; returns the flat metrics dict."""
+    out_dir = Path(cfg.paths.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = list(cfg.evaluation.metrics)
+    for n in names:
+        try:
+            from rag_lab.metrics import parse_metric
+
+            parse_metric(n)
+        except ValueError as exc:
+            raise ConfigError(f"evaluation.metrics: {exc}") from None
+    t_start = time.perf_counter()
+    data: LabelledQueries = instantiate(cfg.dataset, "dataset").load()
+    pipe = build_pipeline(cfg)
+    t0 = time.perf_counter()
+    docs = parse_corpus(pipe.parser, data.corpus_sources, data.corpus_root)
+    parse_seconds = time.perf_counter() - t0
+    label_warnings = check_labels(data, docs)
+    log.info("dataset %s/%s: %d documents, %d queries (fingerprint %s)", data.name, data.split, len(docs),
+             len(data.queries), data.fingerprint)
+    chunks = pipe.index(docs)
+    queries = {q: x.text for q, x in data.queries.items()}
+    t0 = time.perf_counter()
+    final, _runs = pipe.retrieve(queries)
+    batch_seconds = time.perf_counter() - t0
+    lat = latency_sample(pipe, queries, int(cfg.evaluation.latency_queries))
+    metrics, table = score_run(data, pipe, final, names, cfg.evaluation)
+    stats = {f"{name}/{k}": v for name, r in pipe.retrievers.items() for k, v in r.stats.items()}
+    metrics.update({
+        "n_documents": len(docs), "n_chunks": len(chunks),
+        "parse_seconds": parse_seconds, "chunk_seconds": pipe.timings["chunk_seconds"],
+        "index_seconds": pipe.timings["index_seconds"],
+        "retrieve_seconds": batch_seconds, "queries_per_second": len(queries) / max(batch_seconds, 1e-9),
+        "query_p50_ms": float(np.percentile(lat, 50)) if lat else math.nan,
+        "query_p95_ms": float(np.percentile(lat, 95)) if lat else math.nan,
+        **stats,
+    })
+    dense_rates = [v for k, v in stats.items() if k.endswith("embed_docs_per_second")]
+    metrics["embed_docs_per_second"] = float(statistics.fmean(dense_rates)) if dense_rates else math.nan
+    metrics["total_seconds"] = time.perf_counter() - t_start
+
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True, allow_nan=True))
+    table.to_parquet(out_dir / "per_query.parquet", index=False)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    (out_dir / "config_resolved.yaml").write_text(OmegaConf.to_yaml(resolved))
+
+    headline = [metric_key(n) for n in names] + [k for k in metrics if k.startswith("evidence_")] + \
+        ["n_queries", "n_unanswerable", "index_seconds", "query_p50_ms", "query_p95_ms", "embed_docs_per_second"]
+    print(f"\n{data.name}/{data.split}  retrievers={list(pipe.retrievers)}  "
+          f"fusion={type(pipe.fusion).__name__ if pipe.fusion else None}\n{format_table(metrics, headline)}")
+    cats = sorted({k.split('/')[1] for k in metrics if k.startswith("by_category/")})
+    if cats:
+        cols = [c for c in ("hit_rate_at_5", "noise_ratio_at_5", "ndcg_at_10") if any(
+            f"by_category/{cat}/{c}" in metrics for cat in cats)]
+        print("\n  " + f"{'category':<14}" + "".join(f"{c:>18}" for c in cols))
+        for cat in cats:
+            vals = [metrics.get(f"by_category/{cat}/{c}", math.nan) for c in cols]
+            print("  " + f"{cat:<14}" + "".join(f"{v:>18.3f}" for v in vals))
+    print(f"\n  outputs: {out_dir}")
+
+    if cfg.get("tracking"):
+        tracker = instantiate(cfg.tracking, "tracking")
+        run_name = cfg.get("run_name") or f"{data.name}/{data.split} {'+'.join(pipe.retrievers)}"
+        tags = {"dataset": data.name, "split": data.split, "dataset_fingerprint": data.fingerprint,
+                "retrievers": ",".join(pipe.retrievers)}
+        if data.warnings or label_warnings:
+            tags["data_warnings"] = " | ".join([*data.warnings, *label_warnings])[:5000]
+        run_id = tracker.log_run(run_name, resolved, metrics, tags,
+                                 {"": out_dir / "config_resolved.yaml", "tables": out_dir / "per_query.parquet",
+                                  "metrics": out_dir / "metrics.json"})
+        (out_dir / "mlflow_run_id").write_text(run_id)
+        print(f"  mlflow run: {run_id} ({cfg.tracking.uri})")
+    return metrics
+
+
+@hydra.main(config_path=CONFIG_DIR, config_name="evaluate", version_base="1.3")
+def main(cfg: DictConfig) -> float | None:
+    try:
+        metrics = evaluate(cfg)
+    except RagLabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    opt = cfg.get("optimized_metric")
+    return metrics.get(metric_key(opt)) if opt else None
+
+
+if __name__ == "__main__":
+    main()

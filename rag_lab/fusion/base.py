@@ -1,0 +1,29 @@
+"""Fusion protocol: several retrievers' runs → one run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
+
+from rag_lab.types import Run
+
+
+@runtime_checkable
+class Fusion(Protocol):
+    """Contract: ``runs`` maps retriever name → run over the same query ids; the result scores the
+    union of their chunks (higher = better) and keeps at most ``k`` per query. With a single run
+    the pipeline does not call fusion at all (a no-op, so scores stay the retriever's own)."""
+
+    def fuse(self, runs: Mapping[str, Run], k: int) -> Run: ...
+
+
+def top_k(scores: dict[str, float], k: int) -> dict[str, float]:
+    """Highest ``k`` by score; ties by id for determinism."""
+    return dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
+
+
+def all_query_ids(runs: Mapping[str, Run]) -> list[str]:
+    seen: dict[str, None] = {}
+    for run in runs.values():
+        seen.update(dict.fromkeys(run))
+    return list(seen)

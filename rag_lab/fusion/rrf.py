@@ -1,0 +1,35 @@
+"""Reciprocal rank fusion (Cormack et al., 2009): ``score(d) = Σ_r w_r / (k + rank_r(d))``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rag_lab.fusion.base import all_query_ids, top_k
+from rag_lab.types import Run
+
+
+class RRFFusion:
+    """Args:
+        k: rank offset (60 in the paper); larger k flattens the head of each list.
+        weights: optional per-retriever weights keyed by retriever name (default 1 each).
+    Ranks are 1-based within each run (ties ordered by id, as everywhere in rag_lab).
+    """
+
+    def __init__(self, k: float = 60.0, weights: Mapping[str, float] | None = None) -> None:
+        self.k = float(k)
+        self.weights = dict(weights or {})
+
+    def fuse(self, runs: Mapping[str, Run], k: int) -> Run:
+        unknown = set(self.weights) - set(runs)
+        if unknown:
+            raise ValueError(f"fusion weights name retrievers that are not in the pipeline: {sorted(unknown)}")
+        out: Run = {}
+        for qid in all_query_ids(runs):
+            acc: dict[str, float] = {}
+            for name, run in runs.items():
+                w = self.weights.get(name, 1.0)
+                ranked = sorted(run.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))
+                for rank, (cid, _) in enumerate(ranked, 1):
+                    acc[cid] = acc.get(cid, 0.0) + w / (self.k + rank)
+            out[qid] = top_k(acc, k)
+        return out

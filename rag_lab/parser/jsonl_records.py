@@ -1,0 +1,53 @@
+"""JSONL records (tickets, DB rows exported as JSON): one document per line, fields configurable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from rag_lab.errors import DataError
+from rag_lab.io import read_jsonl, require_key
+from rag_lab.parser.base import relative_id
+from rag_lab.types import Document
+
+
+class JsonlRecordsParser:
+    """Args:
+        id_field: record key holding the document id.
+        text_fields: keys joined (blank line between) into the document text; missing keys skipped,
+            but a record with none of them is an error.
+        title_field: key holding the title (optional).
+        metadata_field: key holding a metadata object that is merged in (optional).
+        extra_fields_as_metadata: other top-level keys become metadata too (DB rows, tickets).
+    """
+
+    suffixes = (".jsonl",)
+
+    def __init__(self, id_field: str = "_id", text_fields: Sequence[str] = ("text",),
+                 title_field: str | None = "title", metadata_field: str | None = "metadata",
+                 extra_fields_as_metadata: bool = True) -> None:
+        self.id_field = id_field
+        self.text_fields = tuple(text_fields)
+        self.title_field = title_field
+        self.metadata_field = metadata_field
+        self.extra_fields_as_metadata = extra_fields_as_metadata
+
+    def parse(self, path: Path, root: Path) -> Iterator[Document]:
+        used = {self.id_field, self.title_field, self.metadata_field, *self.text_fields}
+        source = relative_id(path, root) + path.suffix
+        for lineno, rec in read_jsonl(path):
+            doc_id = str(require_key(rec, self.id_field, path, lineno))
+            parts = [str(rec[f]) for f in self.text_fields if rec.get(f) not in (None, "")]
+            if not parts:
+                raise DataError(f"{path}:{lineno}: record {doc_id!r} has none of the text fields {list(self.text_fields)}")
+            meta: dict = {}
+            if self.extra_fields_as_metadata:
+                meta.update({k: v for k, v in rec.items() if k not in used})
+            if self.metadata_field and rec.get(self.metadata_field) is not None:
+                extra = rec[self.metadata_field]
+                if not isinstance(extra, dict):
+                    raise DataError(f"{path}:{lineno}: {self.metadata_field!r} must be an object")
+                meta.update(extra)
+            meta["source"] = source
+            title = str(rec.get(self.title_field) or "") if self.title_field else ""
+            yield Document(doc_id, "\n\n".join(parts), title, meta)

@@ -1,0 +1,38 @@
+"""Retriever protocol: index chunks once, then answer batches of queries with scored chunk ids."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from rag_lab.types import Chunk, Run
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Contract: ``index`` takes the chunk list (it may keep only ids and what it needs);
+    ``retrieve`` returns, per query id, at most ``k`` chunk ids with scores, higher = better.
+    Chunks that do not match at all (BM25 score 0) are left out, so a query can get fewer than k.
+    ``stats`` reports what indexing cost (seconds, items/s) for the run's metrics."""
+
+    stats: dict[str, float]
+
+    def index(self, chunks: Sequence[Chunk]) -> None: ...
+
+    def retrieve(self, queries: Mapping[str, str], k: int) -> Run: ...
+
+
+def topk_to_run(qids: Sequence[str], ids: Sequence[str], idx: np.ndarray, scores: np.ndarray,
+                drop_nonpositive: bool = False) -> Run:
+    """Turn ``(n_queries, k)`` index/score matrices into a run, skipping faiss' ``-1`` padding."""
+    run: Run = {}
+    for qi, qid in enumerate(qids):
+        row: dict[str, float] = {}
+        for j, s in zip(idx[qi].tolist(), scores[qi].tolist()):
+            if j < 0 or (drop_nonpositive and s <= 0):
+                continue
+            row[ids[j]] = float(s)
+        run[qid] = row
+    return run

@@ -1,0 +1,89 @@
+"""The one module that talks to MLflow.
+
+Default store: a sqlite file under ``experiments/`` (no server); ``tracking.uri`` points at a
+server (``http://host:5000``) or any other MLflow store. Metric keys are sanitised (MLflow rejects
+``@``: ``ndcg@10`` → ``ndcg_at_10``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+_BAD = re.compile(r"[^A-Za-z0-9_\-. /:]")
+MAX_PARAM_LEN = 6000
+
+
+def sanitize_key(key: str) -> str:
+    """``ndcg@10`` → ``ndcg_at_10``; any other character MLflow rejects → ``_``."""
+    return _BAD.sub("_", key.replace("@", "_at_"))
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts/lists → ``{"retrievers.bm25.k1": 1.2, "fusion.weights.dense": 0.7}``."""
+    out: dict[str, Any] = {}
+    if isinstance(tree, Mapping):
+        if not tree and prefix:
+            out[prefix] = "{}"
+        for k, v in tree.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(tree, (list, tuple)) and any(isinstance(v, (Mapping, list, tuple)) for v in tree):
+        for i, v in enumerate(tree):
+            out.update(flatten(v, f"{prefix}.{i}"))
+    else:
+        out[prefix] = tree
+    return out
+
+
+class MlflowTracker:
+    """Args:
+        uri: MLflow tracking URI (``sqlite:///experiments/mlflow.db``, ``http://127.0.0.1:5000``).
+        experiment: experiment name.
+        artifact_location: where a *new* experiment stores artifacts (``None`` = the server's default).
+        tags: extra tags on every run.
+    """
+
+    def __init__(self, uri: str, experiment: str = "rag_lab", artifact_location: str | None = None,
+                 tags: Mapping[str, str] | None = None) -> None:
+        self.uri, self.experiment, self.artifact_location = uri, experiment, artifact_location
+        self.tags = dict(tags or {})
+
+    def _setup(self):
+        import mlflow
+
+        if self.uri.startswith("sqlite:///"):
+            Path(self.uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        mlflow.set_tracking_uri(self.uri)
+        exp = mlflow.get_experiment_by_name(self.experiment)
+        if exp is None:
+            loc = Path(self.artifact_location).resolve().as_uri() if self.artifact_location and "://" not in self.artifact_location \
+                else self.artifact_location
+            exp_id = mlflow.create_experiment(self.experiment, artifact_location=loc)
+        else:
+            exp_id = exp.experiment_id
+        return mlflow, exp_id
+
+    def log_run(self, run_name: str, params: Mapping[str, Any], metrics: Mapping[str, float],
+                tags: Mapping[str, str], artifacts: Mapping[str, Path]) -> str:
+        """Log one run; returns its run id. Non-finite metrics are skipped (MLflow stores NaN poorly)."""
+        mlflow, exp_id = self._setup()
+        with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:
+            mlflow.set_tags({**self.tags, **tags})
+            clean = {}
+            for k, v in flatten(dict(params)).items():
+                s = "null" if v is None else str(v)
+                clean[sanitize_key(k)] = s if len(s) <= MAX_PARAM_LEN else s[: MAX_PARAM_LEN - 3] + "..."
+            items = list(clean.items())
+            for i in range(0, len(items), 100):  # MLflow's batch limit
+                mlflow.log_params(dict(items[i:i + 100]))
+            mlflow.log_metrics({sanitize_key(k): float(v) for k, v in metrics.items()
+                                if isinstance(v, (int, float)) and math.isfinite(v)})
+            for subdir, path in artifacts.items():
+                if Path(path).exists():
+                    mlflow.log_artifact(str(path), artifact_path=subdir or None)
+            return run.info.run_id

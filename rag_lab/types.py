@@ -1,0 +1,114 @@
+"""Plain immutable data passed between stages.
+
+Runs and labels use the BEIR / ranx currency: ``Run = dict[query_id, dict[unit_id, score]]``
+(higher score = better) and ``Qrels = dict[query_id, dict[doc_id, grade]]``. Stages never mutate
+their inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+Run = dict[str, dict[str, float]]
+Qrels = dict[str, dict[str, int]]
+
+
+def _freeze(meta: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(meta or {}))
+
+
+@dataclass(frozen=True)
+class Section:
+    """A span ``[start, end)`` of a document's text under a heading path (e.g. ``("E102", "Causes")``)."""
+
+    start: int
+    end: int
+    path: tuple[str, ...]
+
+    @property
+    def title(self) -> str:
+        return " > ".join(self.path)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed source document.
+
+    ``metadata`` follows the metadata contract (all optional): ``doc_type``, ``language``,
+    ``version``, ``valid_from``, ``valid_to`` (ISO dates), ``entities`` (list), ``source`` (file).
+    ``sections`` cover (parts of) ``text`` in order; chunkers use them for section metadata and
+    semantic boundaries.
+    """
+
+    doc_id: str
+    text: str
+    title: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    sections: tuple[Section, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _freeze(self.metadata))
+
+    def section_at(self, offset: int) -> Section | None:
+        """The innermost section containing character ``offset`` (sections are non-overlapping)."""
+        for sec in self.sections:
+            if sec.start <= offset < sec.end:
+                return sec
+        return None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable unit: ``text == document.text[start:end]`` (for chunkers that slice).
+
+    ``chunk_id`` is ``f"{doc_id}#{index}"``; ``section`` is the heading path title of the section
+    the chunk starts in (empty when the document has no sections); ``metadata`` carries all of the
+    document's metadata.
+    """
+
+    chunk_id: str
+    doc_id: str
+    text: str
+    start: int
+    end: int
+    title: str = ""
+    section: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _freeze(self.metadata))
+
+    @property
+    def index_text(self) -> str:
+        """What retrievers index and embed: title, section path and text."""
+        head = " ".join(p for p in (self.title, self.section) if p)
+        return f"{head}\n{self.text}" if head else self.text
+
+
+@dataclass(frozen=True)
+class Query:
+    """A labelled query. ``metadata`` may hold ``category``, ``answers`` and ``evidence`` (lists of
+    gold strings used for evidence-level relevance)."""
+
+    query_id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _freeze(self.metadata))
+
+    @property
+    def category(self) -> str | None:
+        cat = self.metadata.get("category")
+        return None if cat is None else str(cat)
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        """Gold answer and evidence strings (either key may be absent)."""
+        out: list[str] = []
+        for key in ("answers", "evidence"):
+            val = self.metadata.get(key) or []
+            out.extend([val] if isinstance(val, str) else [str(v) for v in val])
+        return tuple(s for s in out if s.strip())
