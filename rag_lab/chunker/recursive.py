@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from rag_lab.chunker.base import SpanChunker
 from rag_lab.types import Document
 
+_HEADING_ONLY = re.compile(r"#{1,6}[ \t][^\n]*")
 # Each pattern matches the position where a new piece starts.
 BOUNDARIES: tuple[re.Pattern[str], ...] = (
     re.compile(r"^(?=#{1,6}[ \t])", re.M),                      # heading
@@ -85,7 +86,7 @@ class RecursiveChunker(SpanChunker):
         heads = [0, *self._cuts(text, 0, n, 0), n]
         out: list[tuple[int, int]] = []
         for a, b, nxt in zip(heads, heads[1:], [*heads[2:], None]):
-            if nxt is not None and "\n" not in text[a:b].strip():
+            if nxt is not None and _HEADING_ONLY.fullmatch(text[a:b].strip()):
                 continue  # a heading with no body: its title lives on in the next chunks' section path
             out.extend(self._merge(self._split(text, a, b, 1)))
         return out

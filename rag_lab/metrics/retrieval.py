@@ -25,11 +25,11 @@ import numpy as np
 from rag_lab.metrics.relevance import ranked
 
 METRICS = ("hit_rate", "recall", "precision", "noise_ratio", "mrr", "ndcg", "map")
-_NAME = re.compile(r"^([a-z_]+)@(\d+)$")
+_NAME = re.compile(r"([a-z_]+)@([1-9]\d*)")
 
 
 def parse_metric(name: str) -> tuple[str, int]:
-    m = _NAME.match(name)
+    m = _NAME.fullmatch(name)
     if not m or m.group(1) not in METRICS:
         raise ValueError(f"unknown metric {name!r}; use one of {', '.join(METRICS)} as '<name>@<k>'")
     return m.group(1), int(m.group(2))
@@ -48,7 +48,8 @@ def query_metrics(ranking: Sequence[str], grades: Mapping[str, int], names: Sequ
     with no relevant unit then scores 0 on hit rate, precision and MRR instead of NaN (recall,
     nDCG and MAP, which need the full relevant set, stay NaN)."""
     n_rel = sum(1 for g in grades.values() if g > 0)
-    rels = np.array([grades.get(d, 0) for d in ranking], dtype=np.float64)
+    # negative grades (e.g. Touché's -2) count as 0, as in ranx
+    rels = np.array([max(grades.get(d, 0), 0) for d in ranking], dtype=np.float64)
     hits = rels > 0
     out: dict[str, float] = {}
     for name in names:

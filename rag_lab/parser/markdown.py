@@ -20,7 +20,8 @@ from rag_lab.parser.plain_text import read_text
 from rag_lab.types import Document, Section
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*(?:\n|\Z)", re.S)
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+# CommonMark ATX heading: a closing run of "#" must follow a space ("## Using C#" keeps its "#")
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.M)
 _FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
 
 

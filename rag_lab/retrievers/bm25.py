@@ -50,6 +50,8 @@ class BM25Retriever:
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:
         qids = list(queries)
+        if not qids:
+            return {}
         tokens = self.tokenizer([queries[q] for q in qids])
         k = min(k, len(self._ids))
         if self.backend == "bm25s":

@@ -17,15 +17,19 @@ class DenseRetriever:
         embedder: the query/document encoder.
         index_type: ``flat`` (exact inner product), ``hnsw`` (graph ANN) or ``ivf`` (inverted lists,
             ``nlist`` centroids, ``nprobe`` searched). ANN trades recall for speed on large corpora.
+        cache_dir: content-addressed cache of document embeddings (``rag_lab.cache``); ``None`` = off.
+            The key is the embedder's identity (model, weights hash, prompts, ...) plus the chunk
+            texts, so re-running with another index type, fusion or metric never re-embeds.
     """
 
     def __init__(self, embedder: Embedder, index_type: str = "flat", hnsw_m: int = 32,
-                 ef_search: int = 128, nlist: int = 256, nprobe: int = 16) -> None:
+                 ef_search: int = 128, nlist: int = 256, nprobe: int = 16, cache_dir: str | None = None) -> None:
         if index_type not in ("flat", "hnsw", "ivf"):
             raise ValueError(f"index_type must be flat, hnsw or ivf, got {index_type!r}")
         self.embedder = embedder
         self.index_type, self.hnsw_m, self.ef_search = index_type, hnsw_m, ef_search
         self.nlist, self.nprobe = nlist, nprobe
+        self.cache_dir = cache_dir
         self.stats: dict[str, float] = {}
         self._ids: list[str] = []
 
@@ -49,12 +53,25 @@ class DenseRetriever:
     def index(self, chunks: Sequence[Chunk]) -> None:
         t0 = time.perf_counter()
         self._ids = [c.chunk_id for c in chunks]
-        vecs = self.embedder.encode_documents([c.index_text for c in chunks])
+        texts = [c.index_text for c in chunks]
+        vecs, cached = None, False
+        if self.cache_dir:
+            from rag_lab.cache import ArrayCache, content_key
+
+            cache = ArrayCache(self.cache_dir, "embeddings")
+            key = content_key(self.embedder.identity, texts)
+            vecs = cache.get(key)
+            cached = vecs is not None
+        if vecs is None:
+            vecs = self.embedder.encode_documents(texts)
+            if self.cache_dir:
+                cache.put(key, np.asarray(vecs, dtype=np.float32))
         t1 = time.perf_counter()
         self._index = self._build(np.ascontiguousarray(vecs, dtype=np.float32))
         t2 = time.perf_counter()
-        self.stats = {"embed_seconds": t1 - t0, "embed_docs_per_second": len(chunks) / max(t1 - t0, 1e-9),
-                      "index_seconds": t2 - t0}
+        self.stats = {"embed_seconds": t1 - t0, "index_seconds": t2 - t0, "embedding_cache_hit": float(cached)}
+        if not cached:  # a cache hit measures the disk, not the encoder
+            self.stats["embed_docs_per_second"] = len(chunks) / max(t1 - t0, 1e-9)
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:
         qids = list(queries)

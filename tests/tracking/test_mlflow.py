@@ -1,0 +1,86 @@
+"""rag_lab.tracking.mlflow: key sanitising, config flattening, and a logged run read back from a
+sqlite store under tmp_path."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag_lab.tracking import MlflowTracker, flatten, sanitize_key
+
+
+@pytest.mark.parametrize("key,expected", [
+    ("ndcg@10", "ndcg_at_10"),
+    ("evidence/recall@5", "evidence/recall_at_5"),
+    ("retrievers.bm25.k1", "retrievers.bm25.k1"),
+    ("a b-c:d", "a b-c:d"),
+    ("dense(k=5)", "dense_k_5_"),
+    ("主轴", "__"),
+])
+def test_sanitize_key(key, expected):
+    assert sanitize_key(key) == expected
+
+
+def test_flatten_by_example():
+    tree = {"retrievers": {"bm25": {"k1": 1.2, "b": 0.75}, "dense": {"embedder": {"dimension": 1024}}},
+            "fusion": {"weights": {"dense": 0.7, "bm25": 0.3}},
+            "metrics": ["ndcg@10", "recall@100"],
+            "stages": [{"name": "a"}, {"name": "b", "opts": {}}],
+            "empty": {},
+            "none": None}
+    assert flatten(tree) == {
+        "retrievers.bm25.k1": 1.2, "retrievers.bm25.b": 0.75, "retrievers.dense.embedder.dimension": 1024,
+        "fusion.weights.dense": 0.7, "fusion.weights.bm25": 0.3,
+        "metrics": ["ndcg@10", "recall@100"],  # a list of scalars stays one value
+        "stages.0.name": "a", "stages.1.name": "b", "stages.1.opts": "{}",
+        "empty": "{}",
+        "none": None,
+    }
+    assert flatten({}) == {}
+    assert flatten(3, "x") == {"x": 3}
+
+
+@pytest.fixture
+def restore_tracking_uri():
+    import mlflow
+
+    before = mlflow.get_tracking_uri()
+    yield
+    mlflow.set_tracking_uri(before)
+
+
+def test_tracker_logs_a_run(tmp_path, restore_tracking_uri):
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path}/store/m.db"
+    artifacts = tmp_path / "artifacts"
+    report = tmp_path / "per_query.csv"
+    report.write_text("qid,ndcg@10\nq1,1.0\n", encoding="utf-8")
+    tracker = MlflowTracker(uri=uri, experiment="unit", artifact_location=str(artifacts), tags={"suite": "tests"})
+    params = {"retrievers": {"bm25": {"k1": 1.2, "tokenizer": "english"}}, "fusion": None,
+              "long": "x" * 7000}
+    metrics = {"ndcg@10": 0.5, "recall@100": 1, "mrr@10": math.nan, "noise_ratio@5": math.inf}
+    run_id = tracker.log_run("trial-1", params, metrics, {"dataset": "toy"},
+                             {"reports": report, "": tmp_path / "missing.json"})
+
+    client = MlflowClient(tracking_uri=uri)
+    run = client.get_run(run_id)
+    assert run.info.run_name == "trial-1"
+    p = run.data.params
+    assert p["retrievers.bm25.k1"] == "1.2" and p["retrievers.bm25.tokenizer"] == "english"
+    assert p["fusion"] == "null"
+    assert len(p["long"]) == 6000 and p["long"].endswith("...")
+    assert run.data.metrics == {"ndcg_at_10": 0.5, "recall_at_100": 1.0}  # NaN and inf skipped
+    assert run.data.tags["dataset"] == "toy" and run.data.tags["suite"] == "tests"
+    listed = [f.path for f in client.list_artifacts(run_id, "reports")]
+    assert listed == ["reports/per_query.csv"]
+    exp = client.get_experiment(run.info.experiment_id)
+    assert exp.name == "unit"
+    assert exp.artifact_location == artifacts.resolve().as_uri()
+    assert (artifacts / run_id / "artifacts" / "reports" / "per_query.csv").exists()
+
+    # a second run reuses the experiment
+    run_id2 = tracker.log_run("trial-2", {}, {"ndcg@10": 0.25}, {}, {})
+    assert client.get_run(run_id2).info.experiment_id == run.info.experiment_id
+    assert run_id2 != run_id
