@@ -23,7 +23,14 @@ from omegaconf import DictConfig, OmegaConf
 from rag_lab import PROJECT_ROOT
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.errors import ConfigError, DataError, RagLabError
-from rag_lab.metrics import evidence_qrels, mean_metrics, metric_key, ranked, run_metrics, to_document_run
+from rag_lab.metrics import (
+    evidence_qrels,
+    mean_metrics,
+    metric_key,
+    ranked,
+    run_metrics,
+    to_document_run,
+)
 from rag_lab.parser.base import parse_corpus
 from rag_lab.pipeline import Pipeline, build_pipeline, instantiate
 from rag_lab.types import Document, Run
@@ -116,6 +123,9 @@ def format_table(metrics: dict[str, float], keys: list[str]) -> str:
 
 def evaluate(cfg: DictConfig) -> dict[str, float]:
     """Run the configured pipeline over the configured split; returns the flat metrics dict."""
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        raise ConfigError(f"missing required setting(s): {', '.join(missing)} (e.g. {missing[0]}=...)")
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = list(cfg.evaluation.metrics)

@@ -7,9 +7,10 @@ their inputs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]

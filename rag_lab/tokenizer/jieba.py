@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 _KEEP = re.compile(r"\w", re.UNICODE)
 

@@ -3,7 +3,7 @@ which has no spaces: a whole sentence becomes one term)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 class WhitespaceTokenizer:

