@@ -21,6 +21,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rag_lab import PROJECT_ROOT
+from rag_lab.cache import diff_stats
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.errors import ConfigError, DataError, RagLabError
 from rag_lab.metrics import (
@@ -31,9 +32,8 @@ from rag_lab.metrics import (
     run_metrics,
     to_document_run,
 )
-from rag_lab.parser.base import parse_corpus
 from rag_lab.pipeline import Pipeline, build_pipeline, instantiate
-from rag_lab.types import Document, Run
+from rag_lab.types import Run
 
 log = logging.getLogger("rag_lab.evaluate")
 
@@ -42,11 +42,10 @@ EVIDENCE_METRICS = ("hit_rate", "precision", "noise_ratio", "mrr")
 CONFIG_DIR = str(PROJECT_ROOT / "conf")
 
 
-def check_labels(data: LabelledQueries, docs: list[Document]) -> list[str]:
+def check_labels(data: LabelledQueries, doc_ids: set[str]) -> list[str]:
     """Warn (with counts) about judgments naming documents the corpus lacks; refuse when none match."""
-    known = {d.doc_id for d in docs}
     rows = [(q, d) for q, grades in data.qrels.items() for d in grades]
-    unknown = [(q, d) for q, d in rows if d not in known]
+    unknown = [(q, d) for q, d in rows if d not in doc_ids]
     if unknown and len(unknown) == len(rows):
         raise DataError(f"none of the {len(rows)} judgments in qrels/{data.split}.tsv names a document of the "
                         f"corpus (e.g. {unknown[0][1]!r}): wrong corpus or id field?")
@@ -58,16 +57,6 @@ def check_labels(data: LabelledQueries, docs: list[Document]) -> list[str]:
     for w in warnings:
         log.warning(w)
     return warnings
-
-
-def latency_sample(pipe: Pipeline, queries: dict[str, str], n: int) -> list[float]:
-    """Milliseconds per query, one query at a time (what a serving path pays), on up to ``n`` queries."""
-    out = []
-    for qid in list(queries)[:n]:
-        t0 = time.perf_counter()
-        pipe.retrieve({qid: queries[qid]})
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
 
 
 def score_run(data: LabelledQueries, pipe: Pipeline, final: Run, names: list[str], ecfg: DictConfig):
@@ -139,31 +128,39 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
     t_start = time.perf_counter()
     data: LabelledQueries = instantiate(cfg.dataset, "dataset").load()
     pipe = build_pipeline(cfg)
-    t0 = time.perf_counter()
-    docs = parse_corpus(pipe.parser, data.corpus_sources, data.corpus_root)
-    parse_seconds = time.perf_counter() - t0
-    label_warnings = check_labels(data, docs)
-    log.info("dataset %s/%s: %d documents, %d queries (fingerprint %s)", data.name, data.split, len(docs),
-             len(data.queries), data.fingerprint)
-    chunks = pipe.index(docs)
+    cache_before = pipe.cache.stats() if pipe.cache else {}
+    chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
+    doc_ids = {c.doc_id for c in chunks}
+    label_warnings = check_labels(data, doc_ids)
+    log.info("dataset %s/%s: %d documents, %d chunks, %d queries (fingerprint %s)", data.name, data.split,
+             len(doc_ids), len(chunks), len(data.queries), data.fingerprint)
     queries = {q: x.text for q, x in data.queries.items()}
+    k, n_lat = int(cfg.evaluation.retrieve_k), int(cfg.evaluation.latency_queries)
+    runs, latencies, from_cache = {}, {}, {}
     t0 = time.perf_counter()
-    final, _runs = pipe.retrieve(queries)
-    batch_seconds = time.perf_counter() - t0
-    lat = latency_sample(pipe, queries, int(cfg.evaluation.latency_queries))
+    for name in pipe.retrievers:
+        runs[name], latencies[name], from_cache[name] = pipe.retriever_run(name, queries, k, n_lat)
+    t1 = time.perf_counter()
+    final = pipe.combine(queries, runs, k)
+    combine_seconds = time.perf_counter() - t1
     metrics, table = score_run(data, pipe, final, names, cfg.evaluation)
-    stats = {f"{name}/{k}": v for name, r in pipe.retrievers.items() for k, v in r.stats.items()}
+    # a query's latency: every retriever in turn (as the pipeline runs them), plus its share of fusion
+    per_query_ms = np.sum([latencies[n] for n in pipe.retrievers], axis=0) + 1000 * combine_seconds / max(len(queries), 1)
+    stats = {f"{name}/{k_}": v for name, r in pipe.retrievers.items() for k_, v in r.stats.items()}
     metrics.update({
-        "n_documents": len(docs), "n_chunks": len(chunks),
-        "parse_seconds": parse_seconds, "chunk_seconds": pipe.timings["chunk_seconds"],
-        "index_seconds": pipe.timings["index_seconds"],
-        "retrieve_seconds": batch_seconds, "queries_per_second": len(queries) / max(batch_seconds, 1e-9),
-        "query_p50_ms": float(np.percentile(lat, 50)) if lat else math.nan,
-        "query_p95_ms": float(np.percentile(lat, 95)) if lat else math.nan,
+        "n_documents": len(doc_ids), "n_chunks": len(chunks),
+        "parse_seconds": pipe.timings.get("parse_seconds", 0.0), "chunk_seconds": pipe.timings.get("chunk_seconds", 0.0),
+        "index_seconds": sum(v for k_, v in pipe.timings.items() if k_.endswith("/index_seconds")),
+        "retrieve_seconds": t1 - t0, "fuse_seconds": combine_seconds,
+        "query_p50_ms": float(np.percentile(per_query_ms, 50)) if np.size(per_query_ms) else math.nan,
+        "query_p95_ms": float(np.percentile(per_query_ms, 95)) if np.size(per_query_ms) else math.nan,
+        **{f"{name}/run_from_cache": float(v) for name, v in from_cache.items()},
         **stats,
     })
-    dense_rates = [v for k, v in stats.items() if k.endswith("embed_docs_per_second")]
+    dense_rates = [v for k_, v in stats.items() if k_.endswith("embed_docs_per_second")]
     metrics["embed_docs_per_second"] = float(statistics.fmean(dense_rates)) if dense_rates else math.nan
+    if pipe.cache:
+        metrics.update(diff_stats(pipe.cache.stats(), cache_before))
     metrics["total_seconds"] = time.perf_counter() - t_start
 
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True, allow_nan=True))
@@ -172,7 +169,8 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
     (out_dir / "config_resolved.yaml").write_text(OmegaConf.to_yaml(resolved))
 
     headline = [metric_key(n) for n in names] + [k for k in metrics if k.startswith("evidence_")] + \
-        ["n_queries", "n_unanswerable", "index_seconds", "query_p50_ms", "query_p95_ms", "embed_docs_per_second"]
+        ["n_queries", "n_unanswerable", "index_seconds", "query_p50_ms", "query_p95_ms", "embed_docs_per_second",
+         "cache_hits", "cache_misses"]
     print(f"\n{data.name}/{data.split}  retrievers={list(pipe.retrievers)}  "
           f"fusion={type(pipe.fusion).__name__ if pipe.fusion else None}\n{format_table(metrics, headline)}")
     cats = sorted({k.split('/')[1] for k in metrics if k.startswith("by_category/")})

@@ -41,10 +41,13 @@ def require_key(rec: dict[str, Any], key: str, path: Path, lineno: int) -> Any:
     return rec[key]
 
 
-def fingerprint_files(paths: Iterable[Path], digest_size: int = 16) -> str:
-    """Content hash over files (relative order fixed by the caller); names do not count, bytes do."""
+def fingerprint_files(paths: Iterable[Path], digest_size: int = 16, root: Path | None = None) -> str:
+    """Content hash over files (order fixed by the caller). Bytes count; with ``root``, so do the
+    paths relative to it (ids derived from file names change when a file is renamed)."""
     h = hashlib.blake2b(digest_size=digest_size)
     for p in paths:
+        if root is not None:
+            h.update(Path(p).relative_to(root).as_posix().encode() + b"\0")
         with open(p, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)

@@ -11,17 +11,27 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
+from rag_lab.cache import StageCache, open_cache, stage_key
 from rag_lab.chunker.base import Chunker
 from rag_lab.errors import ConfigError
 from rag_lab.fusion.base import Fusion
-from rag_lab.parser.base import Parser
+from rag_lab.parser.base import Parser, parse_corpus
 from rag_lab.reranker.base import Reranker
 from rag_lab.retrievers.base import Retriever
-from rag_lab.types import Chunk, Document, Run
+from rag_lab.types import (
+    Chunk,
+    Document,
+    Run,
+    chunk_from_dict,
+    chunk_to_dict,
+    document_from_dict,
+    document_to_dict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +74,9 @@ class Pipeline:
     """parse → chunk → retrieve (one or more) → fuse → rerank. Generation comes later.
 
     ``retrieve_k`` is how many chunks each retriever returns and fusion keeps per query.
+    ``stage_configs`` are the resolved config subtrees that key the stage cache (``cache``, when
+    set): parsed documents, chunks and each retriever's run are read back instead of recomputed
+    when nothing upstream changed, and a retriever is indexed only when one of its runs misses.
     """
 
     parser: Parser
@@ -72,29 +85,102 @@ class Pipeline:
     fusion: Fusion | None = None
     reranker: Reranker | None = None
     retrieve_k: int = 100
+    cache: StageCache | None = None
+    stage_configs: dict[str, Any] = field(default_factory=dict)
     chunks: dict[str, Chunk] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    chunks_key: str = ""
+    _indexed: set[str] = field(default_factory=set)
 
-    def index(self, documents: Sequence[Document]) -> list[Chunk]:
+    # -- parse + chunk ------------------------------------------------------------------------
+    def load_corpus(self, sources: Sequence[Path], root: Path, corpus_fingerprint: str) -> list[Chunk]:
+        """Parse and chunk the corpus (each step read from the cache when its key hits)."""
         t0 = time.perf_counter()
-        chunks = self.chunker.chunk(documents)
-        t1 = time.perf_counter()
+        docs_key = stage_key("documents", self.stage_configs.get("parser"), corpus_fingerprint)
+        chunks_key = stage_key("chunks", self.stage_configs.get("chunker"), docs_key)
+        cached = self.cache.get_json("chunks", chunks_key) if self.cache else None
+        if cached is not None:
+            chunks = [chunk_from_dict(c) for c in cached]
+            self.timings.update(parse_seconds=0.0, chunk_seconds=time.perf_counter() - t0)
+        else:
+            docs_raw = self.cache.get_json("documents", docs_key) if self.cache else None
+            if docs_raw is not None:
+                docs = [document_from_dict(d) for d in docs_raw]
+            else:
+                docs = parse_corpus(self.parser, sources, root)
+                if self.cache:
+                    self.cache.put_json("documents", docs_key, [document_to_dict(d) for d in docs])
+            t1 = time.perf_counter()
+            chunks = self.chunker.chunk(docs)
+            if self.cache and chunks:
+                self.cache.put_json("chunks", chunks_key, [chunk_to_dict(c) for c in chunks])
+            self.timings.update(parse_seconds=t1 - t0, chunk_seconds=time.perf_counter() - t1)
+        self._set_chunks(chunks)
+        self.chunks_key = chunks_key
+        return chunks
+
+    def _set_chunks(self, chunks: list[Chunk]) -> None:
         if not chunks:
             raise ConfigError("the chunker produced no chunks")
         self.chunks = {c.chunk_id: c for c in chunks}
         if len(self.chunks) != len(chunks):
             raise ConfigError("the chunker produced duplicate chunk ids")
-        for name, retriever in self.retrievers.items():
-            retriever.index(chunks)
-            log.info("indexed %d chunks with %s: %s", len(chunks), name,
-                     {k: round(v, 3) for k, v in retriever.stats.items()})
-        self.timings = {"chunk_seconds": t1 - t0, "index_seconds": time.perf_counter() - t0}
+        self._indexed = set()
+
+    def index(self, documents: Sequence[Document]) -> list[Chunk]:
+        """Chunk ``documents`` and index every retriever now (the serving path; no cache)."""
+        t0 = time.perf_counter()
+        chunks = self.chunker.chunk(documents)
+        t1 = time.perf_counter()
+        self._set_chunks(chunks)
+        for name in self.retrievers:
+            self._ensure_indexed(name)
+        self.timings.update(chunk_seconds=t1 - t0, index_seconds=time.perf_counter() - t1)
         return chunks
 
-    def retrieve(self, queries: Mapping[str, str], k: int | None = None) -> tuple[Run, dict[str, Run]]:
-        """Final run and the per-retriever runs it was fused from."""
+    def _ensure_indexed(self, name: str) -> None:
+        if name in self._indexed:
+            return
+        retriever = self.retrievers[name]
+        t0 = time.perf_counter()
+        retriever.index(list(self.chunks.values()))
+        self.timings[f"{name}/index_seconds"] = time.perf_counter() - t0
+        self._indexed.add(name)
+        log.info("indexed %d chunks with %s: %s", len(self.chunks), name,
+                 {k: round(v, 3) for k, v in retriever.stats.items()})
+
+    # -- retrieve ------------------------------------------------------------------------------
+    def run_key(self, name: str, queries: Mapping[str, str], k: int) -> str:
+        retriever = self.retrievers[name]
+        return stage_key("run", {"retriever": self.stage_configs.get("retrievers", {}).get(name),
+                                 "identity": getattr(retriever, "identity", None), "k": k},
+                         self.chunks_key, stage_key("queries", sorted(queries.items())))
+
+    def retriever_run(self, name: str, queries: Mapping[str, str], k: int,
+                      latency_queries: int = 0) -> tuple[Run, list[float], bool]:
+        """One retriever's run over ``queries`` (cached when possible), per-query latencies in ms
+        measured one query at a time on the first ``latency_queries`` queries, and whether it
+        came from the cache (then the latencies are those recorded when it was computed)."""
+        key = self.run_key(name, queries, k) if self.cache and self.chunks_key else None
+        if key:
+            entry = self.cache.get_json("runs", key)
+            if entry is not None and len(entry["latency_ms"]) >= min(latency_queries, len(queries)):
+                return entry["run"], entry["latency_ms"][:latency_queries], True
+        self._ensure_indexed(name)
+        retriever = self.retrievers[name]
+        run = retriever.retrieve(queries, k)
+        latencies = []
+        for qid in list(queries)[:latency_queries]:
+            t0 = time.perf_counter()
+            retriever.retrieve({qid: queries[qid]}, k)
+            latencies.append((time.perf_counter() - t0) * 1000)
+        if key:
+            self.cache.put_json("runs", key, {"run": run, "latency_ms": latencies})
+        return run, latencies, False
+
+    def combine(self, queries: Mapping[str, str], runs: Mapping[str, Run], k: int | None = None) -> Run:
+        """Fuse per-retriever runs (a no-op for one) and rerank."""
         k = k or self.retrieve_k
-        runs = {name: r.retrieve(queries, k) for name, r in self.retrievers.items()}
         if len(runs) == 1:
             final = next(iter(runs.values()))
         else:
@@ -103,7 +189,16 @@ class Pipeline:
             final = self.fusion.fuse(runs, k)
         if self.reranker is not None:
             final = self.reranker.rerank(queries, final, self.chunks)
-        return final, runs
+        return final
+
+    def retrieve(self, queries: Mapping[str, str], k: int | None = None) -> tuple[Run, dict[str, Run]]:
+        """Final run and the per-retriever runs it was fused from (live indexes, no cache)."""
+        k = k or self.retrieve_k
+        runs = {}
+        for name, r in self.retrievers.items():
+            self._ensure_indexed(name)
+            runs[name] = r.retrieve(queries, k)
+        return self.combine(queries, runs, k), runs
 
 
 def build_pipeline(cfg: DictConfig) -> Pipeline:
@@ -119,7 +214,16 @@ def build_pipeline(cfg: DictConfig) -> Pipeline:
     }
     fusion = instantiate(cfg.fusion, "fusion") if cfg.get("fusion") and len(retrievers) > 1 else None
     reranker = instantiate(cfg.reranker, "reranker") if cfg.get("reranker") else None
-    pipe = Pipeline(parser, chunker, retrievers, fusion, reranker, int(cfg.evaluation.retrieve_k))
+    cache_dir = OmegaConf.select(cfg, "cache.dir", default=None)
+    stage_configs = {
+        "parser": OmegaConf.to_container(cfg.parser, resolve=True),
+        "chunker": OmegaConf.to_container(cfg.chunker, resolve=True),
+        "retrievers": {n: OmegaConf.to_container(c, resolve=True) for n, c in cfg.retrievers.items() if c is not None},
+    }
+    for rc in stage_configs["retrievers"].values():
+        rc.pop("cache_dir", None)  # where the cache lives does not change what is in it
+    pipe = Pipeline(parser, chunker, retrievers, fusion, reranker, int(cfg.evaluation.retrieve_k),
+                    open_cache(cache_dir) if cache_dir else None, stage_configs)
     log.info("pipeline: parser=%s chunker=%s retrievers=%s fusion=%s reranker=%s",
              type(parser).__name__, type(chunker).__name__,
              {n: type(r).__name__ for n, r in retrievers.items()},

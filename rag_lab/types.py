@@ -113,3 +113,23 @@ class Query:
             val = self.metadata.get(key) or []
             out.extend([val] if isinstance(val, str) else [str(v) for v in val])
         return tuple(s for s in out if s.strip())
+
+
+def document_to_dict(doc: Document) -> dict[str, Any]:
+    """JSON-ready form (for the stage cache and exports)."""
+    return {"doc_id": doc.doc_id, "text": doc.text, "title": doc.title, "metadata": dict(doc.metadata),
+            "sections": [{"start": s.start, "end": s.end, "path": list(s.path)} for s in doc.sections]}
+
+
+def document_from_dict(d: Mapping[str, Any]) -> Document:
+    sections = tuple(Section(s["start"], s["end"], tuple(s["path"])) for s in d.get("sections", ()))
+    return Document(d["doc_id"], d["text"], d.get("title", ""), d.get("metadata", {}), sections)
+
+
+def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
+    return {f: getattr(chunk, f) for f in ("chunk_id", "doc_id", "text", "start", "end", "title", "section")} | \
+        {"metadata": dict(chunk.metadata)}
+
+
+def chunk_from_dict(d: Mapping[str, Any]) -> Chunk:
+    return Chunk(**{**d, "metadata": d.get("metadata", {})})

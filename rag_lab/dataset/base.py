@@ -16,7 +16,9 @@ class LabelledQueries:
     ``queries`` holds exactly the queries named in the split's qrels (BEIR convention: a query
     belongs to a split iff it has a judgment row there). A query whose judgments are all grade 0
     is *unanswerable*: it counts for noise ratio but not for the ranking metrics.
-    ``fingerprint`` hashes the corpus sources, the queries and the qrels file bytes.
+    ``fingerprint`` hashes the corpus sources, the queries and the qrels file bytes;
+    ``corpus_fingerprint`` the corpus sources alone (names and bytes), which is what keys the
+    parse/chunk/embed stages, so editing labels never re-embeds.
     """
 
     name: str
@@ -26,6 +28,7 @@ class LabelledQueries:
     queries: dict[str, Query]
     qrels: Qrels
     fingerprint: str
+    corpus_fingerprint: str = ""
     warnings: tuple[str, ...] = field(default=())
 
 

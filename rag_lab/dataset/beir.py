@@ -112,4 +112,5 @@ class BeirDataset:
         fp = fingerprint_files([*sources, queries_path, qrels_path])
         for w in warnings:
             log.warning(w)
-        return LabelledQueries(self.name, self.split, sources, root, queries, qrels, fp, tuple(warnings))
+        corpus_fp = fingerprint_files(sources, root=root)
+        return LabelledQueries(self.name, self.split, sources, root, queries, qrels, fp, corpus_fp, tuple(warnings))

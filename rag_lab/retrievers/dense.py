@@ -17,7 +17,7 @@ class DenseRetriever:
         embedder: the query/document encoder.
         index_type: ``flat`` (exact inner product), ``hnsw`` (graph ANN) or ``ivf`` (inverted lists,
             ``nlist`` centroids, ``nprobe`` searched). ANN trades recall for speed on large corpora.
-        cache_dir: content-addressed cache of document embeddings (``rag_lab.cache``); ``None`` = off.
+        cache_dir: stage cache folder for document embeddings (``rag_lab.cache``); ``None`` = off.
             The key is the embedder's identity (model, weights hash, prompts, ...) plus the chunk
             texts, so re-running with another index type, fusion or metric never re-embeds.
     """
@@ -32,6 +32,11 @@ class DenseRetriever:
         self.cache_dir = cache_dir
         self.stats: dict[str, float] = {}
         self._ids: list[str] = []
+
+    @property
+    def identity(self) -> dict:
+        """What defines this retriever's results beyond its config: the embedder's identity."""
+        return {"embedder": self.embedder.identity}
 
     def _build(self, vecs: np.ndarray):
         import faiss
@@ -56,16 +61,16 @@ class DenseRetriever:
         texts = [c.index_text for c in chunks]
         vecs, cached = None, False
         if self.cache_dir:
-            from rag_lab.cache import ArrayCache, content_key
+            from rag_lab.cache import content_key, open_cache
 
-            cache = ArrayCache(self.cache_dir, "embeddings")
+            cache = open_cache(self.cache_dir)
             key = content_key(self.embedder.identity, texts)
-            vecs = cache.get(key)
+            vecs = cache.get_array("embeddings", key)
             cached = vecs is not None
         if vecs is None:
             vecs = self.embedder.encode_documents(texts)
             if self.cache_dir:
-                cache.put(key, np.asarray(vecs, dtype=np.float32))
+                cache.put_array("embeddings", key, np.asarray(vecs, dtype=np.float32))
         t1 = time.perf_counter()
         self._index = self._build(np.ascontiguousarray(vecs, dtype=np.float32))
         t2 = time.perf_counter()

@@ -35,7 +35,7 @@ class EnglishTokenizer:
         cache = self._stem_cache
         missing = list({w for w in words if w not in cache})
         if missing:
-            cache.update(zip(missing, self._stemmer.stemWords(missing)))
+            cache.update(zip(missing, self._stemmer.stemWords(missing), strict=True))
         return [cache[w] for w in words]
 
     def __call__(self, texts: Sequence[str]) -> list[list[str]]:

@@ -1,0 +1,1 @@
+"""Sweep analysis: leaderboards, significance marks and plots over finished trials."""

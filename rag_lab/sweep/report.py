@@ -1,0 +1,354 @@
+"""Leaderboard, significance marks and plots for a finished sweep.
+
+A sweep is a list of :class:`Trial` (one evaluated configuration each: its swept overrides, its
+``metrics.json`` and its ``per_query.parquet``). The leaderboard ranks trials on one metric and says,
+for each, whether it is distinguishable from the winner: a paired randomisation test over the
+per-query scores of the queries both trials answered (see :mod:`rag_lab.stats`). With many trials
+these p-values are uncorrected for multiple comparisons; "≈ winner" is a screening mark, meaning
+"the data do not separate this trial from the best", not "equal".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rag_lab.stats import align, paired_bootstrap_ci, randomization_test
+
+# metrics.json keys worth seeing next to the ranked one (those present in any trial are shown)
+HEADLINE = ("hit_rate_at_5", "noise_ratio_at_5", "recall_at_100", "ndcg_at_10", "mrr_at_10")
+STAT_COLUMNS = ("ci_low", "ci_high", "delta_vs_winner", "p_vs_winner", "indistinguishable")
+_LEADERBOARD_KW = frozenset({"higher_is_better", "alpha", "n_resamples", "n_permutations", "seed"})
+_CI_KW = frozenset({"higher_is_better", "alpha", "n_resamples", "seed"})
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: DataFrame fields make == ambiguous; trials compare by identity
+class Trial:
+    """One evaluated configuration of a sweep.
+
+    ``params`` holds only the swept overrides (e.g. ``{"fusion": "rrf", "fusion.k": 60}``),
+    ``metrics`` the flat ``metrics.json`` and ``per_query`` the ``per_query.parquet`` table, which
+    must have a ``query_id`` column and one column per per-query metric."""
+
+    name: str
+    params: dict[str, Any]
+    metrics: dict[str, float]
+    per_query: pd.DataFrame
+
+
+# ---------------------------------------------------------------------------------------------
+# leaderboard
+
+
+def _check(trials: Sequence[Trial], metric: str) -> None:
+    if not trials:
+        raise ValueError("no trials to report on")
+    names = [t.name for t in trials]
+    if len(set(names)) != len(names):
+        raise ValueError(f"trial names must be unique, got {names}")
+    for t in trials:
+        if metric not in t.per_query.columns:
+            raise KeyError(f"trial {t.name!r}: per_query table has no column {metric!r}")
+
+
+def _param_names(trials: Sequence[Trial]) -> list[str]:
+    """Union of the swept parameter names, in first-seen order (so the sweep's own order is kept)."""
+    return list(dict.fromkeys(k for t in trials for k in t.params))
+
+
+def _summaries(trials: Sequence[Trial], metric: str, n_resamples: int, alpha: float,
+               seed: int) -> np.ndarray:
+    """``(n_trials, 3)`` array of (mean, CI low, CI high) of each trial's per-query ``metric``."""
+    return np.array([paired_bootstrap_ci(t.per_query[metric].to_numpy(dtype=np.float64), n_resamples, alpha, seed)
+                     for t in trials], dtype=np.float64).reshape(len(trials), 3)
+
+
+def _order(means: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Trial indices best first; NaN means last; ties keep the input order (stable sort)."""
+    key = -means if higher_is_better else means.copy()
+    key[np.isnan(key)] = np.inf
+    return np.argsort(key, kind="stable")
+
+
+def _column_names(params: list[str], metric: str, headline: list[str]) -> dict[str, str]:
+    """Column of each swept param: its own name unless that clashes with a fixed column."""
+    reserved = {"rank", "name", metric, *STAT_COLUMNS, *headline}
+    return {p: (f"param:{p}" if p in reserved else p) for p in params}
+
+
+def leaderboard(trials: Sequence[Trial], metric: str, higher_is_better: bool = True, alpha: float = 0.05,
+                n_resamples: int = 2000, n_permutations: int = 5000, seed: int = 0) -> pd.DataFrame:
+    """One row per trial, best first, ranked on the per-query mean of ``metric``.
+
+    Columns: ``rank``, ``name``, one per swept param (missing -> None), ``metric`` (per-query mean,
+    NaN skipped: the ``metrics.json`` value), ``ci_low``/``ci_high`` (``1 - alpha`` percentile
+    bootstrap), ``delta_vs_winner`` (mean per-query ``trial - winner`` over shared queries where both
+    are defined), ``p_vs_winner`` (two-sided paired randomisation test on the same pairs; 1.0 for the
+    winner, NaN if no pair), ``indistinguishable`` (``p >= alpha``; True for the winner), then the
+    :data:`HEADLINE` keys of ``metrics.json`` present in any trial (NaN where a trial lacks one).
+    ``metric`` is the ``metrics.json`` key, which is also the per-query column name.
+    ``board.attrs`` records metric, alpha, higher_is_better and the param columns for
+    :func:`to_markdown`. Raises ``KeyError`` if a per-query table lacks ``metric``."""
+    _check(trials, metric)
+    stats = _summaries(trials, metric, n_resamples, alpha, seed)
+    order = _order(stats[:, 0], higher_is_better)
+    winner = trials[order[0]]
+    headline = [h for h in HEADLINE if h != metric and any(h in t.metrics for t in trials)]
+    param_cols = _column_names(_param_names(trials), metric, headline)
+    rows = []
+    for rank, i in enumerate(order, start=1):
+        trial = trials[i]
+        if trial is winner:
+            delta, p = 0.0, 1.0
+        else:
+            # fixed keys: trial names are free text and could collide with align's columns
+            pair = align({"trial": trial.per_query, "winner": winner.per_query}, metric).to_numpy()
+            diff = pair[:, 0] - pair[:, 1]
+            diff = diff[np.isfinite(diff)]
+            delta = float(diff.mean()) if diff.size else math.nan
+            p = randomization_test(pair[:, 0], pair[:, 1], n_permutations, seed)
+        rows.append({
+            "rank": rank, "name": trial.name,
+            **{col: trial.params.get(p_name) for p_name, col in param_cols.items()},
+            metric: stats[i, 0], "ci_low": stats[i, 1], "ci_high": stats[i, 2],
+            "delta_vs_winner": delta, "p_vs_winner": p, "indistinguishable": bool(p >= alpha),
+            **{h: float(trial.metrics.get(h, math.nan)) for h in headline},
+        })
+    board = pd.DataFrame(rows)
+    board.attrs.update(metric=metric, alpha=alpha, higher_is_better=higher_is_better,
+                       param_columns=list(param_cols.values()))
+    return board
+
+
+# ---------------------------------------------------------------------------------------------
+# markdown
+
+
+def _cell(value: Any, is_param: bool) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (float, np.floating)):
+        # params are shown as configured (0.3, 1e-05), scores at a fixed 4 decimals
+        return f"{value:g}" if is_param else f"{value:.4f}"
+    # a literal pipe would end the cell
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(board: pd.DataFrame, metric: str) -> str:
+    """GitHub-flavoured Markdown table of a :func:`leaderboard`, followed by a legend line.
+
+    Scores print with 4 decimals, params as configured, NaN as "–"; numeric columns are
+    right-aligned. The ``indistinguishable`` column becomes "≈ winner" (``≈`` where p >= alpha,
+    "winner" on rank 1). Works on a board read back from CSV too (attrs then default to
+    alpha = 0.05, params = columns between ``name`` and ``metric``)."""
+    alpha = board.attrs.get("alpha", 0.05)
+    cols = list(board.columns)
+    if "param_columns" in board.attrs:
+        params = set(board.attrs["param_columns"])
+    elif "name" in cols and metric in cols:
+        params = set(cols[cols.index("name") + 1: cols.index(metric)])
+    else:
+        params = set()
+    headers, body = [], []
+    for col in cols:
+        values = board[col].tolist()
+        if col == "indistinguishable":
+            ranks = board["rank"].tolist() if "rank" in cols else [None] * len(values)
+            headers.append("≈ winner")
+            body.append(["winner" if r == 1 else ("≈" if bool(v) else "") for r, v in zip(ranks, values, strict=True)])
+        else:
+            headers.append(col)
+            body.append([_cell(v, col in params) for v in values])
+    numeric = [pd.api.types.is_numeric_dtype(board[c]) and not pd.api.types.is_bool_dtype(board[c])
+               for c in cols]
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "|".join("---:" if num else "---" for num in numeric) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in zip(*body, strict=True)]
+    direction = "higher" if board.attrs.get("higher_is_better", True) else "lower"
+    legend = (f"≈ winner: not significantly different from the rank-1 trial on per-query {metric} "
+              f"(two-sided paired randomisation test, p ≥ {alpha:g}; uncorrected for multiple comparisons). "
+              f"ci_low/ci_high: {100 * (1 - alpha):g}% percentile bootstrap CI of the mean; "
+              f"delta_vs_winner: mean per-query difference to the winner ({direction} is better).")
+    return "\n".join(lines) + "\n\n" + legend + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# plots
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    # headless: sweeps run on servers and in CI; must precede the pyplot import
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "param"
+
+
+def _is_numeric(values: list[Any]) -> bool:
+    # bools are ints to Python but on/off switches to a reader: plot them as categories
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+               for v in values)
+
+
+def _yerr(stats: np.ndarray) -> np.ndarray:
+    """Asymmetric error bars (2, n) from (mean, low, high) rows; clipped at 0 for matplotlib."""
+    return np.clip(np.stack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]]), 0.0, None)
+
+
+def _best_per_value(keys: list[Any], means: np.ndarray, higher_is_better: bool) -> dict[Any, float]:
+    best: dict[Any, float] = {}
+    pick = max if higher_is_better else min
+    for k, m in zip(keys, means, strict=True):
+        best[k] = pick(best[k], m) if k in best else m
+    return best
+
+
+def _plot_numeric(ax: Any, values: list[Any], stats: np.ndarray, higher_is_better: bool) -> None:
+    x = np.asarray(values, dtype=np.float64)
+    ax.errorbar(x, stats[:, 0], yerr=_yerr(stats), fmt="o", capsize=3, alpha=0.7, label="trial (CI)")
+    # other params vary too, so several trials can share a value: the line follows the best one
+    best = _best_per_value(list(x), stats[:, 0], higher_is_better)
+    xs = np.array(sorted(best))
+    ax.plot(xs, [best[v] for v in xs], "-", color="C1", label="best per value")
+    if xs[0] > 0 and xs[-1] / xs[0] >= 100:
+        ax.set_xscale("log")  # e.g. fusion.k or top-k spanning decades
+    ax.legend(fontsize="small")
+
+
+def _plot_categorical(ax: Any, values: list[Any], stats: np.ndarray, higher_is_better: bool) -> None:
+    labels = [str(v) for v in values]
+    cats = list(dict.fromkeys(labels))
+    best = _best_per_value(labels, stats[:, 0], higher_is_better)
+    ax.bar(range(len(cats)), [best[c] for c in cats], width=0.6, color="C0", alpha=0.2, label="best")
+    # strip: spread a category's trials evenly across the bar instead of random jitter (reproducible)
+    slot = {c: 0 for c in cats}
+    count = {c: labels.count(c) for c in cats}
+    x = np.empty(len(labels))
+    for i, lab in enumerate(labels):
+        n = count[lab]
+        x[i] = cats.index(lab) + (0.0 if n == 1 else -0.2 + 0.4 * slot[lab] / (n - 1))
+        slot[lab] += 1
+    ax.errorbar(x, stats[:, 0], yerr=_yerr(stats), fmt="o", capsize=3, alpha=0.8, label="trial (CI)")
+    ax.set_xticks(range(len(cats)), cats, rotation=30 if max(len(c) for c in cats) > 8 else 0)
+    ax.legend(fontsize="small")
+
+
+def plot_metric_vs_params(trials: Sequence[Trial], metric: str, out_dir: Path, *, higher_is_better: bool = True,
+                          alpha: float = 0.05, n_resamples: int = 2000, seed: int = 0) -> list[Path]:
+    """One PNG per swept param (``<metric>_vs_<param>.png``): trial means with bootstrap CI bars.
+
+    Numeric params: scatter at the value plus a line through the best trial per value, sorted by
+    value (log x-axis when values span two decades). Categorical (and boolean) params: strip of
+    trials over a bar at the best per category. A param is skipped when fewer than two distinct
+    values have a defined mean; nothing is drawn (``[]``) for fewer than two trials."""
+    if len(trials) < 2:
+        return []
+    _check(trials, metric)
+    stats = _summaries(trials, metric, n_resamples, alpha, seed)
+    plt = _pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for param in _param_names(trials):
+        idx = [i for i, t in enumerate(trials) if param in t.params and np.isfinite(stats[i, 0])]
+        values = [trials[i].params[param] for i in idx]
+        if len({str(v) for v in values}) < 2:
+            continue
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        try:
+            draw = _plot_numeric if _is_numeric(values) else _plot_categorical
+            draw(ax, values, stats[idx], higher_is_better)
+            ax.set_xlabel(param)
+            ax.set_ylabel(metric)
+            ax.set_title(f"{metric} vs {param} ({100 * (1 - alpha):g}% bootstrap CI)")
+            ax.grid(alpha=0.3)
+            fig.tight_layout()
+            path = out_dir / f"{_slug(metric)}_vs_{_slug(param)}.png"
+            fig.savefig(path, dpi=100)
+        finally:
+            plt.close(fig)  # figures are global state in pyplot; a sweep of many params would leak
+        paths.append(path)
+    return paths
+
+
+def plot_by_category(trials: Sequence[Trial], metric: str, out_dir: Path, top: int = 8, *,
+                     higher_is_better: bool = True) -> Path | None:
+    """Grouped bar chart ``<metric>_by_category.png``: per-category mean of the per-query ``metric``
+    (NaN skipped) for the best ``top`` trials by overall mean, one bar group per category.
+
+    Returns None when no trial has a non-null ``category`` or no category mean is defined."""
+    if not trials:
+        return None
+    _check(trials, metric)
+    cats = sorted({c for t in trials if "category" in t.per_query.columns
+                   for c in t.per_query["category"].dropna().unique()}, key=str)
+    if not cats:
+        return None
+    # pandas' mean skips NaN and gives NaN (no warning) when nothing is defined
+    overall = np.array([t.per_query[metric].astype(np.float64).mean() for t in trials], dtype=np.float64)
+    best = [trials[i] for i in _order(overall, higher_is_better)[:max(top, 1)]]
+    table = np.array([t.per_query.groupby("category")[metric].mean().reindex(cats).to_numpy(dtype=np.float64)
+                      if "category" in t.per_query.columns else np.full(len(cats), np.nan) for t in best])
+    if not np.isfinite(table).any():
+        return None
+    plt = _pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(cats) * max(len(best), 2) / 3), 4.2))
+    try:
+        x = np.arange(len(cats))
+        width = 0.8 / len(best)
+        for j, (trial, row) in enumerate(zip(best, table, strict=True)):
+            ax.bar(x - 0.4 + width * (j + 0.5), row, width, label=trial.name)  # NaN: no bar, not a false 0
+        ax.set_xticks(x, [str(c) for c in cats], rotation=30 if max(len(str(c)) for c in cats) > 8 else 0)
+        ax.set_ylabel(f"mean {metric}")
+        ax.set_title(f"{metric} by category (top {len(best)})")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize="small", ncols=2 if len(best) > 4 else 1)
+        fig.tight_layout()
+        path = out_dir / f"{_slug(metric)}_by_category.png"
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# everything
+
+
+def write_report(trials: Sequence[Trial], metric: str, out_dir: Path, **kw: Any) -> dict[str, Path]:
+    """Write ``leaderboard.csv``, ``leaderboard.md`` and the PNGs into ``out_dir`` (created).
+
+    ``kw``: :func:`leaderboard`'s options (``higher_is_better``, ``alpha``, ``n_resamples``,
+    ``n_permutations``, ``seed``; the plots reuse those that apply) and ``top`` for
+    :func:`plot_by_category`. Returns ``{file name: path}`` for every file written."""
+    unknown = set(kw) - _LEADERBOARD_KW - {"top"}
+    if unknown:
+        raise TypeError(f"write_report got unexpected option(s): {', '.join(sorted(unknown))}")
+    board_kw = {k: v for k, v in kw.items() if k in _LEADERBOARD_KW}
+    ci_kw = {k: v for k, v in kw.items() if k in _CI_KW}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    board = leaderboard(trials, metric, **board_kw)
+    csv_path, md_path = out_dir / "leaderboard.csv", out_dir / "leaderboard.md"
+    board.to_csv(csv_path, index=False)
+    md_path.write_text(to_markdown(board, metric), encoding="utf-8")
+    paths = [csv_path, md_path, *plot_metric_vs_params(trials, metric, out_dir, **ci_kw)]
+    by_cat = plot_by_category(trials, metric, out_dir, top=kw.get("top", 8),
+                              higher_is_better=kw.get("higher_is_better", True))
+    if by_cat is not None:
+        paths.append(by_cat)
+    return {p.name: p for p in paths}

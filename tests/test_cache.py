@@ -1,0 +1,131 @@
+"""Stage cache: keys, atomic writes, and invalidation of exactly the stages downstream of a change."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_lab import cache as cache_mod
+from rag_lab.cache import StageCache, clear, content_key, inventory, stage_key
+from rag_lab.evaluate import evaluate
+from tests.compose import TOY, compose_evaluate
+
+
+def test_stage_key_is_deterministic_and_sensitive():
+    a = stage_key("chunks", {"size": 512, "unit": "chars"}, "in1")
+    assert a == stage_key("chunks", {"unit": "chars", "size": 512}, "in1")  # key order does not matter
+    assert a != stage_key("chunks", {"size": 256, "unit": "chars"}, "in1")
+    assert a != stage_key("chunks", {"size": 512, "unit": "chars"}, "in2")
+    assert a != stage_key("documents", {"size": 512, "unit": "chars"}, "in1")
+    assert content_key({"m": 1}, ["ab", "c"]) != content_key({"m": 1}, ["a", "bc"])  # length-prefixed
+
+
+def test_roundtrip_counters_and_inventory(tmp_path):
+    c = StageCache(tmp_path)
+    assert c.get_json("runs", "k1") is None
+    c.put_json("runs", "k1", {"q": {"d#0": 1.5}})
+    assert c.get_json("runs", "k1") == {"q": {"d#0": 1.5}}
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+    c.put_array("embeddings", "k2", arr)
+    np.testing.assert_array_equal(c.get_array("embeddings", "k2"), arr)
+    s = c.stats()
+    assert s["cache_hits"] == 2 and s["cache_misses"] == 1 and s["cache_bytes_written"] > 0
+    inv = inventory(tmp_path)
+    assert inv["runs"]["entries"] == 1 and inv["embeddings"]["entries"] == 1
+    assert clear(tmp_path, ["runs"]) > 0 and "runs" not in inventory(tmp_path)
+
+
+def test_failed_write_leaves_no_entry_and_corrupt_entry_is_a_miss(tmp_path):
+    c = StageCache(tmp_path)
+
+    def explode(fh):
+        fh.write(b"partial")
+        raise KeyboardInterrupt  # a killed job
+
+    with pytest.raises(KeyboardInterrupt):
+        c._write(c.path("runs", "k", "json.gz"), explode)
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))
+    p = c.path("runs", "k", "json.gz")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(gzip.compress(b'{"trunc')[:-4])
+    assert c.get_json("runs", "k") is None
+
+
+@pytest.fixture
+def toy_copy(tmp_path):
+    dst = tmp_path / "toy"
+    shutil.copytree(TOY, dst)
+    return dst
+
+
+def run(tmp_path: Path, data: Path, *extra: str) -> dict:
+    cfg = compose_evaluate(["dataset=beir", f"dataset.path={data}", "tokenizer=jieba", "embedder=hashing",
+                            "retrievers=[dense,bm25]", "tracking=none", f"cache.dir={tmp_path / 'cache'}", *extra],
+                           tmp_path)
+    return evaluate(cfg)
+
+
+def counts(m: dict) -> dict[str, tuple[int, int]]:
+    return {ns: (int(m[f"cache/{ns}/hits"]), int(m[f"cache/{ns}/misses"]))
+            for ns in ("documents", "chunks", "embeddings", "runs")}
+
+
+def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_copy):
+    cold = run(tmp_path, toy_copy)
+    assert counts(cold) == {"documents": (0, 1), "chunks": (0, 1), "embeddings": (0, 1), "runs": (0, 2)}
+    warm = run(tmp_path, toy_copy)  # nothing changed: chunks and both runs read back, nothing embedded
+    assert counts(warm) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (0, 0), "runs": (2, 0)}
+    assert warm["dense/run_from_cache"] == warm["bm25/run_from_cache"] == 1.0
+    for key in ("ndcg_at_10", "hit_rate_at_5", "noise_ratio_at_5", "map_at_100", "evidence_hit_rate_at_5"):
+        assert warm[key] == cold[key]
+    # fusion replays the cached per-retriever runs
+    fused = run(tmp_path, toy_copy, "fusion=weighted")
+    assert counts(fused)["runs"] == (2, 0) and counts(fused)["embeddings"] == (0, 0)
+    # a chunker parameter: documents hit; chunks, embeddings and both runs recompute
+    rechunk = run(tmp_path, toy_copy, "chunker=fixed_size", "chunker.size=60", "chunker.overlap=10")
+    assert counts(rechunk) == {"documents": (1, 0), "chunks": (0, 1), "embeddings": (0, 1), "runs": (0, 2)}
+    # the model: chunks and the BM25 run hit; embeddings and the dense run recompute
+    remodel = run(tmp_path, toy_copy, "embedder.dimension=512")
+    assert counts(remodel) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (0, 1), "runs": (1, 1)}
+    assert remodel["bm25/run_from_cache"] == 1.0 and remodel["dense/run_from_cache"] == 0.0
+    # labels only: the corpus fingerprint is unchanged, so everything hits
+    with open(toy_copy / "qrels" / "test.tsv", "a") as fh:
+        fh.write("q9\td8\t1\n")
+    relabel = run(tmp_path, toy_copy)
+    # a new query joined the split, so the runs (keyed by the query set) miss; the index is rebuilt
+    # from the cached embeddings: read, not re-encoded
+    assert counts(relabel) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (1, 0), "runs": (0, 2)}
+    # one edited document: everything downstream of the corpus recomputes
+    lines = (toy_copy / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    rec = json.loads(lines[6])
+    rec["text"] += " Check the drain valve weekly."
+    lines[6] = json.dumps(rec, ensure_ascii=False)
+    (toy_copy / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    edited = run(tmp_path, toy_copy)
+    assert counts(edited) == {"documents": (0, 1), "chunks": (0, 1), "embeddings": (0, 1), "runs": (0, 2)}
+
+
+def test_killed_run_resumes_with_identical_metrics(tmp_path, toy_copy, monkeypatch):
+    uncached = run(tmp_path, toy_copy, "cache.dir=null")
+    real_put = cache_mod.StageCache.put_json
+
+    def dying_put(self, namespace, key, value):
+        if namespace == "runs":
+            raise KeyboardInterrupt("killed while writing a run")
+        return real_put(self, namespace, key, value)
+
+    monkeypatch.setattr(cache_mod.StageCache, "put_json", dying_put)
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, toy_copy)
+    monkeypatch.setattr(cache_mod.StageCache, "put_json", real_put)
+    resumed = run(tmp_path, toy_copy)
+    assert counts(resumed)["chunks"] == (1, 0) and counts(resumed)["embeddings"] == (1, 0)
+    again = run(tmp_path, toy_copy)
+    assert counts(again)["runs"] == (2, 0)
+    for key in ("ndcg_at_10", "recall_at_100", "noise_ratio_at_5", "mrr_at_10"):
+        assert resumed[key] == uncached[key] == again[key]
