@@ -104,6 +104,23 @@ def score_run(data: LabelledQueries, pipe: Pipeline, final: Run, names: list[str
     return flat, table
 
 
+def sweep_context() -> dict[str, Any] | None:
+    """Inside a Hydra multirun job: the parent run written by the sweep callback, this job's number
+    and overrides. ``None`` in a single run (or outside Hydra)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        hc = HydraConfig.get()
+    except Exception:
+        return None
+    if hc.mode != RunMode.MULTIRUN:
+        return None
+    parent = Path(hc.sweep.dir) / "sweep_parent.json"
+    info = json.loads(parent.read_text()) if parent.exists() else {}
+    return {**info, "job": hc.job.num, "overrides": list(hc.overrides.task)}
+
+
 def format_table(metrics: dict[str, float], keys: list[str]) -> str:
     width = max(len(k) for k in keys)
     return "\n".join(f"  {k:<{width}}  {metrics[k]:.4f}" if isinstance(metrics[k], float) else
@@ -190,9 +207,17 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
                 "retrievers": ",".join(pipe.retrievers)}
         if data.warnings or label_warnings:
             tags["data_warnings"] = " | ".join([*data.warnings, *label_warnings])[:5000]
-        run_id = tracker.log_run(run_name, resolved, metrics, tags,
+        sweep = sweep_context()
+        params: Any = resolved
+        if sweep:  # a child of the sweep's parent run: params = the overrides the sweep varies
+            given = dict(o.split("=", 1) for o in sweep["overrides"] if "=" in o)
+            params = {k: v for k, v in given.items() if k.lstrip("+~") in sweep.get("swept", given)}
+            tags["overrides"] = " ".join(sweep["overrides"])[:5000]
+            run_name = cfg.get("run_name") or f"trial {sweep['job']}: " + " ".join(sweep["overrides"])[:200]
+        run_id = tracker.log_run(run_name, params, metrics, tags,
                                  {"": out_dir / "config_resolved.yaml", "tables": out_dir / "per_query.parquet",
-                                  "metrics": out_dir / "metrics.json"})
+                                  "metrics": out_dir / "metrics.json"},
+                                 parent_run_id=sweep.get("run_id") if sweep else None)
         (out_dir / "mlflow_run_id").write_text(run_id)
         print(f"  mlflow run: {run_id} ({cfg.tracking.uri})")
     return metrics

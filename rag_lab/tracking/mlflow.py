@@ -68,10 +68,34 @@ class MlflowTracker:
             exp_id = exp.experiment_id
         return mlflow, exp_id
 
-    def log_run(self, run_name: str, params: Mapping[str, Any], metrics: Mapping[str, float],
-                tags: Mapping[str, str], artifacts: Mapping[str, Path]) -> str:
-        """Log one run; returns its run id. Non-finite metrics are skipped (MLflow stores NaN poorly)."""
+    def start_parent(self, run_name: str, tags: Mapping[str, str]) -> dict[str, str]:
+        """Create a sweep's parent run (left open: children attach to it by id)."""
         mlflow, exp_id = self._setup()
+        client = mlflow.tracking.MlflowClient(self.uri)
+        run = client.create_run(exp_id, run_name=run_name, tags={**self.tags, **tags, "sweep": "parent"})
+        return {"run_id": run.info.run_id, "experiment_id": exp_id, "uri": self.uri}
+
+    def finish_parent(self, run_id: str, metrics: Mapping[str, float], tags: Mapping[str, str],
+                      artifacts: list[Path]) -> None:
+        mlflow, _ = self._setup()
+        client = mlflow.tracking.MlflowClient(self.uri)
+        for k, v in metrics.items():
+            if isinstance(v, (int, float)) and math.isfinite(v):
+                client.log_metric(run_id, sanitize_key(k), float(v))
+        for k, v in tags.items():
+            client.set_tag(run_id, k, str(v)[:5000])
+        for path in artifacts:
+            if Path(path).exists():
+                client.log_artifact(run_id, str(path), artifact_path="sweep")
+        client.set_terminated(run_id)
+
+    def log_run(self, run_name: str, params: Mapping[str, Any], metrics: Mapping[str, float],
+                tags: Mapping[str, str], artifacts: Mapping[str, Path], parent_run_id: str | None = None) -> str:
+        """Log one run (a child of ``parent_run_id`` when given); returns its run id. Non-finite
+        metrics are skipped (MLflow stores NaN poorly)."""
+        mlflow, exp_id = self._setup()
+        if parent_run_id:
+            tags = {**tags, "mlflow.parentRunId": parent_run_id}
         with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:
             mlflow.set_tags({**self.tags, **tags})
             clean = {}

@@ -1,0 +1,161 @@
+"""Hydra callback that turns a multirun into one MLflow parent run with a child per configuration.
+
+- ``on_multirun_start``: refuses to *select* on the split reserved for reporting (``sweep.
+  report_split``, default ``test``) unless ``sweep.allow_test_selection=true``; opens the parent
+  run and leaves its id in ``<sweep dir>/sweep_parent.json`` for the jobs (which may be other
+  processes, with the joblib launcher) to attach their child runs to.
+- ``on_multirun_end``: reads every finished job folder (``metrics.json``, ``per_query.parquet``,
+  ``.hydra/overrides.yaml``), writes the leaderboard (CSV + Markdown, paired bootstrap CIs and a
+  randomisation test of every configuration against the winner) and plots into the sweep folder,
+  logs them on the parent, tags the winner, then evaluates the winner on the report split and logs
+  those metrics on the parent as ``<report split>/<metric>``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from rag_lab.errors import ConfigError
+
+log = logging.getLogger(__name__)
+PARENT_FILE = "sweep_parent.json"
+
+
+SWEEP_FUNCTIONS = ("range", "choice", "interval", "tag", "glob", "sort", "shuffle")
+
+
+def _top_level_comma(value: str) -> bool:
+    """``a,b`` and ``[x],[y]`` sweep; ``[x,y]`` (one list value) does not."""
+    depth = 0
+    for ch in value:
+        depth += ch in "[({"
+        depth -= ch in "])}"
+        if ch == "," and depth == 0:
+            return True
+    return False
+
+
+def swept_keys(config: DictConfig) -> list[str]:
+    """The config keys a sweep varies: command-line overrides with several values or a sweep
+    function (``a=1,2``, ``range(...)``, ``choice(...)``, ``interval(...)``) and the sweeper's own
+    ``params`` (Optuna)."""
+    keys = []
+    for o in config.hydra.overrides.task:
+        key, _, value = o.partition("=")
+        if _top_level_comma(value) or value.split("(", 1)[0] in SWEEP_FUNCTIONS:
+            keys.append(key.lstrip("+~"))
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
+    keys.extend(str(k) for k in params)
+    return sorted(set(keys))
+
+
+def higher_is_better(metric_key: str) -> bool:
+    return not metric_key.startswith("noise_ratio")
+
+
+def load_trials(sweep_dir: Path) -> list:
+    """Every job folder of a sweep that finished (has ``metrics.json``), as report ``Trial`` objects."""
+    import pandas as pd
+
+    from rag_lab.sweep.report import Trial
+
+    trials = []
+    for job in sorted((p for p in sweep_dir.iterdir() if p.is_dir() and (p / "metrics.json").exists()),
+                      key=lambda p: (len(p.name), p.name)):
+        overrides = yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text()) if \
+            (job / ".hydra" / "overrides.yaml").exists() else []
+        params = dict(o.split("=", 1) for o in overrides if "=" in o)
+        params = {k.lstrip("+~"): v for k, v in params.items() if not k.startswith("hydra.")}
+        metrics = json.loads((job / "metrics.json").read_text())
+        if (job / "mlflow_run_id").exists():
+            metrics["_run_id"] = (job / "mlflow_run_id").read_text().strip()
+        trials.append(Trial(job.name, params, metrics, pd.read_parquet(job / "per_query.parquet")))
+    return trials
+
+
+def varying(trials: list) -> list:
+    """Trials with only the params whose values differ between them (the swept ones)."""
+    from rag_lab.sweep.report import Trial
+
+    keys = {k for t in trials for k in t.params}
+    swept = sorted(k for k in keys if len({str(t.params.get(k)) for t in trials}) > 1)
+    return [Trial(t.name, {k: t.params.get(k) for k in swept}, t.metrics, t.per_query) for t in trials]
+
+
+class MlflowSweepCallback(Callback):
+    def __init__(self, report_split: str = "test", allow_test_selection: bool = False,
+                 report_winner: bool = True) -> None:
+        self.report_split = report_split
+        self.allow_test_selection = allow_test_selection
+        self.report_winner = report_winner
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        split = OmegaConf.select(config, "dataset.split")
+        if split == self.report_split and not self.allow_test_selection:
+            raise ConfigError(
+                f"a sweep selects a configuration, and dataset.split={split} is the split reserved for reporting "
+                f"the winner: sweep on dataset.split=dev (or train), or force it with sweep.allow_test_selection=true")
+        sweep_dir = Path(config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        info: dict[str, Any] = {"split": split, "swept": swept_keys(config)}
+        if config.get("tracking"):
+            from rag_lab.pipeline import instantiate
+
+            tracker = instantiate(config.tracking, "tracking")
+            info.update(tracker.start_parent(run_name=f"sweep {sweep_dir.name}",
+                                             tags={"sweep_dir": str(sweep_dir), "split": str(split)}))
+        (sweep_dir / PARENT_FILE).write_text(json.dumps(info))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from rag_lab.metrics import metric_key
+        from rag_lab.sweep.report import write_report
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        metric = metric_key(config.optimized_metric)
+        trials = load_trials(sweep_dir)
+        if not trials:
+            log.warning("no finished job in %s: nothing to report", sweep_dir)
+            return
+        hib = higher_is_better(metric)
+        files = write_report(varying(trials), metric, sweep_dir / "report", higher_is_better=hib)
+        best = (max if hib else min)(trials, key=lambda t: t.metrics.get(metric, float("-inf") if hib else float("inf")))
+        winner = {"job": best.name, "overrides": best.params, metric: best.metrics.get(metric)}
+        if self.report_winner:
+            winner["report"] = self._report(sweep_dir / best.name, metric)
+        (sweep_dir / "winner.json").write_text(json.dumps(winner, indent=2, default=str))
+        print(f"\nsweep winner (job {best.name}, {metric}={best.metrics.get(metric):.4f} on "
+              f"{OmegaConf.select(config, 'dataset.split')}): {best.params}")
+        if "report" in winner:
+            print(f"  on {self.report_split}: {metric}={winner['report'].get(metric, float('nan')):.4f}")
+        print((sweep_dir / "report" / "leaderboard.md").read_text())
+        info = json.loads((sweep_dir / PARENT_FILE).read_text()) if (sweep_dir / PARENT_FILE).exists() else {}
+        if info.get("run_id"):
+            from rag_lab.pipeline import instantiate
+
+            tracker = instantiate(config.tracking, "tracking")
+            report_metrics = {f"{self.report_split}/{k}": v for k, v in winner.get("report", {}).items()
+                              if isinstance(v, (int, float))}
+            tracker.finish_parent(info["run_id"], metrics={f"best/{metric}": best.metrics.get(metric), **report_metrics},
+                                  tags={"winner_job": best.name, "winner_run_id": best.metrics.get("_run_id", ""),
+                                        "winner_overrides": " ".join(f"{k}={v}" for k, v in best.params.items())},
+                                  artifacts=[*files.values(), sweep_dir / "winner.json"])
+
+    def _report(self, job_dir: Path, metric: str) -> dict[str, float]:
+        """Evaluate the winner's composed config on the report split (no child run, no cache writes
+        skipped: cached stages are reused)."""
+        from rag_lab.evaluate import evaluate
+
+        cfg = OmegaConf.load(job_dir / ".hydra" / "config.yaml")
+        with open_dict(cfg):
+            cfg.dataset.split = self.report_split
+            cfg.paths.output_dir = str(job_dir.parent / f"winner_{self.report_split}")
+            cfg.tracking = None  # logged on the parent instead
+        log.info("evaluating the winner (%s) on %s", job_dir.name, self.report_split)
+        return evaluate(cfg)
