@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 
 COMMANDS = {
-    "evaluate": ("rag_lab.evaluate", "run a pipeline over a labelled split and log metrics"),
+    "evaluate": ("rag_lab.evaluate", "run a pipeline over a labelled split and log metrics (-m: sweep)"),
+    "cache": ("rag_lab.cache_cli", "list or clear the stage cache (rag-lab cache list|clear)"),
 }
 
 

@@ -121,6 +121,19 @@ def sweep_context() -> dict[str, Any] | None:
     return {**info, "job": hc.job.num, "overrides": list(hc.overrides.task)}
 
 
+def check_selection_split(cfg: DictConfig) -> None:
+    """A sweep selects a configuration: refuse to do that on the split reserved for reporting."""
+    report = OmegaConf.select(cfg, "sweep.report_split", default="test")
+    if sweep_context() is not None and cfg.dataset.split == report and \
+            not OmegaConf.select(cfg, "sweep.allow_test_selection", default=False):
+        raise ConfigError(selection_refusal(cfg.dataset.split))
+
+
+def selection_refusal(split: str) -> str:
+    return (f"a sweep selects a configuration, and dataset.split={split} is the split reserved for reporting "
+            f"the winner: sweep on dataset.split=dev (or train), or force it with sweep.allow_test_selection=true")
+
+
 def format_table(metrics: dict[str, float], keys: list[str]) -> str:
     width = max(len(k) for k in keys)
     return "\n".join(f"  {k:<{width}}  {metrics[k]:.4f}" if isinstance(metrics[k], float) else
@@ -132,6 +145,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         raise ConfigError(f"missing required setting(s): {', '.join(missing)} (e.g. {missing[0]}=...)")
+    check_selection_split(cfg)
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = list(cfg.evaluation.metrics)

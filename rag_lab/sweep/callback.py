@@ -99,9 +99,10 @@ class MlflowSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         split = OmegaConf.select(config, "dataset.split")
         if split == self.report_split and not self.allow_test_selection:
-            raise ConfigError(
-                f"a sweep selects a configuration, and dataset.split={split} is the split reserved for reporting "
-                f"the winner: sweep on dataset.split=dev (or train), or force it with sweep.allow_test_selection=true")
+            from rag_lab.evaluate import selection_refusal
+
+            # Hydra logs a callback's exception and carries on; each job refuses on its own (evaluate)
+            raise ConfigError(selection_refusal(str(split)))
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         info: dict[str, Any] = {"split": split, "swept": swept_keys(config)}
