@@ -29,7 +29,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-NAMESPACES = ("documents", "chunks", "embeddings", "runs")
+NAMESPACES = ("documents", "chunks", "embeddings", "indexes", "runs")
 
 
 def _canonical(obj: Any) -> bytes:
@@ -124,6 +124,35 @@ class StageCache:
         p = self.path(namespace, key, "npy")
         self._write(p, lambda fh: np.save(fh, np.ascontiguousarray(arr), allow_pickle=False))
         self._count(namespace, p, write=True)
+
+    # -- folders (retriever indexes in their own formats) ----------------------------------
+    def get_dir(self, namespace: str, key: str) -> Path | None:
+        """The entry's folder if it is complete (it only appears, by rename, once fully written)."""
+        p = self.root / namespace / key[:2] / key
+        if not p.is_dir():
+            self._count(namespace, None)
+            return None
+        self.hits[namespace] += 1
+        self.bytes_read[namespace] += sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+        return p
+
+    def put_dir(self, namespace: str, key: str, writer: Callable[[Path], None]) -> Path:
+        """Let ``writer`` fill a temporary folder, then rename it into place (a concurrent job that
+        got there first wins; both wrote the same content)."""
+        final = self.root / namespace / key[:2] / key
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}."))
+        try:
+            writer(tmp)
+            try:
+                os.replace(tmp, final)
+            except OSError:  # already there (non-empty target): keep the existing entry
+                shutil.rmtree(tmp, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self.bytes_written[namespace] += sum(f.stat().st_size for f in final.rglob("*") if f.is_file())
+        return final
 
     def stats(self) -> dict[str, float]:
         out: dict[str, float] = {

@@ -195,6 +195,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
     metrics["total_seconds"] = time.perf_counter() - t_start
 
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True, allow_nan=True))
+    (out_dir / "dataset_fingerprint").write_text(data.fingerprint)
     table.to_parquet(out_dir / "per_query.parquet", index=False)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     (out_dir / "config_resolved.yaml").write_text(OmegaConf.to_yaml(resolved))

@@ -22,7 +22,7 @@ from rag_lab.errors import ConfigError
 from rag_lab.fusion.base import Fusion
 from rag_lab.parser.base import Parser, parse_corpus
 from rag_lab.reranker.base import Reranker
-from rag_lab.retrievers.base import Retriever
+from rag_lab.retrievers.base import PersistentRetriever, Retriever
 from rag_lab.types import (
     Chunk,
     Document,
@@ -138,12 +138,30 @@ class Pipeline:
         self.timings.update(chunk_seconds=t1 - t0, index_seconds=time.perf_counter() - t1)
         return chunks
 
+    def index_key(self, name: str) -> str:
+        retriever = self.retrievers[name]
+        return stage_key("index", {"retriever": self.stage_configs.get("retrievers", {}).get(name),
+                                   "identity": getattr(retriever, "identity", None)}, self.chunks_key)
+
     def _ensure_indexed(self, name: str) -> None:
+        """Index retriever ``name`` over the current chunks: restored from the stage cache when the
+        retriever can persist its index and the entry exists, built (and stored) otherwise."""
         if name in self._indexed:
             return
         retriever = self.retrievers[name]
         t0 = time.perf_counter()
-        retriever.index(list(self.chunks.values()))
+        persistent = self.cache is not None and self.chunks_key and isinstance(retriever, PersistentRetriever)
+        key = self.index_key(name) if persistent else ""
+        entry = self.cache.get_dir("indexes", key) if persistent else None
+        if entry is not None:
+            retriever.load_index(entry)
+        else:
+            retriever.index(list(self.chunks.values()))
+            if persistent:
+                try:
+                    self.cache.put_dir("indexes", key, retriever.save_index)
+                except NotImplementedError:
+                    pass
         self.timings[f"{name}/index_seconds"] = time.perf_counter() - t0
         self._indexed.add(name)
         log.info("indexed %d chunks with %s: %s", len(self.chunks), name,

@@ -97,9 +97,10 @@ def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_cop
     with open(toy_copy / "qrels" / "test.tsv", "a") as fh:
         fh.write("q9\td8\t1\n")
     relabel = run(tmp_path, toy_copy)
-    # a new query joined the split, so the runs (keyed by the query set) miss; the index is rebuilt
-    # from the cached embeddings: read, not re-encoded
-    assert counts(relabel) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (1, 0), "runs": (0, 2)}
+    # a new query joined the split, so the runs (keyed by the query set) miss; both indexes are
+    # restored from the cache: nothing is re-encoded or re-tokenised
+    assert counts(relabel) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (0, 0), "runs": (0, 2)}
+    assert (relabel["cache/indexes/hits"], relabel["cache/indexes/misses"]) == (2, 0)
     # one edited document: everything downstream of the corpus recomputes
     lines = (toy_copy / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     rec = json.loads(lines[6])
@@ -124,8 +125,31 @@ def test_killed_run_resumes_with_identical_metrics(tmp_path, toy_copy, monkeypat
         run(tmp_path, toy_copy)
     monkeypatch.setattr(cache_mod.StageCache, "put_json", real_put)
     resumed = run(tmp_path, toy_copy)
-    assert counts(resumed)["chunks"] == (1, 0) and counts(resumed)["embeddings"] == (1, 0)
+    # everything written before the kill is reused: chunks and the dense index (built and stored
+    # before the job died writing its run), so nothing is embedded; BM25 was never reached
+    assert counts(resumed)["chunks"] == (1, 0) and counts(resumed)["embeddings"] == (0, 0)
+    assert (resumed["cache/indexes/hits"], resumed["cache/indexes/misses"]) == (1, 1)
     again = run(tmp_path, toy_copy)
     assert counts(again)["runs"] == (2, 0)
     for key in ("ndcg_at_10", "recall_at_100", "noise_ratio_at_5", "mrr_at_10"):
         assert resumed[key] == uncached[key] == again[key]
+
+
+def test_indexes_are_restored_when_runs_miss(tmp_path, toy_copy):
+    cold = run(tmp_path, toy_copy)
+    assert (cold["cache/indexes/hits"], cold["cache/indexes/misses"]) == (0, 2)
+    assert inventory(tmp_path / "cache")["indexes"]["entries"] > 0
+    clear(tmp_path / "cache", ["runs"])
+    warm = run(tmp_path, toy_copy)
+    assert (warm["cache/indexes/hits"], warm["cache/indexes/misses"]) == (2, 0)
+    assert counts(warm)["embeddings"] == (0, 0) and counts(warm)["runs"] == (0, 2)
+    assert warm["dense/index_loaded"] == warm["bm25/index_loaded"] == 1.0
+    for key in ("ndcg_at_10", "recall_at_100", "noise_ratio_at_5", "mrr_at_10", "map_at_100"):
+        assert warm[key] == cold[key]
+
+
+def test_rank_bm25_backend_is_rebuilt_not_persisted(tmp_path, toy_copy):
+    first = run(tmp_path, toy_copy, "retrievers=[bm25]", "retrievers.bm25.backend=rank_bm25")
+    clear(tmp_path / "cache", ["runs"])
+    second = run(tmp_path, toy_copy, "retrievers=[bm25]", "retrievers.bm25.backend=rank_bm25")
+    assert second["cache/indexes/hits"] == 0 and second["ndcg_at_10"] == first["ndcg_at_10"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -22,6 +23,16 @@ class Retriever(Protocol):
     def index(self, chunks: Sequence[Chunk]) -> None: ...
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run: ...
+
+
+@runtime_checkable
+class PersistentRetriever(Retriever, Protocol):
+    """A retriever whose index can be written to and restored from a folder (stage cache, exports).
+    ``save_index`` may raise ``NotImplementedError`` for a variant that cannot be persisted."""
+
+    def save_index(self, directory: Path) -> None: ...
+
+    def load_index(self, directory: Path) -> None: ...
 
 
 def topk_to_run(qids: Sequence[str], ids: Sequence[str], idx: np.ndarray, scores: np.ndarray,

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -47,6 +49,22 @@ class BM25Retriever:
         t2 = time.perf_counter()
         self.stats = {"tokenize_seconds": t1 - t0, "index_seconds": t2 - t0,
                       "chunks_per_second": len(chunks) / max(t2 - t0, 1e-9)}
+
+    def save_index(self, directory: Path) -> None:
+        """Write the index (chunk ids + the backend's own format) into an empty ``directory``."""
+        (directory / "ids.json").write_text(json.dumps(self._ids))
+        if self.backend == "bm25s":
+            self._engine.save(str(directory / "bm25s"))
+        else:  # rank-bm25 has no format of its own; it is rebuilt from the chunks
+            raise NotImplementedError("the rank_bm25 backend is not persisted (it is the reference backend)")
+
+    def load_index(self, directory: Path) -> None:
+        """Restore what ``save_index`` wrote (no re-tokenising of the corpus)."""
+        import bm25s
+
+        self._ids = json.loads((directory / "ids.json").read_text())
+        self._engine = bm25s.BM25.load(str(directory / "bm25s"))
+        self.stats = {"index_loaded": 1.0}
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:
         qids = list(queries)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -77,6 +79,26 @@ class DenseRetriever:
         self.stats = {"embed_seconds": t1 - t0, "index_seconds": t2 - t0, "embedding_cache_hit": float(cached)}
         if not cached:  # a cache hit measures the disk, not the encoder
             self.stats["embed_docs_per_second"] = len(chunks) / max(t1 - t0, 1e-9)
+
+    def save_index(self, directory: Path) -> None:
+        """Write chunk ids and the faiss index into an empty ``directory``."""
+        import faiss
+
+        (directory / "ids.json").write_text(json.dumps(self._ids))
+        faiss.write_index(self._index, str(directory / "index.faiss"))
+
+    def load_index(self, directory: Path) -> None:
+        """Restore what ``save_index`` wrote: no encoding, no index build. Queries still need the
+        embedder (loaded lazily on the first ``retrieve``)."""
+        import faiss
+
+        self._ids = json.loads((directory / "ids.json").read_text())
+        self._index = faiss.read_index(str(directory / "index.faiss"))
+        if self.index_type == "hnsw":
+            self._index.hnsw.efSearch = self.ef_search
+        elif self.index_type == "ivf":
+            faiss.extract_index_ivf(self._index).nprobe = self.nprobe
+        self.stats = {"index_loaded": 1.0}
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:
         qids = list(queries)
