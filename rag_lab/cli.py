@@ -7,6 +7,8 @@ import sys
 COMMANDS = {
     "evaluate": ("rag_lab.evaluate", "run a pipeline over a labelled split and log metrics (-m: sweep)"),
     "cache": ("rag_lab.cache_cli", "list or clear the stage cache (rag-lab cache list|clear)"),
+    "gate": ("rag_lab.gate", "compare a candidate run against a baseline; exit 1 on regression"),
+    "export": ("rag_lab.export_cli", "write a self-contained pipeline folder from a run or a sweep's winner"),
 }
 
 
