@@ -41,12 +41,29 @@ ALLOWED_TARGET_PREFIXES = ("rag_lab.", "sentence_transformers.", "peft.", "trans
 
 
 def check_targets(node: Any, where: str = "") -> None:
-    """Raise ``ConfigError`` for any ``_target_`` outside ``ALLOWED_TARGET_PREFIXES``."""
+    """Raise ``ConfigError`` unless every ``_target_`` in ``node`` names a *class* defined under
+    ``ALLOWED_TARGET_PREFIXES``.
+
+    The name alone is not enough: Hydra resolves dotted paths through a module's imports, so
+    ``rag_lab.pipeline.Path.write_text`` starts with an allowed prefix yet is ``pathlib``'s
+    function. Every stage is a class, so targets must resolve to one, defined in an allowed package."""
     if isinstance(node, Mapping):
         target = node.get("_target_")
-        if target is not None and not str(target).startswith(ALLOWED_TARGET_PREFIXES):
-            raise ConfigError(f"{where or '<root>'}._target_={target!r} is not allowed "
-                              f"(allowed: {', '.join(p + '*' for p in ALLOWED_TARGET_PREFIXES)})")
+        if target is not None:
+            here = f"{where or '<root>'}._target_={target!r}"
+            if not str(target).startswith(ALLOWED_TARGET_PREFIXES):
+                raise ConfigError(f"{here} is not allowed "
+                                  f"(allowed: {', '.join(p + '*' for p in ALLOWED_TARGET_PREFIXES)})")
+            from hydra.utils import get_class
+
+            try:
+                cls = get_class(str(target))
+            except Exception as exc:
+                raise ConfigError(f"{here} is not allowed: it does not name a class "
+                                  f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
+            if not str(getattr(cls, "__module__", "")).startswith(ALLOWED_TARGET_PREFIXES):
+                raise ConfigError(f"{here} is not allowed: it resolves to {cls.__module__}.{cls.__qualname__}, "
+                                  "outside the allowed packages")
         for k, v in node.items():
             check_targets(v, f"{where}.{k}" if where else str(k))
     elif isinstance(node, (list, tuple)):

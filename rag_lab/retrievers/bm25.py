@@ -52,11 +52,10 @@ class BM25Retriever:
 
     def save_index(self, directory: Path) -> None:
         """Write the index (chunk ids + the backend's own format) into an empty ``directory``."""
-        (directory / "ids.json").write_text(json.dumps(self._ids))
-        if self.backend == "bm25s":
-            self._engine.save(str(directory / "bm25s"))
-        else:  # rank-bm25 has no format of its own; it is rebuilt from the chunks
+        if self.backend != "bm25s":  # rank-bm25 has no format of its own; it is rebuilt from the chunks
             raise NotImplementedError("the rank_bm25 backend is not persisted (it is the reference backend)")
+        (directory / "ids.json").write_text(json.dumps(self._ids))
+        self._engine.save(str(directory / "bm25s"))
 
     def load_index(self, directory: Path) -> None:
         """Restore what ``save_index`` wrote (no re-tokenising of the corpus)."""

@@ -97,7 +97,8 @@ class DenseRetriever:
         if self.index_type == "hnsw":
             self._index.hnsw.efSearch = self.ef_search
         elif self.index_type == "ivf":
-            faiss.extract_index_ivf(self._index).nprobe = self.nprobe
+            ivf = faiss.extract_index_ivf(self._index)
+            ivf.nprobe = min(self.nprobe, ivf.nlist)
         self.stats = {"index_loaded": 1.0}
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:

@@ -112,3 +112,14 @@ def test_disallowed_target_is_refused():
         check_targets({"retrievers": {"bm25": {"_target_": "os.system", "command": "true"}}})
     with pytest.raises(ConfigError, match="not allowed"):
         instantiate(OmegaConf.create({"_target_": "subprocess.run", "args": ["true"]}), "x")
+
+
+def test_target_walking_through_imports_is_refused(tmp_path):
+    """An allowed-looking name that resolves to another package's callable (rag_lab.pipeline imports
+    pathlib.Path) must not run: this one would write a file."""
+    probe = tmp_path / "probe"
+    node = {"_target_": "rag_lab.pipeline.Path.write_text",
+            "_args_": [{"_target_": "rag_lab.pipeline.Path", "_args_": [str(probe)]}, "hello"]}
+    with pytest.raises(ConfigError, match="not allowed"):
+        instantiate(OmegaConf.create(node), "x")
+    assert not probe.exists()

@@ -1,0 +1,458 @@
+"""Export a finished pipeline as a self-contained folder, load it back, re-evaluate it.
+
+An *export* is what a run (or a sweep's winner) selected, frozen so it can answer queries without
+the corpus files, the stage cache or Hydra::
+
+    <export>/
+      pipeline.yaml          resolved stage configs (no dataset/tracking/paths/hydra/sweep/cache),
+                             top-level ``retrieve_k`` and an ``export`` section (provenance,
+                             bundled model paths, corpus fingerprint)
+      chunks.json.gz         every chunk (``rag_lab.types.chunk_to_dict``)
+      indexes/<retriever>/   each retriever's persisted index (``save_index``)
+      model/                 the dense embedder's weights, only when they were a local folder that
+                             is not one of the offline model ids (``model/<retriever>/`` when
+                             several retrievers bundle one)
+      metrics.json           the run's (dev/selection) metrics, ``per_query.parquet`` and
+      per_query.parquet      ``dataset_fingerprint`` beside them: ``rag-lab gate`` reads the
+      dataset_fingerprint    folder as a side
+      metrics_test.json      the report-split metrics, when a test run was given
+      card.md                human-readable summary
+
+Contracts:
+
+- ``export_pipeline`` never re-embeds what the run's stage cache holds (it builds the pipeline
+  from the run's resolved config, cache included) and refuses when the dataset on disk no longer
+  has the fingerprint the run recorded (the export's chunks would not be what was scored).
+- ``load_pipeline`` refuses any ``_target_`` outside ``rag_lab.pipeline.ALLOWED_TARGET_PREFIXES``
+  anywhere in ``pipeline.yaml`` before instantiating anything, builds the stages with
+  ``build_pipeline`` and restores chunks and indexes from disk (no encoding of documents).
+- ``ExportedPipeline.retrieve*`` runs every retriever at ``retrieve_k`` and fuses with the same
+  ``Pipeline.combine`` as evaluation, then cuts to ``k``: for ``k <= retrieve_k`` the ranking is
+  the evaluation's ranking (ties by ascending chunk id, rag_lab's one rule).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from rag_lab.errors import ConfigError, DataError
+from rag_lab.metrics import ranked
+from rag_lab.pipeline import Pipeline, build_pipeline, check_targets, instantiate
+from rag_lab.retrievers.base import PersistentRetriever
+from rag_lab.types import Chunk, chunk_from_dict, chunk_to_dict
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+PIPELINE_FILE = "pipeline.yaml"
+CHUNKS_FILE = "chunks.json.gz"
+INDEXES_DIR = "indexes"
+FINGERPRINT_FILE = "dataset_fingerprint"
+# sections of an evaluate config that describe where a run read and wrote, not the pipeline
+DROPPED_SECTIONS = ("dataset", "tracking", "paths", "hydra", "sweep", "cache")
+# what defines the rankings: compared between the exported run and its test run
+PIPELINE_SECTIONS = ("parser", "chunker", "retrievers", "fusion", "reranker", "retrieve_k")
+HEADLINE = ("ndcg_at_10", "hit_rate_at_5", "noise_ratio_at_5", "recall_at_100", "mrr_at_10", "map_at_100")
+# distribution names tried in order for each package the card reports
+VERSIONED_PACKAGES: dict[str, tuple[str, ...]] = {
+    "rag_lab": ("rag_lab", "rag-lab"),
+    "sentence-transformers": ("sentence-transformers",),
+    "transformers": ("transformers",),
+    "torch": ("torch",),
+    "faiss": ("faiss-cpu", "faiss-gpu", "faiss"),
+    "bm25s": ("bm25s",),
+    "mlflow": ("mlflow", "mlflow-skinny"),
+}
+
+
+# ---------------------------------------------------------------- export
+
+
+def _read_resolved(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "config_resolved.yaml"
+    if not path.is_file():
+        raise ConfigError(f"{run_dir}: no config_resolved.yaml (not a finished `rag-lab evaluate` run folder)")
+    for name in ("metrics.json", "per_query.parquet", FINGERPRINT_FILE):
+        if not (run_dir / name).is_file():
+            raise ConfigError(f"{run_dir}: no {name} (not a finished `rag-lab evaluate` run folder)")
+    resolved = yaml.safe_load(path.read_text())
+    if not isinstance(resolved, dict):
+        raise ConfigError(f"{path}: expected a mapping")
+    return resolved
+
+
+def _check_same_pipeline(resolved: Mapping[str, Any], test_run_dir: Path) -> None:
+    """Refuse a test run whose stages differ from the exported run's (its metrics would describe
+    another pipeline). A test run folder without ``config_resolved.yaml`` is taken on trust."""
+    path = test_run_dir / "config_resolved.yaml"
+    if not path.is_file():
+        return
+    a, b = _pipeline_config(resolved), _pipeline_config(yaml.safe_load(path.read_text()))
+    differ = [k for k in PIPELINE_SECTIONS if a.get(k) != b.get(k)]
+    if differ:
+        raise ConfigError(f"{test_run_dir} ran a different pipeline than the exported run ({', '.join(differ)} "
+                          f"differ): its metrics cannot be the export's test metrics")
+
+
+def _run_split(run_dir: Path) -> str | None:
+    """The dataset split a run folder scored (from its ``config_resolved.yaml``), if known."""
+    path = run_dir / "config_resolved.yaml"
+    if not path.is_file():
+        return None
+    split = ((yaml.safe_load(path.read_text()) or {}).get("dataset") or {}).get("split")
+    return None if split is None else str(split)
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages an export depends on (``"not installed"`` when absent)."""
+    out: dict[str, str] = {}
+    for label, dists in VERSIONED_PACKAGES.items():
+        out[label] = "not installed"
+        for dist in dists:
+            try:
+                out[label] = importlib_metadata.version(dist)
+                break
+            except importlib_metadata.PackageNotFoundError:
+                continue
+    return out
+
+
+def _bundle_models(config: dict[str, Any], staging: Path) -> dict[str, str]:
+    """Copy every dense embedder whose ``model`` is a local folder (and not an offline id) into
+    ``staging``; rewrite the config to the export-relative path. Returns ``{config key: relative
+    path}`` (``load_pipeline`` makes those absolute again)."""
+    from rag_lab.embedder.models import OFFLINE_MODELS
+
+    local: dict[str, Path] = {}
+    for name, rcfg in (config.get("retrievers") or {}).items():
+        emb = rcfg.get("embedder") if isinstance(rcfg, Mapping) else None
+        model = emb.get("model") if isinstance(emb, Mapping) else None
+        if isinstance(model, str) and model not in OFFLINE_MODELS and Path(model).expanduser().is_dir():
+            local[name] = Path(model).expanduser().resolve()
+    bundled: dict[str, str] = {}
+    by_source: dict[Path, str] = {}
+    for name, src in local.items():
+        if src not in by_source:
+            rel = "model" if len(set(local.values())) == 1 else f"model/{name}"
+            shutil.copytree(src, staging / rel, symlinks=False)  # follow HF-cache symlinks: self-contained
+            by_source[src] = rel
+        original = config["retrievers"][name]["embedder"]["model"]
+        config["retrievers"][name]["embedder"]["model"] = by_source[src]
+        bundled[f"retrievers.{name}.embedder.model"] = by_source[src]
+        top = config.get("embedder")
+        if isinstance(top, dict) and top.get("model") == original:  # the group the retriever interpolated
+            top["model"] = by_source[src]
+            bundled["embedder.model"] = by_source[src]
+    return bundled
+
+
+def _pipeline_config(resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """The resolved config minus the run's I/O sections; retrievers no longer point at a cache."""
+    config = {k: v for k, v in resolved.items() if k not in DROPPED_SECTIONS}
+    config = json.loads(json.dumps(config))  # a deep, plain copy
+    for rcfg in (config.get("retrievers") or {}).values():
+        if isinstance(rcfg, dict) and "cache_dir" in rcfg:
+            rcfg["cache_dir"] = None
+    config["retrieve_k"] = int(resolved["evaluation"]["retrieve_k"])
+    return config
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _card(config: Mapping[str, Any], export: Mapping[str, Any], dev: Mapping[str, Any],
+          test: Mapping[str, Any] | None) -> str:
+    retrievers = config.get("retrievers") or {}
+    lines = ["# rag_lab pipeline export", "", f"Created {export['created']} from `{export['source_run']}`.", "",
+             "## Pipeline", "",
+             f"- parser: `{(config.get('parser') or {}).get('_target_')}`",
+             f"- chunker: `{(config.get('chunker') or {}).get('_target_')}`"]
+    for name, rcfg in retrievers.items():
+        emb = rcfg.get("embedder") if isinstance(rcfg, Mapping) else None
+        extra = f" (embedder `{emb.get('_target_')}`, model `{emb.get('model', '-')}`)" if isinstance(emb, Mapping) else ""
+        lines.append(f"- retriever `{name}`: `{rcfg.get('_target_')}`{extra}")
+    fusion = config.get("fusion") if len(retrievers) > 1 else None
+    lines.append(f"- fusion: `{fusion.get('_target_')}`" if isinstance(fusion, Mapping) else "- fusion: none")
+    reranker = config.get("reranker")
+    lines.append(f"- reranker: `{reranker.get('_target_')}`" if isinstance(reranker, Mapping) else "- reranker: none")
+    lines += [f"- retrieve_k: {config['retrieve_k']} (per retriever, before fusion)",
+              f"- chunks: {export['n_chunks']}", "",
+              "## Data", "",
+              f"- dataset: `{export['dataset']}` (selection split `{export['split']}`)",
+              f"- dataset fingerprint: `{export['dataset_fingerprint']}`",
+              f"- corpus fingerprint: `{export['corpus_fingerprint']}`", ""]
+    dev_label = f"{export['split']} (selection)"
+    test_label = f"{export.get('test_split') or 'test'} (report)"
+    lines += ["## Metrics", "", f"| metric | {dev_label} |" + (f" {test_label} |" if test else ""),
+              "|---|---:|" + ("---:|" if test else "")]
+    for m in HEADLINE:
+        if m in dev or (test and m in test):
+            row = f"| {m} | {_fmt(dev.get(m, '-'))} |"
+            lines.append(row + (f" {_fmt(test.get(m, '-'))} |" if test else ""))
+    lines += ["", "## Versions", ""]
+    lines += [f"- {k}: {v}" for k, v in export["versions"].items()]
+    lines += ["", "Load with `rag_lab.load_pipeline(path)`; see docs/export.md.", ""]
+    return "\n".join(lines)
+
+
+def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None = None,
+                    overwrite: bool = False) -> Path:
+    """Write the pipeline of the finished evaluate run ``run_dir`` into ``out_dir`` (layout in the
+    module docstring) and return ``out_dir``.
+
+    The run's dataset must still be on disk with the fingerprint the run recorded (else
+    ``DataError``); its stage cache, when present, spares re-parsing and re-embedding. Every
+    retriever must be persistable (``ConfigError`` otherwise, e.g. the ``rank_bm25`` backend).
+    ``out_dir`` must not exist or be empty unless ``overwrite``; the folder appears atomically
+    (written beside it, then renamed)."""
+    run_dir, out_dir = Path(run_dir), Path(out_dir)
+    resolved = _read_resolved(run_dir)
+    if test_run_dir is not None and not (Path(test_run_dir) / "metrics.json").is_file():
+        raise ConfigError(f"{test_run_dir}: no metrics.json (test_run_dir must be a finished run folder)")
+    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
+        raise ConfigError(f"{out_dir} exists and is not empty (pass overwrite=True / --overwrite)")
+    if test_run_dir is not None:
+        _check_same_pipeline(resolved, Path(test_run_dir))
+    cfg = OmegaConf.create(resolved)
+    data = instantiate(cfg.dataset, "dataset").load()
+    recorded = (run_dir / FINGERPRINT_FILE).read_text().strip()
+    if data.fingerprint != recorded:
+        raise DataError(f"the dataset at {cfg.dataset.get('path')} has fingerprint {data.fingerprint}, but the run "
+                        f"{run_dir} scored {recorded}: the data changed since the run; re-run evaluate, then export")
+    pipe = build_pipeline(cfg)
+    chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
+    for name in pipe.retrievers:
+        pipe._ensure_indexed(name)
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; the export is an ordinary folder
+    try:
+        for name, retriever in pipe.retrievers.items():
+            target = staging / INDEXES_DIR / name
+            target.mkdir(parents=True)
+            if not isinstance(retriever, PersistentRetriever):
+                raise ConfigError(f"retriever {name!r} ({type(retriever).__name__}) cannot save its index")
+            try:
+                retriever.save_index(target)
+            except NotImplementedError as exc:
+                raise ConfigError(f"retriever {name!r} cannot be exported: {exc} "
+                                  f"(e.g. retrievers.{name}.backend=bm25s)") from None
+        with gzip.GzipFile(staging / CHUNKS_FILE, "wb", mtime=0) as fh:
+            fh.write(json.dumps([chunk_to_dict(c) for c in chunks], ensure_ascii=False).encode("utf-8"))
+        config = _pipeline_config(resolved)
+        bundled = _bundle_models(config, staging)
+        for name in ("metrics.json", "per_query.parquet", FINGERPRINT_FILE):
+            shutil.copy2(run_dir / name, staging / name)
+        test_metrics = None
+        if test_run_dir is not None:
+            shutil.copy2(Path(test_run_dir) / "metrics.json", staging / "metrics_test.json")
+            test_metrics = json.loads((staging / "metrics_test.json").read_text())
+        export = {
+            "format_version": FORMAT_VERSION,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "source_run": str(run_dir.resolve()),
+            "test_run": str(Path(test_run_dir).resolve()) if test_run_dir is not None else None,
+            "test_split": _run_split(Path(test_run_dir)) if test_run_dir is not None else None,
+            "dataset": data.name, "split": data.split,
+            "dataset_fingerprint": data.fingerprint, "corpus_fingerprint": data.corpus_fingerprint,
+            "n_chunks": len(chunks), "bundled_models": bundled, "versions": package_versions(),
+        }
+        config["export"] = export
+        (staging / PIPELINE_FILE).write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+        dev = json.loads((run_dir / "metrics.json").read_text())
+        (staging / "card.md").write_text(_card(config, export, dev, test_metrics))
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    log.info("exported %s (%d chunks, retrievers %s) to %s", run_dir, len(chunks), list(pipe.retrievers), out_dir)
+    return out_dir
+
+
+def export_sweep(sweep_dir: Path, out_dir: Path, *, overwrite: bool = False) -> Path:
+    """Export a sweep's winner: the job named by ``<sweep_dir>/winner.json``, with the winner's
+    report-split run (``winner_<sweep.report_split>``, default ``winner_test``) as the test metrics
+    when that folder holds a finished run."""
+    sweep_dir = Path(sweep_dir)
+    winner_file = sweep_dir / "winner.json"
+    if not winner_file.is_file():
+        raise ConfigError(f"{sweep_dir}: no winner.json (not a finished sweep folder)")
+    job = json.loads(winner_file.read_text()).get("job")
+    if job is None or not (sweep_dir / str(job)).is_dir():
+        raise ConfigError(f"{winner_file}: winner job {job!r} has no folder in {sweep_dir}")
+    run_dir = sweep_dir / str(job)
+    resolved = _read_resolved(run_dir)
+    report_split = (resolved.get("sweep") or {}).get("report_split", "test")
+    test_dir = sweep_dir / f"winner_{report_split}"
+    return export_pipeline(run_dir, out_dir, overwrite=overwrite,
+                           test_run_dir=test_dir if (test_dir / "metrics.json").is_file() else None)
+
+
+# ---------------------------------------------------------------- load
+
+
+@dataclass
+class ExportedPipeline:
+    """A loaded export: the built ``pipeline`` (chunks set, every retriever's index restored) and
+    the ``config`` it was built from. ``chunks`` maps chunk id → chunk (what ``score_run`` needs)."""
+
+    path: Path
+    config: DictConfig
+    pipeline: Pipeline
+
+    @property
+    def chunks(self) -> dict[str, Chunk]:
+        return self.pipeline.chunks
+
+    @property
+    def retrieve_k(self) -> int:
+        return self.pipeline.retrieve_k
+
+    def run(self, queries: Mapping[str, str], k: int | None = None) -> dict[str, dict[str, float]]:
+        """The fused run over ``queries`` at depth ``max(k, retrieve_k)`` (scores as evaluation's)."""
+        depth = max(int(k or 0), self.pipeline.retrieve_k)
+        final, _ = self.pipeline.retrieve(dict(queries), depth)
+        return final
+
+    def _rows(self, scores: Mapping[str, float], k: int) -> list[dict[str, Any]]:
+        out = []
+        for rank, cid in enumerate(ranked(scores)[:k], 1):
+            c = self.pipeline.chunks[cid]
+            out.append({"chunk_id": cid, "doc_id": c.doc_id, "text": c.text, "metadata": dict(c.metadata),
+                        "score": float(scores[cid]), "rank": rank})
+        return out
+
+    def retrieve_batch(self, queries: Mapping[str, str] | Sequence[str], k: int = 10) -> dict[str, list[dict[str, Any]]]:
+        """Top ``k`` chunks per query, best first: ``{qid: [{chunk_id, doc_id, text, metadata, score,
+        rank}, ...]}`` (rank is 1-based). A sequence of strings gets ids ``"0"``, ``"1"``, ...
+        A query matching nothing gets an empty list."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if isinstance(queries, str):
+            raise TypeError("retrieve_batch takes several queries; use retrieve(query) for one")
+        qmap = dict(queries) if isinstance(queries, Mapping) else {str(i): q for i, q in enumerate(queries)}
+        for qid, text in qmap.items():
+            if not isinstance(text, str):
+                raise TypeError(f"query {qid!r} is {type(text).__name__}, expected str")
+        if not qmap:
+            return {}
+        final = self.run(qmap, k)
+        return {qid: self._rows(final.get(qid, {}), k) for qid in qmap}
+
+    def retrieve(self, query: str, k: int = 10) -> list[dict[str, Any]]:
+        """Top ``k`` chunks for one query (same dicts as ``retrieve_batch``)."""
+        return self.retrieve_batch({"q": query}, k)["q"]
+
+
+def _set_key(config: DictConfig, dotted: str, value: str) -> None:
+    if OmegaConf.select(config, dotted, default=None) is not None:
+        OmegaConf.update(config, dotted, value, merge=False)
+
+
+def load_pipeline(path: str | os.PathLike[str]) -> ExportedPipeline:
+    """Load an export folder written by ``export_pipeline``.
+
+    Raises ``ConfigError`` when ``pipeline.yaml`` is missing or malformed, names a ``_target_``
+    outside the allow-list or not resolving to an allowed class (``check_targets``, on the
+    whole file before anything is instantiated), or an
+    index is missing. Document embeddings and BM25 statistics are read from ``indexes/``; only
+    queries are encoded (the dense model loads on the first query)."""
+    root = Path(path).expanduser().resolve()
+    cfg_path = root / PIPELINE_FILE
+    if not cfg_path.is_file():
+        raise ConfigError(f"{root}: no {PIPELINE_FILE} (not a rag_lab export folder)")
+    try:
+        raw = yaml.safe_load(cfg_path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{cfg_path}: not valid YAML ({exc})") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("retrievers"), dict) or "retrieve_k" not in raw:
+        raise ConfigError(f"{cfg_path}: expected a mapping with `retrievers` and `retrieve_k`")
+    try:
+        check_targets(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{cfg_path}: refusing to load: {exc}") from None
+    config = OmegaConf.create(raw)
+    export = raw.get("export") or {}
+    for dotted, rel in (export.get("bundled_models") or {}).items():
+        _set_key(config, dotted, str(root / rel))
+    config.evaluation = config.get("evaluation") or {}
+    config.evaluation.retrieve_k = int(raw["retrieve_k"])
+    pipe = build_pipeline(config)  # cache.dir absent: no stage cache
+    with gzip.open(root / CHUNKS_FILE, "rt", encoding="utf-8") as fh:
+        pipe._set_chunks([chunk_from_dict(d) for d in json.load(fh)])
+    for name, retriever in pipe.retrievers.items():
+        index_dir = root / INDEXES_DIR / name
+        if not index_dir.is_dir() or not isinstance(retriever, PersistentRetriever):
+            raise ConfigError(f"{root}: no saved index for retriever {name!r} ({index_dir})")
+        retriever.load_index(index_dir)
+        missing = set(getattr(retriever, "_ids", ())) - set(pipe.chunks)
+        if missing:
+            raise ConfigError(f"{index_dir}: index names {len(missing)} chunk(s) not in {CHUNKS_FILE}")
+        pipe._indexed.add(name)
+    return ExportedPipeline(root, config, pipe)
+
+
+# ---------------------------------------------------------------- re-evaluate
+
+
+def evaluate_exported(path: str | os.PathLike[str], dataset: Mapping[str, Any] | DictConfig | None = None,
+                      *, out_dir: Path | None = None, **dataset_overrides: Any) -> dict[str, float]:
+    """Score an export on a labelled split and return ``score_run``'s flat metrics (the quality
+    metrics of ``evaluate``, per category and counts, plus ``n_documents`` / ``n_chunks``; no
+    timings). ``dataset`` is a dataset config node (``_target_`` + arguments, allow-listed); by
+    default the export's own source run's dataset is re-read from ``<source_run>/config_resolved.yaml``.
+    ``dataset_overrides`` replace its arguments (``split="test"``, ``path=...``). The run uses the
+    export's ``evaluation`` settings. With ``out_dir``, writes ``metrics.json``,
+    ``per_query.parquet`` and ``dataset_fingerprint`` there (a gate side). A corpus fingerprint
+    different from the export's is logged as a warning: the labels may not match the chunks."""
+    from rag_lab.evaluate import check_labels, score_run
+
+    exported = load_pipeline(path)
+    export = OmegaConf.select(exported.config, "export", default=None) or {}
+    if dataset is None:
+        source = Path(str(export.get("source_run", ""))) / "config_resolved.yaml"
+        if not source.is_file():
+            raise ConfigError(f"{path}: give a dataset config (the source run {source.parent} is gone)")
+        dataset = yaml.safe_load(source.read_text())["dataset"]
+    node = OmegaConf.create(OmegaConf.to_container(dataset, resolve=True) if isinstance(dataset, DictConfig)
+                            else dict(dataset))
+    for key, value in dataset_overrides.items():
+        node[key] = value
+    data = instantiate(node, "dataset").load()
+    recorded = export.get("corpus_fingerprint")
+    if recorded and data.corpus_fingerprint != recorded:
+        log.warning("corpus fingerprint %s differs from the export's %s: scoring the export's chunks against "
+                    "labels of another corpus", data.corpus_fingerprint, recorded)
+    check_labels(data, {c.doc_id for c in exported.chunks.values()})
+    ecfg = exported.config.evaluation
+    names = list(ecfg.metrics)
+    queries = {q: x.text for q, x in data.queries.items()}
+    final = exported.run(queries)
+    metrics, table = score_run(data, exported, final, names, ecfg)  # type: ignore[arg-type]
+    metrics["n_documents"] = len({c.doc_id for c in exported.chunks.values()})
+    metrics["n_chunks"] = len(exported.chunks)
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True, allow_nan=True))
+        (out_dir / FINGERPRINT_FILE).write_text(data.fingerprint)
+        table.to_parquet(out_dir / "per_query.parquet", index=False)
+    return metrics
