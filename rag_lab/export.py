@@ -287,6 +287,34 @@ def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None =
     return out_dir
 
 
+def materialize_mlflow_run(run_id: str, tracking_uri: str, dest: Path) -> Path:
+    """Rebuild a run folder from an MLflow run logged by ``rag-lab evaluate`` (its
+    ``config_resolved.yaml``, ``metrics/metrics.json`` and ``tables/per_query.parquet`` artifacts
+    and its ``dataset_fingerprint`` tag) so it can be exported like a local run."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    from rag_lab.gate import _check_store
+
+    _check_store(tracking_uri)
+    client = MlflowClient(tracking_uri=tracking_uri)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException as exc:
+        raise ConfigError(f"MLflow run {run_id!r} not found in {tracking_uri} ({exc.message.splitlines()[0]})") from None
+    dest.mkdir(parents=True, exist_ok=True)
+    for artifact in ("config_resolved.yaml", "metrics/metrics.json", "tables/per_query.parquet"):
+        try:
+            got = Path(client.download_artifacts(run_id, artifact, str(dest / "_download")))
+        except (MlflowException, OSError):
+            raise ConfigError(f"MLflow run {run_id} has no {artifact} artifact (not a rag-lab evaluate run?)") from None
+        shutil.move(str(got), str(dest / got.name))
+    shutil.rmtree(dest / "_download", ignore_errors=True)
+    (dest / "dataset_fingerprint").write_text(run.data.tags.get("dataset_fingerprint", ""))
+    (dest / "mlflow_run_id").write_text(run_id)
+    return dest
+
+
 def export_sweep(sweep_dir: Path, out_dir: Path, *, overwrite: bool = False) -> Path:
     """Export a sweep's winner: the job named by ``<sweep_dir>/winner.json``, with the winner's
     report-split run (``winner_<sweep.report_split>``, default ``winner_test``) as the test metrics

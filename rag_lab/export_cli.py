@@ -24,6 +24,8 @@ def parser() -> argparse.ArgumentParser:
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--run", type=Path, help="a finished `rag-lab evaluate` run folder")
     src.add_argument("--sweep", type=Path, help="a finished sweep folder (exports the job in winner.json)")
+    src.add_argument("--mlflow-run", metavar="RUN_ID", help="an MLflow run logged by `rag-lab evaluate` "
+                                                             "(its store: --tracking-uri)")
     ap.add_argument("--test-run", type=Path, help="with --run: a run of the same pipeline on the report split "
                                                   "(its metrics become metrics_test.json)")
     ap.add_argument("--out", type=Path, required=True, help="export folder to write (must not exist or be empty)")
@@ -44,12 +46,21 @@ def run(argv: Sequence[str]) -> int:
     args = ap.parse_args(list(argv))
     if args.test_run and not args.run:
         ap.error("--test-run goes with --run (a sweep's winner_test folder is found by itself)")
-    if (args.register or args.tracking_uri) and not args.log_model:
-        ap.error("--register and --tracking-uri go with --log-model")
+    if args.register and not args.log_model:
+        ap.error("--register goes with --log-model")
     try:
         from rag_lab.export import export_pipeline, export_sweep
 
-        if args.run:
+        uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+        if args.mlflow_run:
+            import tempfile
+
+            from rag_lab.export import materialize_mlflow_run
+
+            with tempfile.TemporaryDirectory(prefix="rag_lab_export_run_") as tmp:
+                run_dir = materialize_mlflow_run(args.mlflow_run, uri, Path(tmp) / "run")
+                out = export_pipeline(run_dir, args.out, overwrite=args.overwrite)
+        elif args.run:
             out = export_pipeline(args.run, args.out, test_run_dir=args.test_run, overwrite=args.overwrite)
         else:
             out = export_sweep(args.sweep, args.out, overwrite=args.overwrite)
@@ -57,7 +68,6 @@ def run(argv: Sequence[str]) -> int:
         if args.log_model:
             from rag_lab.serve import log_export
 
-            uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
             model_uri = log_export(out, uri, args.register)
             print(f"logged model: {model_uri} ({uri})\n"
                   f"serve: MLFLOW_TRACKING_URI={uri} mlflow models serve -m {model_uri} --env-manager local")

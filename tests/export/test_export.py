@@ -393,3 +393,19 @@ def test_mlflow_models_serve_answers_http(hybrid, loaded, tmp_path):
                 os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=10)
         log.close()
+
+
+def test_export_from_an_mlflow_run_id(tmp_path):
+    """`rag-lab export --mlflow-run ID`: the run's logged config and metrics are enough."""
+    from rag_lab.export_cli import run
+
+    cfg, run_dir = evaluated(tmp_path, [*TOY_OVERRIDES, "retrievers=[dense,bm25]"])  # tracking on
+    run_id = (run_dir / "mlflow_run_id").read_text().strip()
+    out = tmp_path / "from_mlflow"
+    assert run(["--mlflow-run", run_id, "--tracking-uri", cfg.tracking.uri, "--out", str(out)]) == 0
+    assert (out / "dataset_fingerprint").read_text() == (run_dir / "dataset_fingerprint").read_text()
+    local = load_pipeline(export_pipeline(run_dir, tmp_path / "from_folder"))
+    remote = load_pipeline(out)
+    q = "hydraulic oil too hot"
+    assert [h["chunk_id"] for h in remote.retrieve(q, 5)] == [h["chunk_id"] for h in local.retrieve(q, 5)]
+    assert run(["--mlflow-run", "0" * 32, "--tracking-uri", cfg.tracking.uri, "--out", str(tmp_path / "x")]) == 2
