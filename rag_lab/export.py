@@ -460,8 +460,8 @@ def evaluate_exported(path: str | os.PathLike[str], dataset: Mapping[str, Any] |
         if not source.is_file():
             raise ConfigError(f"{path}: give a dataset config (the source run {source.parent} is gone)")
         dataset = yaml.safe_load(source.read_text())["dataset"]
-    node = OmegaConf.create(OmegaConf.to_container(dataset, resolve=True) if isinstance(dataset, DictConfig)
-                            else dict(dataset))
+    node: DictConfig = OmegaConf.create(OmegaConf.to_container(dataset, resolve=True)  # type: ignore[assignment]
+                                        if isinstance(dataset, DictConfig) else dict(dataset))
     for key, value in dataset_overrides.items():
         node[key] = value
     data = instantiate(node, "dataset").load()

@@ -78,7 +78,7 @@ def instantiate(node: Any, where: str, **kwargs: Any) -> Any:
     try:
         return hydra_instantiate(node, _convert_="all", **kwargs)
     except Exception as exc:
-        cause = exc
+        cause: BaseException = exc
         while cause.__cause__ is not None:  # hydra wraps the constructor's own error
             cause = cause.__cause__
         if isinstance(cause, ConfigError):
@@ -167,16 +167,16 @@ class Pipeline:
             return
         retriever = self.retrievers[name]
         t0 = time.perf_counter()
-        persistent = self.cache is not None and self.chunks_key and isinstance(retriever, PersistentRetriever)
-        key = self.index_key(name) if persistent else ""
-        entry = self.cache.get_dir("indexes", key) if persistent else None
+        cache = self.cache if self.chunks_key and isinstance(retriever, PersistentRetriever) else None
+        key = self.index_key(name) if cache is not None else ""
+        entry = cache.get_dir("indexes", key) if cache is not None else None
         if entry is not None:
-            retriever.load_index(entry)
+            retriever.load_index(entry)  # type: ignore[attr-defined]  # PersistentRetriever, checked above
         else:
             retriever.index(list(self.chunks.values()))
-            if persistent:
+            if cache is not None:
                 try:
-                    self.cache.put_dir("indexes", key, retriever.save_index)
+                    cache.put_dir("indexes", key, retriever.save_index)  # type: ignore[attr-defined]
                 except NotImplementedError:
                     pass
         self.timings[f"{name}/index_seconds"] = time.perf_counter() - t0
@@ -196,9 +196,10 @@ class Pipeline:
         """One retriever's run over ``queries`` (cached when possible), per-query latencies in ms
         measured one query at a time on the first ``latency_queries`` queries, and whether it
         came from the cache (then the latencies are those recorded when it was computed)."""
-        key = self.run_key(name, queries, k) if self.cache and self.chunks_key else None
-        if key:
-            entry = self.cache.get_json("runs", key)
+        cache = self.cache if self.chunks_key else None
+        key = self.run_key(name, queries, k) if cache is not None else ""
+        if cache is not None:
+            entry = cache.get_json("runs", key)
             if entry is not None and len(entry["latency_ms"]) >= min(latency_queries, len(queries)):
                 return entry["run"], entry["latency_ms"][:latency_queries], True
         self._ensure_indexed(name)
@@ -209,8 +210,8 @@ class Pipeline:
             t0 = time.perf_counter()
             retriever.retrieve({qid: queries[qid]}, k)
             latencies.append((time.perf_counter() - t0) * 1000)
-        if key:
-            self.cache.put_json("runs", key, {"run": run, "latency_ms": latencies})
+        if cache is not None:
+            cache.put_json("runs", key, {"run": run, "latency_ms": latencies})
         return run, latencies, False
 
     def combine(self, queries: Mapping[str, str], runs: Mapping[str, Run], k: int | None = None) -> Run:
@@ -250,13 +251,17 @@ def build_pipeline(cfg: DictConfig) -> Pipeline:
     fusion = instantiate(cfg.fusion, "fusion") if cfg.get("fusion") and len(retrievers) > 1 else None
     reranker = instantiate(cfg.reranker, "reranker") if cfg.get("reranker") else None
     cache_dir = OmegaConf.select(cfg, "cache.dir", default=None)
+    retriever_cfgs: dict[str, Any] = {}
+    for n, c in cfg.retrievers.items():
+        if c is not None:
+            node: dict[str, Any] = OmegaConf.to_container(c, resolve=True)  # type: ignore[assignment]
+            node.pop("cache_dir", None)  # where the cache lives does not change what is in it
+            retriever_cfgs[str(n)] = node
     stage_configs = {
         "parser": OmegaConf.to_container(cfg.parser, resolve=True),
         "chunker": OmegaConf.to_container(cfg.chunker, resolve=True),
-        "retrievers": {n: OmegaConf.to_container(c, resolve=True) for n, c in cfg.retrievers.items() if c is not None},
+        "retrievers": retriever_cfgs,
     }
-    for rc in stage_configs["retrievers"].values():
-        rc.pop("cache_dir", None)  # where the cache lives does not change what is in it
     pipe = Pipeline(parser, chunker, retrievers, fusion, reranker, int(cfg.evaluation.retrieve_k),
                     open_cache(cache_dir) if cache_dir else None, stage_configs)
     log.info("pipeline: parser=%s chunker=%s retrievers=%s fusion=%s reranker=%s",

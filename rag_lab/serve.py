@@ -25,7 +25,7 @@ DEFAULT_MODEL_NAME = "rag_lab_pipeline"
 DEFAULT_EXPERIMENT = "rag_lab_exports"
 
 
-class RagLabPipelineModel(mlflow.pyfunc.PythonModel):
+class RagLabPipelineModel(mlflow.pyfunc.PythonModel):  # type: ignore[name-defined]
     """pyfunc wrapper around :class:`rag_lab.export.ExportedPipeline` (artifact ``export``)."""
 
     def load_context(self, context: Any) -> None:

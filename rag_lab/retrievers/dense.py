@@ -44,6 +44,7 @@ class DenseRetriever:
         import faiss
 
         d = vecs.shape[1]
+        index: faiss.Index
         if self.index_type == "flat":
             index = faiss.IndexFlatIP(d)
         elif self.index_type == "hnsw":

@@ -154,6 +154,7 @@ class MlflowSweepCallback(Callback):
         from rag_lab.evaluate import evaluate
 
         cfg = OmegaConf.load(job_dir / ".hydra" / "config.yaml")
+        assert isinstance(cfg, DictConfig)
         with open_dict(cfg):
             cfg.dataset.split = self.report_split
             cfg.paths.output_dir = str(job_dir.parent / f"winner_{self.report_split}")

@@ -82,8 +82,8 @@ class MlflowTracker:
         for k, v in metrics.items():
             if isinstance(v, (int, float)) and math.isfinite(v):
                 client.log_metric(run_id, sanitize_key(k), float(v))
-        for k, v in tags.items():
-            client.set_tag(run_id, k, str(v)[:5000])
+        for tag, text in tags.items():
+            client.set_tag(run_id, tag, str(text)[:5000])
         for path in artifacts:
             if Path(path).exists():
                 client.log_artifact(run_id, str(path), artifact_path="sweep")
