@@ -292,16 +292,10 @@ def materialize_mlflow_run(run_id: str, tracking_uri: str, dest: Path) -> Path:
     ``config_resolved.yaml``, ``metrics/metrics.json`` and ``tables/per_query.parquet`` artifacts
     and its ``dataset_fingerprint`` tag) so it can be exported like a local run."""
     from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
 
-    from rag_lab.gate import _check_store
+    from rag_lab.tracking.mlflow import fetch_run
 
-    _check_store(tracking_uri)
-    client = MlflowClient(tracking_uri=tracking_uri)
-    try:
-        run = client.get_run(run_id)
-    except MlflowException as exc:
-        raise ConfigError(f"MLflow run {run_id!r} not found in {tracking_uri} ({exc.message.splitlines()[0]})") from None
+    client, run = fetch_run(run_id, tracking_uri)
     dest.mkdir(parents=True, exist_ok=True)
     for artifact in ("config_resolved.yaml", "metrics/metrics.json", "tables/per_query.parquet"):
         try:

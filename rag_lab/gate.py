@@ -144,25 +144,19 @@ def load_metrics_file(path: Path, ref: str | None = None) -> Side:
                 _folder_fingerprint(metrics, path.parent))
 
 
-def _check_store(uri: str) -> None:
-    """Refuse a sqlite store that does not exist (MLflow would silently create an empty one)."""
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
-        raise GateError(f"no MLflow store at {uri}")
-
-
 def load_mlflow_run(run_id: str, tracking_uri: str) -> Side:
     """A side from an MLflow run: its ``metrics/metrics.json`` and ``tables/per_query.parquet``
     artifacts and its ``dataset_fingerprint`` tag. Raises :class:`GateError` if the run or its
     metrics artifact cannot be found."""
-    _check_store(tracking_uri)
     from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=tracking_uri)
+    from rag_lab.errors import ConfigError
+    from rag_lab.tracking.mlflow import fetch_run
+
     try:
-        run = client.get_run(run_id)
-    except MlflowException as exc:
-        raise GateError(f"MLflow run {run_id!r} not found in {tracking_uri} ({exc.message.splitlines()[0]})") from None
+        client, run = fetch_run(run_id, tracking_uri)
+    except ConfigError as exc:
+        raise GateError(str(exc)) from None
     with tempfile.TemporaryDirectory(prefix="rag_lab_gate_") as tmp:
         try:
             metrics_path = Path(client.download_artifacts(run_id, "metrics/metrics.json", tmp))

@@ -22,6 +22,13 @@ def top_k(scores: dict[str, float], k: int) -> dict[str, float]:
     return dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
 
 
+def check_weights(weights: Mapping[str, float], runs: Mapping[str, Run]) -> None:
+    """Weights are keyed by retriever name: a name that is not in the pipeline is a config mistake."""
+    unknown = set(weights) - set(runs)
+    if unknown:
+        raise ValueError(f"fusion weights name retrievers that are not in the pipeline: {sorted(unknown)}")
+
+
 def all_query_ids(runs: Mapping[str, Run]) -> list[str]:
     seen: dict[str, None] = {}
     for run in runs.values():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rag_lab.fusion.base import all_query_ids, top_k
+from rag_lab.fusion.base import all_query_ids, check_weights, top_k
 from rag_lab.types import Run
 
 
@@ -20,9 +20,7 @@ class RRFFusion:
         self.weights = dict(weights or {})
 
     def fuse(self, runs: Mapping[str, Run], k: int) -> Run:
-        unknown = set(self.weights) - set(runs)
-        if unknown:
-            raise ValueError(f"fusion weights name retrievers that are not in the pipeline: {sorted(unknown)}")
+        check_weights(self.weights, runs)
         out: Run = {}
         for qid in all_query_ids(runs):
             acc: dict[str, float] = {}

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rag_lab.fusion.base import all_query_ids, top_k
+from rag_lab.fusion.base import all_query_ids, check_weights, top_k
 from rag_lab.types import Run
 
 
@@ -41,9 +41,7 @@ class WeightedFusion:
         self.normalization = normalization
 
     def fuse(self, runs: Mapping[str, Run], k: int) -> Run:
-        unknown = set(self.weights) - set(runs)
-        if unknown:
-            raise ValueError(f"fusion weights name retrievers that are not in the pipeline: {sorted(unknown)}")
+        check_weights(self.weights, runs)
         out: Run = {}
         for qid in all_query_ids(runs):
             normed = {name: normalise(run.get(qid, {}), self.normalization) for name, run in runs.items()}

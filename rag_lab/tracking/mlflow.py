@@ -40,6 +40,23 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def fetch_run(run_id: str, tracking_uri: str) -> tuple[Any, Any]:
+    """``(MlflowClient, Run)`` for a run in an existing store; ``ConfigError`` naming what is missing
+    (a sqlite store that does not exist is refused: MLflow would silently create an empty one)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    from rag_lab.errors import ConfigError
+
+    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[len("sqlite:///"):]).is_file():
+        raise ConfigError(f"no MLflow store at {tracking_uri}")
+    client = MlflowClient(tracking_uri=tracking_uri)
+    try:
+        return client, client.get_run(run_id)
+    except MlflowException as exc:
+        raise ConfigError(f"MLflow run {run_id!r} not found in {tracking_uri} ({exc.message.splitlines()[0]})") from None
+
+
 class MlflowTracker:
     """Args:
         uri: MLflow tracking URI (``sqlite:///experiments/mlflow.db``, ``http://127.0.0.1:5000``).

@@ -1,0 +1,100 @@
+"""Structured context for generators: numbered blocks with source tags, under a token budget.
+
+A block reads (English labels; Chinese ones for ``language="zh"``)::
+
+    [1] doc: manual_hx200 | section: Faults > E102 | source: hx200.pdf, p. 12 | version: 2.1 | valid: 2023-01-01 to 2024-12-31
+    <chunk text>
+
+Tags come from the chunk (``doc_id``, ``section``) and its metadata (``source``, ``page``,
+``version``, ``valid_from``, ``valid_to``); absent ones are left out. Tokens are pre-tokens
+(``rag_lab.chunker.fixed_size.TOKEN``: CJK characters, words, punctuation marks), the unit of the
+token chunker, so a ``chunker.unit=tokens`` chunk of size n costs n plus its header.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rag_lab.chunker.fixed_size import TOKEN
+from rag_lab.types import Chunk
+
+_LABELS: dict[str, dict[str, str]] = {
+    "en": {"doc": "doc", "section": "section", "source": "source", "page": "p. {}", "version": "version",
+           "valid": "valid", "from": "from {}", "to": "until {}", "range": "{} to {}"},
+    "zh": {"doc": "文档", "section": "章节", "source": "来源", "page": "第{}页", "version": "版本",
+           "valid": "有效期", "from": "{}起", "to": "至{}", "range": "{}至{}"},
+}
+
+
+def count_tokens(text: str) -> int:
+    return sum(1 for _ in TOKEN.finditer(text))
+
+
+def source_tags(chunk: Chunk, language: str) -> list[str]:
+    """``label: value`` tags of a chunk, in a fixed order."""
+    lab = _LABELS[language]
+    meta: Mapping[str, Any] = chunk.metadata
+    tags = [f"{lab['doc']}: {chunk.doc_id}"]
+    if chunk.section:
+        tags.append(f"{lab['section']}: {chunk.section}")
+    src = ", ".join(s for s in (_text(meta.get("source")), _fmt(lab["page"], meta.get("page"))) if s)
+    if src:
+        tags.append(f"{lab['source']}: {src}")
+    if _text(meta.get("version")):
+        tags.append(f"{lab['version']}: {_text(meta['version'])}")
+    lo, hi = _text(meta.get("valid_from")), _text(meta.get("valid_to"))
+    if lo or hi:
+        span = lab["range"].format(lo, hi) if lo and hi else _fmt(lab["from"] if lo else lab["to"], lo or hi)
+        tags.append(f"{lab['valid']}: {span}")
+    return tags
+
+
+def build_context(chunks: Sequence[Chunk], max_tokens: int, language: str) -> tuple[str, list[Chunk]]:
+    """Render ``chunks`` (best first) as numbered blocks until ``max_tokens`` pre-tokens.
+
+    Returns ``(context, used)``: ``used[i]`` is block ``[i+1]``. Chunks are taken in order and the
+    first one that does not fit ends the context (later, smaller chunks are not squeezed in: the
+    order is the retriever's ranking). Exception: when even the first block does not fit, its text
+    is cut at a pre-token boundary so that a non-empty input never yields an empty context; the
+    returned chunk then carries the cut text. Raises ``ValueError`` for ``max_tokens < 1`` or an
+    unknown ``language`` (``"zh"`` | ``"en"``).
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if language not in _LABELS:
+        raise ValueError(f"language must be one of {sorted(_LABELS)}, got {language!r}")
+    blocks: list[str] = []
+    used: list[Chunk] = []
+    left = max_tokens
+    for chunk in chunks:
+        header = f"[{len(used) + 1}] " + " | ".join(source_tags(chunk, language))
+        cost = count_tokens(header) + count_tokens(chunk.text)
+        if cost > left:
+            cut = _truncate(chunk, left - count_tokens(header)) if not used else None
+            if cut is not None:
+                blocks.append(f"{header}\n{cut.text}")
+                used.append(cut)
+            break
+        blocks.append(f"{header}\n{chunk.text}")
+        used.append(chunk)
+        left -= cost
+    return "\n\n".join(blocks), used
+
+
+def _truncate(chunk: Chunk, n_tokens: int) -> Chunk | None:
+    """The chunk cut to its first ``n_tokens`` pre-tokens; None when none fit."""
+    spans = [m.end() for m in TOKEN.finditer(chunk.text)][:n_tokens]
+    if not spans:
+        return None
+    text = chunk.text[:spans[-1]]
+    return dataclasses.replace(chunk, text=text, end=chunk.start + len(text))
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _fmt(template: str, value: Any) -> str:
+    return template.format(_text(value)) if _text(value) else ""

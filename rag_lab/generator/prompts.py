@@ -1,0 +1,70 @@
+"""Prompt templates (Chinese and English) and the refusal strings.
+
+Contract for every generator: answer only from the context; when the context does not contain the
+answer, reply with exactly ``REFUSALS[language]``, which ``rag_lab.answer_metrics.is_refusal``
+and the judges recognise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from rag_lab.chunker.fixed_size import TOKEN
+from rag_lab.text import CJK_CHAR
+
+Language = Literal["zh", "en"]
+
+REFUSALS: dict[str, str] = {
+    "en": "I cannot tell from the provided context.",
+    "zh": "根据所给资料无法回答。",
+}
+
+# Share of CJK characters among pre-tokens (CJK characters + words) from which a text is Chinese.
+# Below one half on purpose: Chinese technical questions carry English terms and codes.
+ZH_SHARE = 0.3
+
+
+def detect_language(text: str) -> Language:
+    """``"zh"`` when CJK characters make up at least ``ZH_SHARE`` of the pre-tokens (punctuation
+    ignored), else ``"en"`` (also for empty text)."""
+    toks = [t for t in TOKEN.findall(text) if t[0].isalnum() or t[0] == "_"]
+    if not toks:
+        return "en"
+    cjk = sum(1 for t in toks if CJK_CHAR.fullmatch(t))
+    return "zh" if cjk / len(toks) >= ZH_SHARE else "en"
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A system instruction and a user message with ``{context}`` and ``{question}`` slots."""
+
+    system: str
+    user: str
+
+    def messages(self, question: str, context: str) -> list[dict[str, str]]:
+        """Chat messages (OpenAI / HF chat-template shape)."""
+        return [{"role": "system", "content": self.system},
+                {"role": "user", "content": self.user.format(context=context, question=question)}]
+
+
+PROMPTS: dict[str, PromptTemplate] = {
+    "en": PromptTemplate(
+        system=("You answer questions about technical documentation. Use only the numbered context "
+                "passages; do not use outside knowledge. Quote numbers, units, fault codes and clause "
+                "numbers exactly as written. Cite the passages you use as [1], [2]. If the context does "
+                f"not contain the answer, reply exactly: {REFUSALS['en']}"),
+        user="Context:\n{context}\n\nQuestion: {question}\nAnswer:",
+    ),
+    "zh": PromptTemplate(
+        system=("你负责回答技术文档相关的问题。只能依据下面编号的资料作答，不得使用资料以外的知识。"
+                "数字、单位、故障码和条款编号必须与资料原文一致。用 [1]、[2] 标注所依据的资料。"
+                f"如果资料中没有答案，只回答：{REFUSALS['zh']}"),
+        user="资料：\n{context}\n\n问题：{question}\n回答：",
+    ),
+}
+
+
+def prompt_for(question: str, language: str | None = None) -> PromptTemplate:
+    """The template of ``language``, or of the question's detected language."""
+    return PROMPTS[language or detect_language(question)]

@@ -1,0 +1,102 @@
+"""LexicalJudge: faithful answers score 1.0; a changed number, code or clause id, or an unsupported
+sentence, lowers the score and the details name what is missing; refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_lab.generator import REFUSALS
+from rag_lab.judge import Judge, JudgeResult, LexicalJudge
+from rag_lab.judge.facts import extract_facts
+
+EN = ["The HX-200 pump runs at 70 °C maximum. Replace the seal every 3,000 h. "
+      "Fault E102 means low oil pressure, see clause 4.2.1.", "Keep the pressure below 8 MPa."]
+ZH = ["故障码E102表示油压过低，见第3条。最高温度为70 ℃，密封件每3000小时更换。型号HX-200的压力上限为8 MPa。"]
+
+
+@pytest.fixture(scope="module")
+def judge():
+    return LexicalJudge()
+
+
+def score(judge, contexts, response) -> JudgeResult:
+    return judge.judge("q", contexts, response)
+
+
+def test_is_a_judge(judge):
+    assert isinstance(judge, Judge)
+
+
+@pytest.mark.parametrize("contexts,response", [
+    (EN, "The HX-200 pump runs at 70 °C maximum. Fault E102 means low oil pressure (clause 4.2.1)."),
+    (EN, "Replace the seal every 3000 hours; keep the pressure below 8 MPa."),
+    (ZH, "故障码E102表示油压过低，见第3条。"),
+    (ZH, "最高温度为70 °C。密封件每3000 h更换。"),  # ℃ == °C (NFKC), 小时 == h
+    (ZH, "HX200的压力上限为8兆帕。"),
+])
+def test_faithful_answers_score_one(judge, contexts, response):
+    res = score(judge, contexts, response)
+    assert res.faithfulness == 1.0, res.details
+    assert res.details["missing"] == [] and res.details["unsupported"] == []
+
+
+@pytest.mark.parametrize("contexts,response,missing", [
+    (EN, "The HX-200 pump runs at 75 °C maximum.", "75 °c"),
+    (EN, "Fault E120 means low oil pressure.", "e120"),
+    (EN, "Fault E102 means low oil pressure, see clause 4.2.2.", "4.2.2"),
+    (EN, "Keep the pressure below 80 MPa.", "80 mpa"),
+    (ZH, "最高温度为75 °C。", "75 °c"),
+    (ZH, "故障码E120表示油压过低。", "e120"),
+    (ZH, "故障码E102表示油压过低，见第4条。", "第4条"),
+])
+def test_a_changed_fact_makes_the_sentence_unfaithful(judge, contexts, response, missing):
+    res = score(judge, contexts, response)
+    assert res.faithfulness == 0.0
+    assert missing in res.details["missing"]
+    assert missing in res.details["unsupported"][0]["missing"]
+
+
+def test_number_boundaries(judge):
+    assert score(judge, ["The limit is 170 bar."], "The limit is 70 bar.").faithfulness == 0.0
+    assert score(judge, ["The limit is 70.5 bar."], "The limit is 70 bar.").faithfulness == 0.0
+    assert score(judge, ["Code E1020 appears."], "Code E102 appears.").faithfulness == 0.0
+
+
+@pytest.mark.parametrize("contexts,response", [
+    (EN, "Fault E102 means low oil pressure. The pump was designed in Germany by a famous engineer."),
+    (ZH, "故障码E102表示油压过低。该设备由德国著名工程师设计制造。"),
+])
+def test_unsupported_extra_sentence_lowers_the_score(judge, contexts, response):
+    res = score(judge, contexts, response)
+    assert res.faithfulness == 0.5
+    assert len(res.details["unsupported"]) == 1 and res.details["unsupported"][0]["support"] < 0.6
+
+
+def test_refusals(judge):
+    for text in (REFUSALS["en"], REFUSALS["zh"], "i cannot tell from the provided context"):
+        res = score(judge, EN, text)
+        assert res.faithfulness == 1.0 and res.details["refusal"] is True
+    mixed = score(judge, EN, f"{REFUSALS['en']} The pump was made by Bosch in 1990.")
+    assert mixed.details["refusal"] is False and mixed.details["n_claims"] == 1 and mixed.faithfulness == 0.0
+
+
+def test_missing_scores(judge):
+    assert score(judge, EN, "   ").faithfulness is None
+    assert score(judge, EN, "…").faithfulness is None
+
+
+def test_no_context_supports_nothing(judge):
+    assert score(judge, [], "Fault E102 means low oil pressure.").faithfulness == 0.0
+
+
+def test_threshold_is_validated():
+    with pytest.raises(ValueError):
+        LexicalJudge(support_threshold=0)
+
+
+def test_extract_facts_kinds():
+    facts = {(f.kind, f.text) for f in extract_facts("70 °C, 3000 h, 8 MPa, 2.5, E102, SV0432, HX-200, "
+                                                     "0x1020, 4.2.1, 第3条, 364.6公里")}
+    assert {("number", "70 °c"), ("number", "3000 h"), ("number", "8 mpa"), ("number", "2.5"),
+            ("code", "e102"), ("code", "sv0432"), ("code", "hx-200"), ("code", "0x1020"),
+            ("clause", "4.2.1"), ("clause", "第3条"), ("number", "364.6公里")} <= facts

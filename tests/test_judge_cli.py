@@ -1,0 +1,60 @@
+"""``rag-lab judge`` as a user runs it: scores, means, and a malformed line → exit 2 naming it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
+CTX = ["Fault E102 means low oil pressure.", "Replace the seal every 3000 h."]
+GOOD = [
+    {"id": "a", "query": "What does E102 mean?", "retrieved_contexts": CTX,
+     "response": "Fault E102 means low oil pressure.", "reference": "low oil pressure"},
+    {"query": "What does E120 mean?", "retrieved_contexts": CTX, "response": "Fault E120 means low oil pressure."},
+    {"query": "Who made it?", "retrieved_contexts": CTX, "response": "I cannot tell from the provided context."},
+    {"query": "E102?", "retrieved_contexts": CTX, "response": ""},
+]
+
+
+def judge(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rag_lab.cli", "judge", *args], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_scores_each_line_and_prints_means(tmp_path):
+    src = write(tmp_path / "logs.jsonl", [json.dumps(r) for r in GOOD])
+    out = tmp_path / "scores.jsonl"
+    proc = judge("--input", str(src), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(ln) for ln in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["line"] for r in rows] == [1, 2, 3, 4] and rows[0]["id"] == "a"
+    assert rows[0]["faithfulness"] == 1.0 and rows[0]["exact_match"] == 0.0 and rows[0]["contained"] == 1.0
+    assert rows[0]["context_utilisation"] == 0.5
+    assert rows[1]["faithfulness"] == 0.0 and rows[1]["missing_facts"] == ["e120"] and "f1" not in rows[1]
+    assert rows[2]["refusal"] is True and rows[2]["faithfulness"] == 1.0
+    assert rows[3]["faithfulness"] is None
+    assert "faithfulness         0.6667" in proc.stdout and "missing faithfulness 1" in proc.stdout
+
+
+def test_malformed_line_exits_2_naming_file_and_line(tmp_path):
+    src = write(tmp_path / "bad.jsonl", [json.dumps(GOOD[0]), "{not json", json.dumps(GOOD[1])])
+    proc = judge("--input", str(src), "--out", str(tmp_path / "s.jsonl"))
+    assert proc.returncode == 2
+    assert f"error: {src}:2: malformed JSON" in proc.stderr
+    assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_wrong_field_type_exits_2(tmp_path):
+    src = write(tmp_path / "bad.jsonl", [json.dumps({**GOOD[0], "retrieved_contexts": "one string"})])
+    proc = judge("--input", str(src), "--out", str(tmp_path / "s.jsonl"))
+    assert proc.returncode == 2 and f"{src}:1: 'retrieved_contexts' must be a list of strings" in proc.stderr
+    proc = judge("--input", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "s.jsonl"))
+    assert proc.returncode == 2 and "input not found" in proc.stderr
