@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rag_lab import PROJECT_ROOT
 from rag_lab.answer_metrics import (
     answer_contained,
     context_utilisation,
@@ -28,7 +29,6 @@ from rag_lab.answer_metrics import (
 )
 from rag_lab.errors import DataError, RagLabError
 from rag_lab.io import read_jsonl, require_file, require_key
-from rag_lab import PROJECT_ROOT
 
 JUDGE_CONF = PROJECT_ROOT / "conf" / "judge"
 
