@@ -14,6 +14,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from rag_lab.chunker.fixed_size import TOKEN
 from rag_lab.generator.prompts import REFUSALS, detect_language
@@ -112,3 +113,29 @@ def _longest_common_run(a: list[str], b: list[str]) -> int:
                 best = max(best, cur[j])
         prev = cur
     return best
+
+
+def score_response(judge: Any | None, query: str, contexts: Sequence[str], response: str,
+                   reference: Golds | None) -> dict[str, Any]:
+    """Everything rag_lab scores about one answer: faithfulness (``None`` without a judge or when the
+    judge could not score), refusal, context utilisation, missing facts / unsupported sentences, and
+    exact match / token F1 / contained when gold answers exist. Shared by ``rag-lab judge`` (logged
+    answers) and ``rag-lab evaluate`` with a generator."""
+    refusal = is_refusal(response)
+    res = judge.judge(query, list(contexts), response, _first(reference)) if judge is not None else None
+    details = res.details if res is not None else {}
+    row: dict[str, Any] = {
+        "faithfulness": res.faithfulness if res is not None else None, "refusal": refusal,
+        "context_utilisation": None if refusal or res is None else context_utilisation(
+            details.get("supported_sentences", []), list(contexts), terms=getattr(judge, "terms", None)),
+        "missing_facts": details.get("missing", []),
+        "unsupported": [u["sentence"] for u in details.get("unsupported", [])],
+    }
+    if reference:
+        row |= {"exact_match": exact_match(response, reference), "f1": token_f1(response, reference),
+                "contained": answer_contained(response, reference)}
+    return row
+
+
+def _first(ref: Golds | None) -> str | None:
+    return ref[0] if isinstance(ref, (list, tuple)) and ref else ref if isinstance(ref, str) else None

@@ -175,6 +175,18 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
     final = pipe.combine(queries, runs, k)
     combine_seconds = time.perf_counter() - t1
     metrics, table = score_run(data, pipe, final, names, cfg.evaluation)
+    if cfg.get("generator"):
+        from rag_lab.answers import answer_queries
+
+        t_ans = time.perf_counter()
+        answer_metrics, answer_rows = answer_queries(
+            data, pipe.chunks, final, instantiate(cfg.generator, "generator"),
+            instantiate(cfg.judge, "judge") if cfg.get("judge") else None,
+            int(OmegaConf.select(cfg, "evaluation.answer_k", default=5)))
+        metrics.update(answer_metrics)
+        metrics["answer_seconds"] = time.perf_counter() - t_ans
+        for col in ("response", "faithfulness", "refusal", "exact_match", "f1", "contained", "context_utilisation"):
+            table[f"answer_{col}"] = [answer_rows[q].get(col) for q in table["query_id"]]
     # a query's latency: every retriever in turn (as the pipeline runs them), plus its share of fusion
     per_query_ms = np.sum([latencies[n] for n in pipe.retrievers], axis=0) + 1000 * combine_seconds / max(len(queries), 1)
     stats = {f"{name}/{k_}": v for name, r in pipe.retrievers.items() for k_, v in r.stats.items()}
@@ -200,7 +212,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     (out_dir / "config_resolved.yaml").write_text(OmegaConf.to_yaml(resolved))
 
-    headline = [metric_key(n) for n in names] + [k for k in metrics if k.startswith("evidence_")] + \
+    headline = [metric_key(n) for n in names] + [k for k in metrics if k.startswith(("evidence_", "answer/"))] + \
         ["n_queries", "n_unanswerable", "index_seconds", "query_p50_ms", "query_p95_ms", "embed_docs_per_second",
          "cache_hits", "cache_misses"]
     print(f"\n{data.name}/{data.split}  retrievers={list(pipe.retrievers)}  "

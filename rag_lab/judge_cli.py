@@ -20,13 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_lab import PROJECT_ROOT
-from rag_lab.answer_metrics import (
-    answer_contained,
-    context_utilisation,
-    exact_match,
-    is_refusal,
-    token_f1,
-)
+from rag_lab.answer_metrics import score_response
 from rag_lab.errors import DataError, RagLabError
 from rag_lab.io import read_jsonl, require_file, require_key
 
@@ -56,20 +50,8 @@ def read_logs(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def score(judge: Any, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
-    res = judge.judge(rec["query"], rec["retrieved_contexts"], rec["response"], _first(rec.get("reference")))
-    refusal = is_refusal(rec["response"])
-    row: dict[str, Any] = {"line": lineno, **({"id": rec["id"]} if "id" in rec else {}),
-                           "faithfulness": res.faithfulness, "refusal": refusal,
-                           "context_utilisation": None if refusal else context_utilisation(
-                               res.details.get("supported_sentences", []), rec["retrieved_contexts"],
-                               terms=getattr(judge, "terms", None)),
-                           "missing_facts": res.details.get("missing", []),
-                           "unsupported": [u["sentence"] for u in res.details.get("unsupported", [])]}
-    ref = rec.get("reference")
-    if ref:
-        row |= {"exact_match": exact_match(rec["response"], ref), "f1": token_f1(rec["response"], ref),
-                "contained": answer_contained(rec["response"], ref)}
-    return row
+    row = score_response(judge, rec["query"], rec["retrieved_contexts"], rec["response"], rec.get("reference"))
+    return {"line": lineno, **({"id": rec["id"]} if "id" in rec else {}), **row}
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -114,10 +96,6 @@ def run(argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     sys.exit(run(sys.argv[1:] if argv is None else argv))
-
-
-def _first(ref: str | list[str] | None) -> str | None:
-    return ref[0] if isinstance(ref, list) and ref else ref if isinstance(ref, str) else None
 
 
 if __name__ == "__main__":
