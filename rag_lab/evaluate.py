@@ -190,6 +190,8 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
     # a query's latency: every retriever in turn (as the pipeline runs them), plus its share of fusion
     per_query_ms = np.sum([latencies[n] for n in pipe.retrievers], axis=0) + 1000 * combine_seconds / max(len(queries), 1)
     stats = {f"{name}/{k_}": v for name, r in pipe.retrievers.items() for k_, v in r.stats.items()}
+    if pipe.reranker is not None:  # rerank_seconds, ms_per_query, pairs scored vs read from the score cache
+        stats.update({f"reranker/{k_}": v for k_, v in getattr(pipe.reranker, "stats", {}).items()})
     metrics.update({
         "n_documents": len(doc_ids), "n_chunks": len(chunks),
         "parse_seconds": pipe.timings.get("parse_seconds", 0.0), "chunk_seconds": pipe.timings.get("chunk_seconds", 0.0),

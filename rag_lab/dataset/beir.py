@@ -85,6 +85,10 @@ class BeirDataset:
             raise DataError(f"corpus folder is empty: {src}")
         return src, files
 
+    def has_split(self, split: str) -> bool:
+        """Whether ``qrels/<split>.tsv`` exists."""
+        return (self.path / "qrels" / f"{split}.tsv").is_file()
+
     def load(self) -> LabelledQueries:
         if not self.path.is_dir():
             raise DataError(f"dataset folder not found: {self.path}")

@@ -1,9 +1,10 @@
-"""Embedders: ``sentence_transformer`` (any HF id / local path; MiniLM and multilingual e5 offline)
-and ``hashing`` (no model)."""
+"""Embedders: ``sentence_transformer`` (any HF id / local path; MiniLM and multilingual e5 offline),
+``lora`` (a base model plus a peft LoRA adapter) and ``hashing`` (no model)."""
 
 from rag_lab.embedder.base import Embedder
 from rag_lab.embedder.hashing import HashingEmbedder
+from rag_lab.embedder.lora import LoraEmbedder
 from rag_lab.embedder.models import resolve_model
 from rag_lab.embedder.sentence_transformer import SentenceTransformerEmbedder
 
-__all__ = ["Embedder", "HashingEmbedder", "SentenceTransformerEmbedder", "resolve_model"]
+__all__ = ["Embedder", "HashingEmbedder", "LoraEmbedder", "SentenceTransformerEmbedder", "resolve_model"]

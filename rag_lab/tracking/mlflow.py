@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,26 @@ class MlflowTracker:
                 client.log_artifact(run_id, str(path), artifact_path="sweep")
         client.set_terminated(run_id)
 
+    @staticmethod
+    def _log_params(mlflow, params: Mapping[str, Any]) -> None:
+        clean = {}
+        for k, v in flatten(dict(params)).items():
+            s = "null" if v is None else str(v)
+            clean[sanitize_key(k)] = s if len(s) <= MAX_PARAM_LEN else s[: MAX_PARAM_LEN - 3] + "..."
+        items = list(clean.items())
+        for i in range(0, len(items), 100):  # MLflow's batch limit
+            mlflow.log_params(dict(items[i:i + 100]))
+
+    @contextmanager
+    def active_run(self, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str]) -> Iterator[Any]:
+        """An open run for step-wise logging (training: loss curves, dev metrics per step). Yields
+        the ``mlflow`` module with the run active; use ``mlflow.log_metric(k, v, step=...)``."""
+        mlflow, exp_id = self._setup()
+        with mlflow.start_run(experiment_id=exp_id, run_name=run_name):
+            mlflow.set_tags({**self.tags, **tags})
+            self._log_params(mlflow, params)
+            yield mlflow
+
     def log_run(self, run_name: str, params: Mapping[str, Any], metrics: Mapping[str, float],
                 tags: Mapping[str, str], artifacts: Mapping[str, Path], parent_run_id: str | None = None) -> str:
         """Log one run (a child of ``parent_run_id`` when given); returns its run id. Non-finite
@@ -115,13 +136,7 @@ class MlflowTracker:
             tags = {**tags, "mlflow.parentRunId": parent_run_id}
         with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:
             mlflow.set_tags({**self.tags, **tags})
-            clean = {}
-            for k, v in flatten(dict(params)).items():
-                s = "null" if v is None else str(v)
-                clean[sanitize_key(k)] = s if len(s) <= MAX_PARAM_LEN else s[: MAX_PARAM_LEN - 3] + "..."
-            items = list(clean.items())
-            for i in range(0, len(items), 100):  # MLflow's batch limit
-                mlflow.log_params(dict(items[i:i + 100]))
+            self._log_params(mlflow, params)
             mlflow.log_metrics({sanitize_key(k): float(v) for k, v in metrics.items()
                                 if isinstance(v, (int, float)) and math.isfinite(v)})
             for subdir, path in artifacts.items():

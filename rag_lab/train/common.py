@@ -1,0 +1,186 @@
+"""What embedder and reranker training share: the training split and its leakage guard, the dev
+queries, mined candidates, the dev-metric callback with checkpoint selection, MLflow logging."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from transformers import TrainerCallback
+
+from rag_lab.dataset.base import LabelledQueries
+from rag_lab.errors import ConfigError
+from rag_lab.metrics import mean_metrics, run_metrics, to_document_run
+from rag_lab.pipeline import Pipeline, build_pipeline, instantiate
+from rag_lab.train.data import TrainingExample, build_examples, leakage_guard, split_dev, subset
+from rag_lab.types import Chunk, Run
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainingSetup:
+    """``train``: the split trained on (leaky queries removed, dev queries held out); ``dev``: the
+    queries that select checkpoints (a named split, or a held-out share of the training split);
+    ``mined``: the first-stage run of the configured retrievers for train and dev queries."""
+
+    train: LabelledQueries
+    dev: LabelledQueries | None
+    pipe: Pipeline
+    chunks: dict[str, Chunk]
+    mined: Run
+    examples: list[TrainingExample]
+    info: dict[str, Any]
+
+
+def _load_split(cfg: DictConfig, split: str) -> LabelledQueries | None:
+    ds = instantiate(OmegaConf.merge(cfg.dataset, {"split": split}), "dataset")
+    has = getattr(ds, "has_split", None)
+    if has is not None and not has(split):
+        return None
+    return ds.load()
+
+
+def prepare(cfg: DictConfig) -> TrainingSetup:
+    """Load, guard, chunk, mine: everything a trainer needs before the model is touched."""
+    tcfg = cfg.train
+    t0 = time.perf_counter()
+    data: LabelledQueries = instantiate(cfg.dataset, "dataset").load()
+    dev_split = tcfg.get("dev_split")
+    eval_splits = list(tcfg.get("eval_splits", []))
+    others = []
+    for s in dict.fromkeys([*eval_splits, *([dev_split] if dev_split else [])]):
+        other = data if s == data.split else _load_split(cfg, s)  # the same split: the guard refuses it
+        if other is None:
+            if s == dev_split:
+                raise ConfigError(f"train.dev_split={s}: the dataset has no qrels/{s}.tsv")
+            log.info("leakage guard: the dataset has no split %r; nothing to check there", s)
+            continue
+        others.append(other)
+    dropped = leakage_guard(data, others, str(tcfg.get("leakage", "error")))
+    answerable = [q for q, g in data.qrels.items() if any(v > 0 for v in g.values()) and q not in dropped]
+    if dev_split:
+        train_ids, dev = answerable, next(o for o in others if o.split == dev_split)
+    else:
+        train_ids, dev_ids = split_dev(answerable, float(tcfg.dev_fraction), int(tcfg.seed))
+        dev = replace(subset(data, dev_ids), split=f"{data.split}[dev]") if dev_ids else None
+    if tcfg.get("max_queries"):
+        train_ids = train_ids[: int(tcfg.max_queries)]
+    train = subset(data, train_ids)
+    pipe = build_pipeline(cfg)
+    chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
+    queries = {q: data.queries[q].text for q in train_ids}
+    if dev is not None:
+        queries.update({q: x.text for q, x in dev.queries.items()})
+    k = int(cfg.evaluation.retrieve_k)
+    runs = {name: pipe.retriever_run(name, queries, k)[0] for name in pipe.retrievers}
+    mined = pipe.combine(queries, runs, k)
+    neg = tcfg.negatives
+    examples = build_examples(train, train_ids, pipe.chunks, mined, int(neg.num), int(neg.depth),
+                              int(neg.skip_top), str(neg.sampling), int(tcfg.seed))
+    info = {"n_train_queries": len(train_ids), "n_dev_queries": len(dev.queries) if dev else 0,
+            "n_examples": len(examples), "n_leaky_dropped": len(dropped), "n_chunks": len(chunks),
+            "prepare_seconds": time.perf_counter() - t0}
+    log.info("training data: %s", info)
+    return TrainingSetup(train, dev, pipe, pipe.chunks, mined, examples, info)
+
+
+def doc_metrics(run: Run, chunks: Mapping[str, Chunk], data: LabelledQueries,
+                names: tuple[str, ...] = ("ndcg@10", "recall@10", "mrr@10")) -> dict[str, float]:
+    """Document-level metrics of a chunk run (as ``rag-lab evaluate`` scores it)."""
+    doc_run = to_document_run(run, {c: chunks[c].doc_id for r in run.values() for c in r})
+    qrels = {q: g for q, g in data.qrels.items() if q in run or q in data.queries}
+    return mean_metrics(run_metrics(doc_run, qrels, list(names)), list(names))
+
+
+class DevSelection(TrainerCallback):
+    """A ``transformers`` callback: every ``eval_steps`` optimiser steps (and at the end) computes
+    the dev metric with ``evaluate_fn``, logs it and the training loss to MLflow, and keeps a copy
+    of the best weights (``state_fn`` names which: LoRA keeps only the adapter's), which
+    ``restore_best`` puts back. Step 0 (the untrained model) is a candidate too, so training that
+    only hurts the dev metric hands back the starting weights."""
+
+    def __init__(self, model: Any, evaluate_fn: Callable[[], dict[str, float]], metric: str, eval_steps: int,
+                 mlflow: Any = None, trainable_only: bool = False) -> None:
+        self.model, self.evaluate_fn, self.metric, self.eval_steps = model, evaluate_fn, metric, max(1, eval_steps)
+        self.mlflow, self.trainable_only = mlflow, trainable_only
+        self.history: list[dict[str, float]] = []
+        self.losses: list[tuple[int, float]] = []
+        self.best: tuple[float, int, dict[str, Any]] | None = None
+
+    def _state(self) -> dict[str, Any]:
+        return {k: v.detach().clone() for k, v in self.model.named_parameters()
+                if v.requires_grad or not self.trainable_only}
+
+    def evaluate(self, step: int) -> dict[str, float]:
+        was_training = self.model.training
+        self.model.eval()
+        t0 = time.perf_counter()
+        metrics = self.evaluate_fn()
+        self.model.train(was_training)
+        metrics = {**metrics, "step": float(step), "eval_seconds": time.perf_counter() - t0}
+        self.history.append(metrics)
+        value = metrics[self.metric]
+        log.info("dev at step %d: %s", step, {k: round(v, 4) for k, v in metrics.items()})
+        if self.mlflow is not None:
+            self.mlflow.log_metrics({f"dev/{k.replace('@', '_at_')}": v for k, v in metrics.items()
+                                     if k != "step" and math.isfinite(v)}, step=step)
+        if self.best is None or value > self.best[0]:
+            self.best = (value, step, self._state())
+        return metrics
+
+    def restore_best(self) -> int:
+        """Load the best weights back; returns their step."""
+        if self.best is None:
+            return -1
+        import torch
+
+        params = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for k, v in self.best[2].items():
+                params[k].copy_(v)
+        return self.best[1]
+
+    # -- transformers.TrainerCallback hooks ---------------------------------------------------
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            self.losses.append((state.global_step, float(logs["loss"])))
+            if self.mlflow is not None:
+                self.mlflow.log_metric("train/loss", float(logs["loss"]), step=state.global_step)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step % self.eval_steps == 0 and state.global_step < state.max_steps:
+            self.evaluate(state.global_step)
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if not self.history or self.history[-1]["step"] != state.global_step:
+            self.evaluate(state.global_step)
+        return control
+
+
+def training_args_common(tcfg: DictConfig, out_dir: str) -> dict[str, Any]:
+    """``TrainingArguments`` both trainers share (no checkpoints on disk: DevSelection keeps the best)."""
+    return dict(output_dir=out_dir, num_train_epochs=float(tcfg.epochs), max_steps=int(tcfg.max_steps),
+                per_device_train_batch_size=int(tcfg.batch_size), learning_rate=float(tcfg.learning_rate),
+                warmup_steps=float(tcfg.warmup_ratio),  # a float < 1: a share of the steps weight_decay=float(tcfg.get("weight_decay", 0.0)),
+                seed=int(tcfg.seed), data_seed=int(tcfg.seed), logging_steps=max(1, int(tcfg.logging_steps)),
+                save_strategy="no", eval_strategy="no", report_to=[], disable_tqdm=True,
+                use_cpu=str(tcfg.get("device", "cpu")) == "cpu", dataloader_num_workers=0)
+
+
+def lora_config(lcfg: DictConfig, task_type: str | None = None):
+    import peft
+
+    return peft.LoraConfig(r=int(lcfg.r), lora_alpha=int(lcfg.alpha), lora_dropout=float(lcfg.dropout),
+                           target_modules=list(lcfg.target_modules), bias="none", task_type=task_type)
+
+
+def copy_config(cfg: DictConfig) -> dict[str, Any]:
+    return copy.deepcopy(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[return-value]
