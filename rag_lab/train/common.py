@@ -65,6 +65,7 @@ def prepare(cfg: DictConfig) -> TrainingSetup:
         others.append(other)
     dropped = leakage_guard(data, others, str(tcfg.get("leakage", "error")))
     answerable = [q for q, g in data.qrels.items() if any(v > 0 for v in g.values()) and q not in dropped]
+    dev: LabelledQueries | None
     if dev_split:
         train_ids, dev = answerable, next(o for o in others if o.split == dev_split)
     else:
@@ -183,4 +184,5 @@ def lora_config(lcfg: DictConfig, task_type: str | None = None):
 
 
 def copy_config(cfg: DictConfig) -> dict[str, Any]:
-    return copy.deepcopy(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[return-value]
+    out: dict[str, Any] = copy.deepcopy(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    return out

@@ -138,10 +138,10 @@ def build_examples(data: LabelledQueries, query_ids: Sequence[str], chunks: Mapp
                 negs = rng.sample(pool, min(num_negatives, len(pool)))
             tries = 0
             while len(negs) < num_negatives and tries < 50 * num_negatives:
-                c = rng.choice(all_ids)
+                cid = rng.choice(all_ids)
                 tries += 1
-                if chunks[c].doc_id not in pos_docs and c not in negs:
-                    negs.append(c)
+                if chunks[cid].doc_id not in pos_docs and cid not in negs:
+                    negs.append(cid)
             examples.append(TrainingExample(qid, q.text, p.chunk_id, p.index_text, tuple(negs),
                                             tuple(chunks[c].index_text for c in negs)))
     if missing_docs:

@@ -75,9 +75,16 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
     """Train, select on dev, save; returns the summary written to ``train_metrics.json`` plus
     ``"model"``, the trained SentenceTransformer (LoRA merged)."""
     import torch
-    from datasets import Dataset
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from sentence_transformers.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
+    from sentence_transformers import (
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.losses import (
+        CachedMultipleNegativesRankingLoss,
+        MultipleNegativesRankingLoss,
+    )
+
+    from datasets import Dataset  # type: ignore[attr-defined]  # mypy sees the project's datasets/ folder
 
     tcfg = cfg.train
     torch.manual_seed(int(tcfg.seed))

@@ -82,10 +82,17 @@ class DevReranking:
 
 def train_reranker(cfg: DictConfig) -> dict[str, Any]:
     import torch
-    from datasets import Dataset
     from sentence_transformers import CrossEncoder
-    from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, MultipleNegativesRankingLoss
+    from sentence_transformers.cross_encoder import (
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+    )
+    from sentence_transformers.cross_encoder.losses import (
+        BinaryCrossEntropyLoss,
+        MultipleNegativesRankingLoss,
+    )
+
+    from datasets import Dataset  # type: ignore[attr-defined]  # mypy sees the project's datasets/ folder
 
     tcfg = cfg.train
     torch.manual_seed(int(tcfg.seed))
@@ -108,7 +115,8 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
                                       "positive": [e.positive for e in setup.examples]}
         for i in range(n_neg):
             cols[f"negative_{i + 1}"] = [e.negatives[i] for e in setup.examples]
-        loss = MultipleNegativesRankingLoss(ce, num_negatives=int(tcfg.in_batch_negatives), scale=float(tcfg.scale))
+        loss: Any = MultipleNegativesRankingLoss(ce, num_negatives=int(tcfg.in_batch_negatives),
+                                                scale=float(tcfg.scale))  # type: ignore[arg-type]
         sampler = "no_duplicates"
     elif loss_name == "bce":
         cols = {"query": [], "document": [], "label": []}

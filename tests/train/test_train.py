@@ -18,7 +18,13 @@ from omegaconf import DictConfig, open_dict
 from rag_lab.dataset import BeirDataset
 from rag_lab.errors import DataError
 from rag_lab.evaluate import CONFIG_DIR
-from rag_lab.train.data import build_examples, find_leakage, leakage_guard, normalise_query, split_dev
+from rag_lab.train.data import (
+    build_examples,
+    find_leakage,
+    leakage_guard,
+    normalise_query,
+    split_dev,
+)
 from tests.compose import TOY
 
 PROBES = ["Fault E102 on the HX-200 means the oil is too hot.", "主轴温度超过 60 °C 时报警 E120。", "grease interval"]
