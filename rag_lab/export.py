@@ -12,6 +12,8 @@ the corpus files, the stage cache or Hydra::
       model/                 the dense embedder's weights, only when they were a local folder that
                              is not one of the offline model ids (``model/<retriever>/`` when
                              several retrievers bundle one)
+      adapter/               a LoRA embedder's adapter folder (``embedder=lora``), when local
+      reranker/              a cross-encoder reranker's weights (``reranker=cross_encoder``), when local
       metrics.json           the run's (dev/selection) metrics, ``per_query.parquet`` and
       per_query.parquet      ``dataset_fingerprint`` beside them: ``rag-lab gate`` reads the
       dataset_fingerprint    folder as a side
@@ -132,8 +134,8 @@ def package_versions() -> dict[str, str]:
 
 
 def _bundle_models(config: dict[str, Any], staging: Path) -> dict[str, str]:
-    """Copy every dense embedder whose ``model`` is a local folder (and not an offline id) into
-    ``staging``; rewrite the config to the export-relative path. Returns ``{config key: relative
+    """Copy every dense embedder whose ``model`` is a local folder (and not an offline id), every LoRA
+    ``adapter`` and a cross-encoder reranker's ``model`` folder into ``staging``; rewrite the config to the export-relative path. Returns ``{config key: relative
     path}`` (``load_pipeline`` makes those absolute again)."""
     from rag_lab.embedder.models import OFFLINE_MODELS
 
@@ -157,6 +159,33 @@ def _bundle_models(config: dict[str, Any], staging: Path) -> dict[str, str]:
         if isinstance(top, dict) and top.get("model") == original:  # the group the retriever interpolated
             top["model"] = by_source[src]
             bundled["embedder.model"] = by_source[src]
+    # LoRA adapters (embedder=lora) and a cross-encoder's weights travel too
+    extra: list[tuple[str, dict[str, Any], str, str]] = []
+    for name, rcfg in (config.get("retrievers") or {}).items():
+        emb = rcfg.get("embedder") if isinstance(rcfg, dict) else None
+        if isinstance(emb, dict) and isinstance(emb.get("adapter"), str):
+            extra.append((f"retrievers.{name}.embedder.adapter", emb, "adapter", f"adapter/{name}"))
+    reranker = config.get("reranker")
+    if isinstance(reranker, dict) and isinstance(reranker.get("model"), str):
+        extra.append(("reranker.model", reranker, "model", "reranker"))
+        if "cache_dir" in reranker:
+            reranker["cache_dir"] = None
+    adapters = {str(Path(e[1]["adapter"]).expanduser().resolve()) for e in extra if e[2] == "adapter"}
+    for dotted, node, key, rel in extra:
+        src = Path(node[key]).expanduser()
+        if node[key] in OFFLINE_MODELS or not src.is_dir():
+            continue
+        if key == "adapter" and len(adapters) == 1:
+            rel = "adapter"
+        if not (staging / rel).exists():
+            shutil.copytree(src.resolve(), staging / rel, symlinks=False)
+        original = node[key]
+        node[key] = rel
+        bundled[dotted] = rel
+        top = config.get("embedder")
+        if key == "adapter" and isinstance(top, dict) and top.get("adapter") == original:
+            top["adapter"] = rel
+            bundled["embedder.adapter"] = rel
     return bundled
 
 

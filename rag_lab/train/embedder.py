@@ -45,7 +45,7 @@ def dev_pool(setup: TrainingSetup, size: int, depth: int, seed: int) -> list[str
     proxy for the full corpus that makes a dev evaluation cost seconds, not the full re-embedding."""
     if setup.dev is None:
         return []
-    if size <= 0 or size >= len(setup.chunks):
+    if size <= 0 or size >= len(setup.chunks):  # the whole corpus
         return sorted(setup.chunks)
     pool: set[str] = set()
     for q in setup.dev.queries:
@@ -119,7 +119,7 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
     else:
         raise ConfigError(f"train.loss must be mnrl or cached_mnrl, got {loss_name!r}")
 
-    pool = dev_pool(setup, int(tcfg.dev_corpus_size), int(cfg.evaluation.retrieve_k), int(tcfg.seed))
+    pool = dev_pool(setup, int(tcfg.dev_corpus_size), int(tcfg.dev_pool_depth), int(tcfg.seed))
     dev_queries = {q: x.text for q, x in setup.dev.queries.items()} if setup.dev else {}
     pool_texts = {c: setup.chunks[c].index_text for c in pool}
 

@@ -251,3 +251,33 @@ def test_cross_encoder_in_evaluate(trained_reranker, tmp_path):
     same = evaluate(cfg)
     assert same["ndcg_at_10"] == pytest.approx(base["ndcg_at_10"])  # weight 0 = the first stage
     assert same["reranker/pairs_scored"] + same["reranker/pairs_cached"] > 0
+
+
+def test_export_bundles_adapter_and_reranker(trained_embedder, trained_reranker, tmp_path):
+    """A pipeline with a LoRA embedder and a trained reranker exports self-contained: it loads and
+    ranks exactly as evaluation did after the original adapter and model folders are deleted."""
+    import pandas as pd
+    import yaml
+
+    from rag_lab.evaluate import evaluate
+    from rag_lab.export import export_pipeline, load_pipeline
+    from tests.compose import TOY_OVERRIDES, compose_evaluate
+
+    adapter = shutil.copytree(trained_embedder[0] / "run" / "adapter", tmp_path / "my-adapter")
+    model = shutil.copytree(trained_reranker[0] / "run" / "model", tmp_path / "my-reranker")
+    cfg = compose_evaluate([*TOY_OVERRIDES, "embedder=lora", f"embedder.adapter={adapter}", "retrievers=[dense,bm25]",
+                            "reranker=cross_encoder", f"reranker.model={model}", "reranker.depth=4",
+                            "tracking=none"], tmp_path)
+    evaluate(cfg)
+    run_dir = Path(cfg.paths.output_dir)
+    export_dir = export_pipeline(run_dir, tmp_path / "export")
+    config = yaml.safe_load((export_dir / "pipeline.yaml").read_text())
+    assert config["retrievers"]["dense"]["embedder"]["adapter"] == "adapter"
+    assert config["reranker"]["model"] == "reranker" and config["reranker"]["cache_dir"] is None
+    shutil.rmtree(adapter)
+    shutil.rmtree(model)
+    exported = load_pipeline(export_dir)
+    table = pd.read_parquet(run_dir / "per_query.parquet")
+    got = exported.retrieve_batch(dict(zip(table.query_id, table.text)), k=10)
+    for row in table.itertuples():
+        assert [h["chunk_id"] for h in got[row.query_id]] == list(row.retrieved_chunk_ids)[:10]
