@@ -281,3 +281,36 @@ def test_export_bundles_adapter_and_reranker(trained_embedder, trained_reranker,
     got = exported.retrieve_batch(dict(zip(table.query_id, table.text)), k=10)
     for row in table.itertuples():
         assert [h["chunk_id"] for h in got[row.query_id]] == list(row.retrieved_chunk_ids)[:10]
+
+
+def test_full_fine_tuning_and_cached_mnrl(tmp_path):
+    """train.lora.enabled=false trains every weight (no adapter folder); cached MNRL runs."""
+    from rag_lab.embedder import SentenceTransformerEmbedder
+    from rag_lab.train.embedder import train_embedder
+
+    cfg = compose_train("embedder", ["embedder=minilm", "train.max_steps=1", "train.batch_size=4",
+                                     "train.lora.enabled=false", "train.loss=cached_mnrl", "train.mini_batch_size=2",
+                                     "train.dev_fraction=0", "train.learning_rate=1e-3", "train.warmup_ratio=0", "tracking=none"], tmp_path)
+    summary = train_embedder(cfg)
+    assert summary["trainable_params"] == summary["total_params"]
+    assert not (tmp_path / "run" / "adapter").exists()
+    tuned = SentenceTransformerEmbedder(str(tmp_path / "run" / "merged")).encode_documents(PROBES)
+    base = SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2").encode_documents(PROBES)
+    assert np.abs(tuned - base).max() > 1e-3
+
+
+def test_reranker_lora_and_bce(tmp_path):
+    """LoRA on the cross-encoder's encoder (merged on save) and the pointwise BCE loss both train."""
+    from sentence_transformers import CrossEncoder
+
+    from rag_lab.train.reranker import train_reranker
+
+    cfg = compose_train("reranker", ["train.model=sentence-transformers/all-MiniLM-L6-v2", "train.max_steps=2",
+                                     "train.batch_size=4", "train.negatives.num=1", "train.dev_fraction=0.3",
+                                     "train.rerank_depth=3", "train.lora.enabled=true", "train.loss=bce",
+                                     "train.select_best=false", "train.learning_rate=1e-3", "tracking=none"], tmp_path)
+    summary = train_reranker(cfg)
+    assert summary["steps"] == 2
+    model = CrossEncoder(str(tmp_path / "run" / "model"))  # a plain cross-encoder: no peft needed to load it
+    assert not any("lora" in n for n, _ in model.named_parameters())
+    assert np.isfinite(model.predict([("pump", "pump maintenance")], activation_fn=None)).all()
