@@ -1,13 +1,17 @@
 """Answer generators. The ``generator`` config group defaults to none (retrieval-only runs).
 
-``extractive`` is the model-free baseline; ``context`` renders retrieved chunks as the structured
-context a model reads; ``prompts`` holds the templates and refusal strings all generators share.
+``extractive`` is the model-free baseline; ``openai`` calls any OpenAI-compatible endpoint;
+``transformers`` runs a local causal LM (folder, HF id or GGUF file). ``context`` renders retrieved
+chunks as the structured context a model reads; ``prompts`` holds the templates and refusal
+strings all generators share.
 """
 
 from rag_lab.generator.base import Generator
 from rag_lab.generator.context import build_context
 from rag_lab.generator.extractive import ExtractiveGenerator
+from rag_lab.generator.openai import OpenAIGenerator
 from rag_lab.generator.prompts import PROMPTS, REFUSALS, PromptTemplate, detect_language
+from rag_lab.generator.transformers import TransformersGenerator
 
-__all__ = ["Generator", "ExtractiveGenerator", "build_context", "PROMPTS", "REFUSALS", "PromptTemplate",
-           "detect_language"]
+__all__ = ["Generator", "ExtractiveGenerator", "OpenAIGenerator", "TransformersGenerator", "build_context",
+           "PROMPTS", "REFUSALS", "PromptTemplate", "detect_language"]

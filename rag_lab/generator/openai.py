@@ -1,0 +1,70 @@
+"""Generator for any OpenAI-compatible chat-completions endpoint: vLLM, Ollama, llama.cpp server,
+``python -m rag_lab.llm_server`` (a local transformers model), or OpenAI itself.
+
+The prompt is ``PROMPTS[language]`` (Chinese or English, from the query unless ``language`` is
+set) around ``build_context``'s numbered, source-tagged blocks. The API key is read from the
+environment variable named by ``api_key_env`` when a request is made (``rag_lab.llm_client``): the
+config, and so the MLflow params, hold only the variable's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rag_lab.generator.context import build_context
+from rag_lab.generator.prompts import PROMPTS, REFUSALS, detect_language
+from rag_lab.llm_client import ChatClient
+from rag_lab.types import Chunk
+
+
+class OpenAIGenerator:
+    """Args:
+        base_url: API root, e.g. ``http://127.0.0.1:8000/v1``.
+        model: model name the server knows (``/v1/models`` lists them).
+        temperature: 0 = greedy (the default: answers are reproducible and cacheable).
+        max_tokens: cap on the answer's length in model tokens.
+        timeout: seconds per request; retries / backoff: see ``ChatClient``.
+        api_key_env: name of the environment variable holding the key (unset: no key sent).
+        max_context_tokens: budget of the context in pre-tokens (``build_context``).
+        language: ``"zh"`` | ``"en"`` forces the prompt language; None = the query's.
+
+    No chunks → the refusal string, without a request. An endpoint that cannot be used after the
+    retries raises ``EndpointError`` naming the URL. ``request(query, chunks)`` is the exact
+    request body (minus the key), which the answer stage uses as the cache key.
+    """
+
+    def __init__(self, base_url: str, model: str, temperature: float = 0.0, max_tokens: int = 256,
+                 timeout: float = 60.0, retries: int = 2, backoff: float = 1.0,
+                 api_key_env: str | None = "OPENAI_API_KEY", max_context_tokens: int = 1500,
+                 language: str | None = None) -> None:
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if language is not None and language not in PROMPTS:
+            raise ValueError(f"language must be one of {sorted(PROMPTS)} or null, got {language!r}")
+        self.client = ChatClient(base_url, model, timeout, retries, backoff, api_key_env, where="generator")
+        self.temperature, self.max_tokens = float(temperature), int(max_tokens)
+        self.max_context_tokens, self.language = int(max_context_tokens), language
+
+    def __repr__(self) -> str:
+        return f"OpenAIGenerator({self.client!r})"
+
+    def messages(self, query: str, chunks: Sequence[Chunk]) -> list[dict[str, str]]:
+        language = self.language or detect_language(query)
+        context, _ = build_context(chunks, self.max_context_tokens, language)
+        return PROMPTS[language].messages(query, context)
+
+    def request(self, query: str, chunks: Sequence[Chunk]) -> dict[str, Any] | None:
+        """Everything that determines the answer (None: answered without a request)."""
+        if not chunks:
+            return None
+        return {"kind": "openai", "url": self.client.url, "model": self.client.model,
+                "messages": self.messages(query, chunks), "temperature": self.temperature,
+                "max_tokens": self.max_tokens}
+
+    def generate(self, query: str, chunks: Sequence[Chunk]) -> str:
+        if not chunks:
+            return REFUSALS[self.language or detect_language(query)]
+        out = self.client.complete(self.messages(query, chunks), temperature=self.temperature,
+                                   max_tokens=self.max_tokens)
+        return out["content"].strip()
