@@ -119,18 +119,25 @@ def score_response(judge: Any | None, query: str, contexts: Sequence[str], respo
                    reference: Golds | None) -> dict[str, Any]:
     """Everything rag_lab scores about one answer: faithfulness (``None`` without a judge or when the
     judge could not score), refusal, context utilisation, missing facts / unsupported sentences, and
-    exact match / token F1 / contained when gold answers exist. Shared by ``rag-lab judge`` (logged
-    answers) and ``rag-lab evaluate`` with a generator."""
+    exact match / token F1 / contained when gold answers exist. Judges that score the retrieved
+    contexts add ``context_precision`` / ``context_recall``; a judge failure adds ``judge_error``.
+    Shared by ``rag-lab judge`` (logged answers) and ``rag-lab evaluate`` with a generator."""
     refusal = is_refusal(response)
     res = judge.judge(query, list(contexts), response, _first(reference)) if judge is not None else None
     details = res.details if res is not None else {}
+    # context utilisation needs the judge's supported sentences; a judge that does not report them
+    # (ragas) leaves it missing rather than zero
+    supported = details.get("supported_sentences")
     row: dict[str, Any] = {
         "faithfulness": res.faithfulness if res is not None else None, "refusal": refusal,
-        "context_utilisation": None if refusal or res is None else context_utilisation(
-            details.get("supported_sentences", []), list(contexts), terms=getattr(judge, "terms", None)),
+        "context_utilisation": None if refusal or supported is None else context_utilisation(
+            supported, list(contexts), terms=getattr(judge, "terms", None)),
         "missing_facts": details.get("missing", []),
         "unsupported": [u["sentence"] for u in details.get("unsupported", [])],
     }
+    for key in ("context_precision", "context_recall", "error"):
+        if key in details:
+            row["judge_error" if key == "error" else key] = details[key]
     if reference:
         row |= {"exact_match": exact_match(response, reference), "f1": token_f1(response, reference),
                 "contained": answer_contained(response, reference)}

@@ -1,52 +1,98 @@
 """The answer stage of ``rag-lab evaluate``: generate from each query's retrieved chunks, judge
-grounding, score answers. Runs only when ``generator`` is set (``generator=extractive``).
+grounding, score answers. Runs only when ``generator`` is set (``generator=extractive``, ``openai``,
+``transformers``).
 
 Per query: the top ``evaluation.answer_k`` chunks of the final run go to the generator; the judge
-(``judge=lexical``; none → faithfulness missing) scores the response against those chunks.
+(``judge=lexical`` | ``nli`` | ``ragas``; none → faithfulness missing) scores the response against
+those chunks, through ``JudgeRunner`` (retries, then a missing score; never a silent zero).
+Model calls are cached in the stage cache: answers of generators that describe their request
+(``request()``: openai, transformers) under ``generations``, verdicts of judges with an
+``identity`` (nli, ragas) under ``judge``; a rerun with the same inputs calls neither again.
+
 Aggregates (``answer/…`` in ``metrics.json`` and MLflow):
-- ``faithfulness`` over queries the judge scored (``n_missing_faithfulness`` counts the rest: never
-  a silent zero), ``context_utilisation`` over non-refusals;
+- ``faithfulness`` over queries the judge scored (``n_missing_faithfulness`` counts the rest, of
+  which ``n_judge_failures`` are judge failures after retries), ``context_utilisation`` over
+  non-refusals whose judge reports supported sentences;
+- ``context_precision`` / ``context_recall`` when the judge scores them (ragas, with gold answers);
 - ``exact_match``, ``f1``, ``contained`` over queries with gold answers;
 - ``refusal_rate_unanswerable`` (refusals among unanswerable queries: higher is better) and
-  ``wrong_refusal_rate`` (refusals among answerable ones: lower is better).
+  ``wrong_refusal_rate`` (refusals among answerable ones: lower is better);
+- call counts: ``generator_calls`` / ``generator_cache_hits``, ``judge_calls`` (retries included)
+  / ``judge_cache_hits`` / ``judge_retries``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rag_lab.answer_metrics import score_response
+from rag_lab.cache import StageCache, content_key
 from rag_lab.dataset.base import LabelledQueries
+from rag_lab.judge.runner import JudgeRunner
+from rag_lab.llm_client import canonical
 from rag_lab.metrics.relevance import ranked
 from rag_lab.types import Chunk, Run
 
-NUMERIC = ("faithfulness", "context_utilisation", "exact_match", "f1", "contained")
+NUMERIC = ("faithfulness", "context_utilisation", "context_precision", "context_recall", "exact_match", "f1",
+           "contained")
+GENERATIONS = "generations"
 
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
+def generate(generator: Any, query: str, chunks: Sequence[Chunk], cache: StageCache | None,
+             counts: Counter[str]) -> str:
+    """``generator.generate``, read from / written to the cache when the generator describes its
+    request (``request()``; see ``rag_lab.generator.base``)."""
+    describe = getattr(generator, "request", None)
+    request = describe(query, chunks) if cache is not None and describe is not None else None
+    key = content_key("generation", [canonical(request)]) if request is not None else None
+    if key is not None and cache is not None:
+        hit = cache.get_json(GENERATIONS, key)
+        if hit is not None:
+            counts["generator_cache_hits"] += 1
+            return str(hit["response"])
+    counts["generator_calls"] += 1
+    response = generator.generate(query, chunks)
+    if key is not None and cache is not None:
+        cache.put_json(GENERATIONS, key, {"response": response})
+    return response
+
+
 def answer_queries(data: LabelledQueries, chunks: Mapping[str, Chunk], final: Run, generator: Any,
-                   judge: Any | None, k: int) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+                   judge: Any | None, k: int, cache: StageCache | None = None,
+                   ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
     """``(aggregate metrics, per-query rows)``; rows carry the response and every per-answer score."""
+    runner = JudgeRunner(judge, cache) if judge is not None else None
+    counts: Counter[str] = Counter()
     rows: dict[str, dict[str, Any]] = {}
     for qid, q in data.queries.items():
         top = [chunks[c] for c in ranked(final.get(qid, {}))[:k]]
-        response = generator.generate(q.text, top)
+        response = generate(generator, q.text, top, cache, counts)
         golds = [str(a) for a in (q.metadata.get("answers") or [])]
-        row = score_response(judge, q.text, [c.text for c in top], response, golds or None)
+        row = score_response(runner, q.text, [c.text for c in top], response, golds or None)
         row["response"] = response
         row["answerable"] = any(g > 0 for g in data.qrels[qid].values())
         rows[qid] = row
     out: dict[str, float] = {}
     for m in NUMERIC:
+        if m in ("context_precision", "context_recall") and not any(m in r for r in rows.values()):
+            continue  # the judge does not score it
         out[f"answer/{m}"] = _mean([float(r[m]) for r in rows.values() if r.get(m) is not None])
     out["answer/n_missing_faithfulness"] = float(sum(r["faithfulness"] is None for r in rows.values()))
     unans = [r["refusal"] for r in rows.values() if not r["answerable"]]
     ans = [r["refusal"] for r in rows.values() if r["answerable"]]
     out["answer/refusal_rate_unanswerable"] = _mean([float(x) for x in unans])
     out["answer/wrong_refusal_rate"] = _mean([float(x) for x in ans])
+    out["answer/generator_calls"] = float(counts["generator_calls"])
+    out["answer/generator_cache_hits"] = float(counts["generator_cache_hits"])
+    if runner is not None:
+        out["answer/n_judge_failures"] = float(runner.counts["failures"])
+        for c in ("calls", "cache_hits", "retries"):
+            out[f"answer/judge_{c}"] = float(runner.counts[c])
     return out, rows

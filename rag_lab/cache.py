@@ -1,5 +1,6 @@
 """Content-addressed on-disk cache of stage outputs: parsed documents, chunks, document
-embeddings, per-retriever runs.
+embeddings, per-retriever runs, and the answer stage's model calls (generated answers, judge
+verdicts).
 
 A stage's key hashes what defines its output: its resolved config subtree, the key of its input
 (or the corpus fingerprint), and the identity of any model it runs (name or path plus a hash of
@@ -29,7 +30,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-NAMESPACES = ("documents", "chunks", "embeddings", "indexes", "runs")
+NAMESPACES = ("documents", "chunks", "embeddings", "indexes", "runs", "generations", "judge")
 
 
 def _canonical(obj: Any) -> bytes:

@@ -182,10 +182,13 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         answer_metrics, answer_rows = answer_queries(
             data, pipe.chunks, final, instantiate(cfg.generator, "generator"),
             instantiate(cfg.judge, "judge") if cfg.get("judge") else None,
-            int(OmegaConf.select(cfg, "evaluation.answer_k", default=5)))
+            int(OmegaConf.select(cfg, "evaluation.answer_k", default=5)), cache=pipe.cache)
         metrics.update(answer_metrics)
         metrics["answer_seconds"] = time.perf_counter() - t_ans
-        for col in ("response", "faithfulness", "refusal", "exact_match", "f1", "contained", "context_utilisation"):
+        optional = [c for c in ("context_precision", "context_recall", "judge_error")
+                    if any(c in r for r in answer_rows.values())]
+        for col in ("response", "faithfulness", "refusal", "exact_match", "f1", "contained", "context_utilisation",
+                    *optional):
             table[f"answer_{col}"] = [answer_rows[q].get(col) for q in table["query_id"]]
     # a query's latency: every retriever in turn (as the pipeline runs them), plus its share of fusion
     per_query_ms = np.sum([latencies[n] for n in pipe.retrievers], axis=0) + 1000 * combine_seconds / max(len(queries), 1)

@@ -1,13 +1,21 @@
-"""``rag-lab judge --input logs.jsonl --out scores.jsonl [--judge lexical]``: score logged answers.
+"""``rag-lab judge --input logs.jsonl --out scores.jsonl [--judge lexical] [--set key=value ...]
+[--cache DIR]``: score logged answers.
 
 Each input line is a JSON object ``{"query", "retrieved_contexts": [str, ...], "response"
 [, "reference": str | [str, ...]] [, "id"]}``. Every line is validated before any is scored; a
 malformed one is reported as ``error: <file>:<line>: ...`` with exit status 2.
 
+``--judge NAME`` instantiates ``conf/judge/NAME.yaml``; ``--set key=value`` overrides its keys
+(``--judge ragas --set base_url=http://127.0.0.1:8000/v1 --set model=local``). The judge runs
+through ``JudgeRunner``: failures are retried, then recorded as missing and counted; with
+``--cache DIR`` verdicts of judges with an identity (nli, ragas) are cached there (the stage
+cache's ``judge`` namespace; ``experiments/cache`` is the one ``rag-lab evaluate`` uses).
+
 Each output line: ``line`` (input line number), ``id`` when given, ``faithfulness`` (null =
-missing), ``refusal``, ``context_utilisation``, ``missing_facts``, ``unsupported``, and with a
-reference ``exact_match``, ``f1``, ``contained``. The means (over non-missing values) and the count
-of missing faithfulness scores are printed.
+missing), ``refusal``, ``context_utilisation``, ``missing_facts``, ``unsupported``, with a
+reference ``exact_match``, ``f1``, ``contained``, and ``context_precision`` / ``context_recall`` /
+``judge_error`` when the judge gives them. The means (over non-missing values), the count of
+missing faithfulness scores and of judge failures are printed.
 """
 
 from __future__ import annotations
@@ -21,12 +29,14 @@ from typing import Any
 
 from rag_lab import PROJECT_ROOT
 from rag_lab.answer_metrics import score_response
-from rag_lab.errors import DataError, RagLabError
+from rag_lab.errors import ConfigError, DataError, RagLabError
 from rag_lab.io import read_jsonl, require_file, require_key
+from rag_lab.judge.runner import JudgeRunner
 
 JUDGE_CONF = PROJECT_ROOT / "conf" / "judge"
 
-METRICS = ("faithfulness", "context_utilisation", "exact_match", "f1", "contained", "refusal")
+METRICS = ("faithfulness", "context_utilisation", "context_precision", "context_recall", "exact_match", "f1",
+           "contained", "refusal")
 
 
 def read_logs(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -70,18 +80,18 @@ def run(argv: Sequence[str]) -> int:
     ap.add_argument("--out", required=True, type=Path, help="per-line scores (JSONL)")
     ap.add_argument("--judge", default="lexical", choices=sorted(p.stem for p in JUDGE_CONF.glob("*.yaml")),
                     help="a config of conf/judge/ (its _target_ is instantiated)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a key of the judge's config (repeatable)")
+    ap.add_argument("--cache", type=Path, default=None, metavar="DIR",
+                    help="stage-cache folder for judge verdicts (default: no cache)")
     args = ap.parse_args(list(argv))
     try:
         records = read_logs(args.input)
+        runner = build_runner(args.judge, args.set, args.cache)
+        rows = [score(runner, lineno, rec) for lineno, rec in records]
     except RagLabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from omegaconf import OmegaConf
-
-    from rag_lab.pipeline import instantiate
-
-    judge = instantiate(OmegaConf.load(JUDGE_CONF / f"{args.judge}.yaml"), f"judge={args.judge}")
-    rows = [score(judge, lineno, rec) for lineno, rec in records]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as fh:
         fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
@@ -91,7 +101,27 @@ def run(argv: Sequence[str]) -> int:
         if summary[m] is not None:
             print(f"  {m:<20} {summary[m]:.4f}")
     print(f"  missing faithfulness {summary['n_missing_faithfulness']}")
+    print(f"  judge failures       {runner.counts['failures']} (calls {runner.counts['calls']}, "
+          f"cache hits {runner.counts['cache_hits']})")
     return 0
+
+
+def build_runner(name: str, overrides: Sequence[str], cache_dir: Path | None) -> JudgeRunner:
+    """The judge of ``conf/judge/<name>.yaml`` with ``key=value`` overrides, in a ``JudgeRunner``."""
+    from omegaconf import OmegaConf
+
+    from rag_lab.cache import open_cache
+    from rag_lab.pipeline import instantiate
+
+    bad = [o for o in overrides if "=" not in o]
+    if bad:
+        raise ConfigError(f"--set expects KEY=VALUE, got {bad[0]!r}")
+    cfg = OmegaConf.merge(OmegaConf.load(JUDGE_CONF / f"{name}.yaml"), OmegaConf.from_dotlist(list(overrides)))
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        raise ConfigError(f"judge={name} needs {', '.join(missing)} (e.g. --set {missing[0]}=...)")
+    judge = instantiate(cfg, f"judge={name}")
+    return JudgeRunner(judge, open_cache(cache_dir) if cache_dir else None)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
