@@ -58,3 +58,34 @@ def test_wrong_field_type_exits_2(tmp_path):
     assert proc.returncode == 2 and f"{src}:1: 'retrieved_contexts' must be a list of strings" in proc.stderr
     proc = judge("--input", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "s.jsonl"))
     assert proc.returncode == 2 and "input not found" in proc.stderr
+
+
+def test_ragas_judge_with_overrides_and_cache(tmp_path):
+    """``--judge ragas --set ...`` against a fake endpoint; with ``--cache`` the second run makes no
+    request; the malformed verdict is counted as a judge failure, not a zero."""
+    from tests.fake_openai import FakeOpenAI, route
+
+    logs = [GOOD[0], {**GOOD[1], "response": "MALFORMED reply."}]
+    src = write(tmp_path / "logs.jsonl", [json.dumps(r) for r in logs])
+    with FakeOpenAI(route) as fake:
+        args = ["--input", str(src), "--judge", "ragas", "--set", f"base_url={fake.url}", "--set", "model=fake",
+                "--set", "retries=0", "--set", "reference_metrics=false", "--cache", str(tmp_path / "cache")]
+        proc = judge(*args, "--out", str(tmp_path / "s1.jsonl"))
+        assert proc.returncode == 0, proc.stderr
+        n_first = len(fake.requests)
+        proc2 = judge(*args, "--out", str(tmp_path / "s2.jsonl"))
+        assert proc2.returncode == 0, proc2.stderr
+    rows = [json.loads(ln) for ln in (tmp_path / "s1.jsonl").read_text().splitlines()]
+    assert rows[0]["faithfulness"] == 1.0 and rows[1]["faithfulness"] is None and "judge_error" in rows[1]
+    assert rows[0]["context_utilisation"] is None  # ragas does not report supported sentences
+    assert "judge failures       1 (calls 2, cache hits 0)" in proc.stdout
+    assert "judge failures       1 (calls 1, cache hits 1)" in proc2.stdout
+    assert all("MALFORMED" in str(r["messages"]) for r in fake.requests[n_first:])
+
+
+def test_missing_judge_settings_exit_2(tmp_path):
+    src = write(tmp_path / "logs.jsonl", [json.dumps(GOOD[0])])
+    proc = judge("--input", str(src), "--out", str(tmp_path / "s.jsonl"), "--judge", "ragas")
+    assert proc.returncode == 2 and "judge=ragas needs model (e.g. --set model=...)" in proc.stderr
+    proc = judge("--input", str(src), "--out", str(tmp_path / "s.jsonl"), "--set", "oops")
+    assert proc.returncode == 2 and "--set expects KEY=VALUE" in proc.stderr
