@@ -100,3 +100,38 @@ def test_extract_facts_kinds():
     assert {("number", "70 °c"), ("number", "3000 h"), ("number", "8 mpa"), ("number", "2.5"),
             ("code", "e102"), ("code", "sv0432"), ("code", "hx-200"), ("code", "0x1020"),
             ("clause", "4.2.1"), ("clause", "第3条"), ("number", "364.6公里")} <= facts
+
+
+CODES = ["Alarm SV0432 means servo overload. Firmware v2.5 fixes it; register 0x1020 holds the count.",
+         "报警SV0432表示伺服电机过载。固件v2.5修复此问题，计数保存在寄存器0x1020。保养周期为3000小时，电压2.5 V。"]
+
+
+@pytest.mark.parametrize("contexts,response,missing", [
+    # English: a digit changed inside codes, versions and registers; decimals; units
+    ([CODES[0]], "Alarm SV0423 means servo overload.", "sv0423"),
+    ([CODES[0]], "Firmware v2.6 fixes it.", "v2.6"),
+    ([CODES[0]], "Register 0x1021 holds the count.", "0x1021"),
+    (EN, "Replace the seal every 30,000 h.", "30000 h"),
+    (EN, "The HX-200 pump runs at 70 °F maximum.", "70 °f"),   # same number, another unit
+    (EN, "The HX-300 pump runs at 70 °C maximum.", "hx-300"),
+    # Chinese: the same changes inside Chinese sentences, Chinese units
+    ([CODES[1]], "报警SV0423表示伺服电机过载。", "sv0423"),
+    ([CODES[1]], "固件v3.5修复此问题。", "v3.5"),
+    ([CODES[1]], "保养周期为300小时。", "300小时"),
+    ([CODES[1]], "电压2.6 V。", "2.6 v"),
+    (ZH, "型号HX-300的压力上限为8 MPa。", "hx-300"),
+    (ZH, "型号HX-200的压力上限为9兆帕。", "9兆帕"),
+])
+def test_changed_codes_versions_and_units(judge, contexts, response, missing):
+    res = score(judge, contexts, response)
+    assert res.faithfulness == 0.0, res.details
+    assert missing in res.details["missing"]
+
+
+@pytest.mark.parametrize("contexts,response", [
+    ([CODES[0]], "Alarm SV0432 means servo overload; firmware v2.5 fixes it."),
+    ([CODES[1]], "SV0432报警表示伺服电机过载，计数在寄存器0x1020。"),
+    ([CODES[1]], "保养周期为3000 h。"),
+])
+def test_unchanged_codes_versions_and_units_are_supported(judge, contexts, response):
+    assert score(judge, contexts, response).faithfulness == 1.0
