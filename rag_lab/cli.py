@@ -9,7 +9,7 @@ COMMANDS = {
     "cache": ("rag_lab.cache_cli", "list or clear the stage cache (rag-lab cache list|clear)"),
     "gate": ("rag_lab.gate", "compare a candidate run against a baseline; exit 1 on regression"),
     "export": ("rag_lab.export_cli", "write a self-contained pipeline folder from a run or a sweep's winner"),
-    "train": ("rag_lab.train.cli", "fine-tune an embedder (LoRA) or a cross-encoder reranker: rag-lab train embedder|reranker"),
+    "train": ("rag_lab.train.cli", "fine-tune an embedder (LoRA) or train a reranker: rag-lab train embedder|reranker"),
     "judge": ("rag_lab.judge_cli", "score logged (query, contexts, response) JSONL with an offline judge"),
 }
 

@@ -10,13 +10,19 @@ TASKS = {
 }
 
 
+def usage() -> str:
+    lines = ["usage: rag-lab train <embedder|reranker> [key=value ...] [hydra options]", "", "tasks:"]
+    return "\n".join(lines + [f"  {name:<10} {help_}" for name, (_, help_) in TASKS.items()])
+
+
 def main() -> None:
     args = sys.argv[1:]
+    if args and args[0] in ("-h", "--help", "help"):
+        print(usage())
+        sys.exit(0)
     if not args or args[0] not in TASKS:
-        lines = ["usage: rag-lab train <embedder|reranker> [key=value ...]", ""]
-        lines += [f"  {name:<10} {help_}" for name, (_, help_) in TASKS.items()]
-        print("\n".join(lines), file=sys.stderr if args else sys.stdout)
-        sys.exit(2 if args and args[0] not in ("-h", "--help") else 0)
+        print((f"error: unknown task {args[0]!r}\n\n" if args else "") + usage(), file=sys.stderr)
+        sys.exit(2)
     import importlib
 
     module = importlib.import_module(TASKS[args[0]][0])

@@ -314,3 +314,13 @@ def test_reranker_lora_and_bce(tmp_path):
     model = CrossEncoder(str(tmp_path / "run" / "model"))  # a plain cross-encoder: no peft needed to load it
     assert not any("lora" in n for n, _ in model.named_parameters())
     assert np.isfinite(model.predict([("pump", "pump maintenance")], activation_fn=None)).all()
+
+
+@pytest.mark.parametrize("argv, code, stream, text", [
+    (["train"], 2, "stderr", "usage: rag-lab train <embedder|reranker>"),
+    (["train", "bogus"], 2, "stderr", "error: unknown task 'bogus'"),
+    (["train", "--help"], 0, "stdout", "reranker"),
+])
+def test_train_cli_usage(argv, code, stream, text):
+    proc = subprocess.run([sys.executable, "-m", "rag_lab.cli", *argv], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == code and text in getattr(proc, stream)
