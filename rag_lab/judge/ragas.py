@@ -26,7 +26,7 @@ from typing import Any
 from rag_lab.answer_metrics import is_refusal
 from rag_lab.errors import ConfigError
 from rag_lab.judge.base import JudgeResult
-from rag_lab.llm_client import api_key, check_env_name
+from rag_lab.llm_client import api_key, check_env_name, redact
 
 
 class RagasJudge:
@@ -109,8 +109,13 @@ class RagasJudge:
         if self._loop is None:  # one loop for the judge's life: LangChain's async clients bind to it
             self._loop = asyncio.new_event_loop()
         coro = self._metrics[name].single_turn_ascore(SingleTurnSample(**fields), timeout=self.timeout)
-        value = self._loop.run_until_complete(coro)
-        value = float(value)
+        try:
+            value = float(self._loop.run_until_complete(coro))
+        except Exception as exc:
+            key = api_key(self.api_key_env)
+            if key and key in str(exc):  # a server that echoes the credentials in its error body
+                raise RuntimeError(redact(f"{type(exc).__name__}: {exc}", key)) from None
+            raise
         return None if math.isnan(value) else value
 
     def judge(self, query: str, contexts: Sequence[str], response: str,

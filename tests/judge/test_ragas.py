@@ -89,6 +89,15 @@ def test_key_is_sent_but_not_kept(fake, monkeypatch):
     assert j.identity["model"] == "fake-judge" and j.identity["ragas"]
 
 
+def test_errors_never_carry_the_key(monkeypatch):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    with FakeOpenAI(lambda body: (401, {"error": {"message": f"bad key {KEY}"}})) as fake:
+        r = JudgeRunner(judge(fake.url, api_key_env="JUDGE_KEY", retries=0, reference_metrics=False),
+                        abort_after=None)
+        res = r.judge("E102?", CTX, "Fault E102 means low oil pressure.")
+    assert res.faithfulness is None and "***" in res.details["error"] and KEY not in res.details["error"]
+
+
 def test_bad_settings():
     with pytest.raises(ConfigError):
         RagasJudge("127.0.0.1:8000", "m")
