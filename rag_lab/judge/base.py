@@ -27,9 +27,10 @@ class Judge(Protocol):
 
     A judge may raise on failure (an endpoint error, unparseable model output, a timeout): callers
     go through ``rag_lab.judge.runner.JudgeRunner``, which retries and then records a missing
-    score. Optional attributes the runner reads: ``identity`` (JSON-ready: what defines the
-    scores, e.g. model + weights + settings; never a secret; judges that have one are cached on
-    disk), ``retries`` and ``backoff`` (seconds before the first retry, doubling)."""
+    score. Results decided without the judge's model (a refusal, an empty response) carry
+    ``details["by_rule"] = True``. Optional attributes the runner reads: ``identity`` (JSON-ready:
+    what defines the scores, e.g. model + weights + settings; never a secret; judges that have one
+    are cached on disk), ``retries`` and ``backoff`` (seconds before the first retry, doubling)."""
 
     def judge(self, query: str, contexts: Sequence[str], response: str,
               reference: str | None = None) -> JudgeResult: ...

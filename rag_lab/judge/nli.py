@@ -108,12 +108,12 @@ class NLIJudge:
     def judge(self, query: str, contexts: Sequence[str], response: str,
               reference: str | None = None) -> JudgeResult:
         if not response.strip():
-            return JudgeResult(None, {"reason": "empty response"})
+            return JudgeResult(None, {"reason": "empty response", "by_rule": True})
         if is_refusal(response):
-            return JudgeResult(1.0, {"refusal": True})
+            return JudgeResult(1.0, {"refusal": True, "by_rule": True})
         claims = [s for s in split_sentences(response) if not is_refusal_sentence(s)]
         if not claims:
-            return JudgeResult(None, {"reason": "no claim in the response", "refusal": False})
+            return JudgeResult(None, {"reason": "no claim in the response", "refusal": False, "by_rule": True})
         probs = self.entailment("\n".join(contexts), claims) if contexts else [0.0] * len(claims)
         supported = [c for c, p in zip(claims, probs) if p >= self.threshold]
         details: dict[str, Any] = {

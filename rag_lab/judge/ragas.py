@@ -8,9 +8,9 @@ judge the retrieved contexts, not the response.
 Uses ragas' single-turn metrics with its LangChain ``ChatOpenAI`` wrapper (ragas 0.4; its
 ``collections`` metrics need instructor >= 1, which the project's other pins exclude). Ragas'
 prompts are English; a Chinese response is judged through them, so the judge model must read
-Chinese. Rules shared with the other judges (before any request): an empty response is a
-missing score, a refusal is 1.0, no contexts is 0.0. A failed or unparseable LLM reply raises;
-``JudgeRunner`` retries it and then records a missing score. The judge is only as good as its
+Chinese. Rules shared with the other judges (before any request; ``details["by_rule"]``): an
+empty response is a missing score, a refusal is 1.0, no contexts is 0.0. A failed or unparseable
+LLM reply raises; ``JudgeRunner`` retries it and then records a missing score. The judge is only as good as its
 LLM: a small local model (SmolLM2-135M) often produces unparseable or arbitrary verdicts.
 """
 
@@ -123,11 +123,11 @@ class RagasJudge:
         details: dict[str, Any] = {}
         faithfulness: float | None
         if not response.strip():
-            faithfulness, details["reason"] = None, "empty response"
+            faithfulness, details = None, {"reason": "empty response", "by_rule": True}
         elif is_refusal(response):
-            faithfulness, details["refusal"] = 1.0, True
+            faithfulness, details = 1.0, {"refusal": True, "by_rule": True}
         elif not contexts:
-            faithfulness, details["reason"] = 0.0, "no contexts"
+            faithfulness, details = 0.0, {"reason": "no contexts", "by_rule": True}
         else:
             details["refusal"] = False
             faithfulness = self._score("faithfulness", user_input=query, response=response,

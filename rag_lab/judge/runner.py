@@ -8,9 +8,10 @@ calling the judge (an LLM) again. Failures are not cached, so a rerun retries th
 Retries: any exception from the judge (endpoint error, unparseable output, timeout) and any score
 outside [0, 1] is retried ``retries`` times, sleeping ``backoff * 2**i`` seconds; then the result
 is ``JudgeResult(None, {"error": ..., "attempts": n})`` and ``failures`` counts it. One exception:
-when the judge has failed on each of the first ``abort_after`` inputs without ever succeeding, it
-is misconfigured (wrong URL, model or key), and the runner raises instead of grinding through
-every input.
+when the judge has failed on ``abort_after`` inputs without ever having worked, it is misconfigured
+(wrong URL, model or key), and the runner raises instead of grinding through every input. Results
+a judge decides by rule without its model (``details["by_rule"]``: a refusal, an empty response)
+do not show that it works.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class JudgeRunner:
             hit = self.cache.get_json(NAMESPACE, key)
             if hit is not None:
                 self.counts["cache_hits"] += 1
-                self._succeeded = True
+                self._succeeded = self._succeeded or not hit["details"].get("by_rule")
                 return JudgeResult(hit["faithfulness"], hit["details"])
         errors: list[str] = []
         for attempt in range(self.retries + 1):
@@ -89,14 +90,15 @@ class JudgeRunner:
                 errors.append(f"{type(exc).__name__}: {str(exc).strip()[:300]}")
                 log.warning("judge attempt %d/%d failed: %s", attempt + 1, self.retries + 1, errors[-1])
                 continue
-            self._succeeded = True
+            self._succeeded = self._succeeded or not res.details.get("by_rule")
             if key is not None and self.cache is not None:
                 self.cache.put_json(NAMESPACE, key, {"faithfulness": res.faithfulness, "details": res.details})
             return res
         self.counts["failures"] += 1
         if not self._succeeded and self.abort_after and self.counts["failures"] >= self.abort_after:
-            raise JudgeFailedError(f"the judge failed on each of the first {self.counts['failures']} inputs "
-                                   f"({self.retries + 1} attempt(s) each); last error: {errors[-1]}")
+            raise JudgeFailedError(f"the judge {self.inner!r} failed on {self.counts['failures']} inputs "
+                                   f"({self.retries + 1} attempt(s) each) and has not worked once; "
+                                   f"last error: {errors[-1]}")
         return JudgeResult(None, {"error": errors[-1], "attempts": len(errors)})
 
 

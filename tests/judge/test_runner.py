@@ -74,7 +74,7 @@ def test_a_judge_that_never_worked_stops_the_run():
     r, _ = runner(Scripted([OSError("connection refused")] * 10, retries=0), abort_after=3)
     assert r.judge("q", [], "a").faithfulness is None
     assert r.judge("q", [], "a").faithfulness is None
-    with pytest.raises(JudgeFailedError, match="first 3 inputs.*connection refused"):
+    with pytest.raises(JudgeFailedError, match="failed on 3 inputs.*has not worked once.*connection refused"):
         r.judge("q", [], "a")
 
 
@@ -84,6 +84,15 @@ def test_after_one_success_failures_never_stop_the_run():
     for _ in range(5):
         assert r.judge("q", [], "a").faithfulness is None
     assert r.counts["failures"] == 5
+
+
+def test_results_decided_by_rule_do_not_show_the_judge_works():
+    refusal = JudgeResult(1.0, {"refusal": True, "by_rule": True})
+    r, _ = runner(Scripted([refusal, refusal] + [OSError("refused")] * 10, retries=0), abort_after=2)
+    assert r.judge("q", [], "a").faithfulness == 1.0 and r.judge("q", [], "a").faithfulness == 1.0
+    assert r.judge("q", [], "a").faithfulness is None
+    with pytest.raises(JudgeFailedError):
+        r.judge("q", [], "a")
 
 
 def test_verdicts_are_cached_by_identity_and_inputs(tmp_path):
