@@ -91,6 +91,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True, help="scratch folder (runs, models, cache, MLflow)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/training.json"))
     ap.add_argument("--grid-depth", type=int, default=30, help="rerank depth in the stacked grid")
+    ap.add_argument("--rerank-depth", type=int, default=100, help="rerank depth of BM25's candidates")
     ap.add_argument("--embedder-args", default="", help="extra train embedder overrides (space separated)")
     ap.add_argument("--reranker-args", default="", help="extra train reranker overrides (space separated)")
     args = ap.parse_args()
@@ -119,9 +120,9 @@ def main() -> None:
          rr / "train_metrics.json", w / "logs", timings)
     step("eval_bm25", ["evaluate", "experiment=scifact_bm25", f"hydra.run.dir={w / 'eval_bm25'}", *common],
          w / "eval_bm25" / "metrics.json", w / "logs", timings)
-    for name, extra in [("eval_bm25_rerank100", []), ("eval_bm25_rerank100_pure", ["reranker.interpolation=1.0"])]:
+    for name, extra in [("eval_bm25_rerank", []), ("eval_bm25_rerank_pure", ["reranker.interpolation=1.0"])]:
         step(name, ["evaluate", "experiment=scifact_bm25", "reranker=cross_encoder", f"reranker.model={rr / 'model'}",
-                    "reranker.depth=100", f"run_name=scifact bm25 + reranker {extra}", f"hydra.run.dir={w / name}",
+                    f"reranker.depth={args.rerank_depth}", f"run_name=scifact bm25 + reranker {extra}", f"hydra.run.dir={w / name}",
                     *common, *extra], w / name / "metrics.json", w / "logs", timings)
     grid = w / "grid"
     step("stacked_grid", ["evaluate", "-m", "experiment=scifact_hybrid",
@@ -141,11 +142,12 @@ def main() -> None:
                                  if not isinstance(v, (list, dict))}
     results["train_reranker"] = {k: v for k, v in json.loads((rr / "train_metrics.json").read_text()).items()
                                  if not isinstance(v, list)}
-    for name in ("eval_minilm", "eval_minilm_lora", "eval_bm25", "eval_bm25_rerank100", "eval_bm25_rerank100_pure"):
+    for name in ("eval_minilm", "eval_minilm_lora", "eval_bm25", "eval_bm25_rerank", "eval_bm25_rerank_pure"):
         results[name] = metrics(w / name)
     results["lora_vs_base"] = compare(w / "eval_minilm", w / "eval_minilm_lora")
-    results["rerank_vs_bm25"] = compare(w / "eval_bm25", w / "eval_bm25_rerank100")
-    results["rerank_pure_vs_bm25"] = compare(w / "eval_bm25", w / "eval_bm25_rerank100_pure")
+    results["rerank_depth"] = args.rerank_depth
+    results["rerank_vs_bm25"] = compare(w / "eval_bm25", w / "eval_bm25_rerank")
+    results["rerank_pure_vs_bm25"] = compare(w / "eval_bm25", w / "eval_bm25_rerank_pure")
     lb = pd.read_csv(grid / "report" / "leaderboard.csv")
     results["stacked_grid"] = lb.to_dict(orient="records")
     if "rerank_latency_ms" not in prev:

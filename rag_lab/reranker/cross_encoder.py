@@ -82,7 +82,7 @@ class CrossEncoderReranker:
     """
 
     def __init__(self, model: str, depth: int = 100, interpolation: float | None = None, batch_size: int = 32,
-                 max_length: int | None = 256, cache_dir: str | None = None, device: str | None = "cpu") -> None:
+                 max_length: int | None = None, cache_dir: str | None = None, device: str | None = "cpu") -> None:
         if depth < 0:
             raise ConfigError(f"reranker.depth must be >= 0, got {depth}")
         if interpolation is not None and not 0.0 <= interpolation <= 1.0:
