@@ -10,7 +10,7 @@ COMMANDS = {
     "gate": ("rag_lab.gate", "compare a candidate run against a baseline; exit 1 on regression"),
     "export": ("rag_lab.export_cli", "write a self-contained pipeline folder from a run or a sweep's winner"),
     "train": ("rag_lab.train.cli", "fine-tune an embedder (LoRA) or train a reranker: rag-lab train embedder|reranker"),
-    "judge": ("rag_lab.judge_cli", "score logged (query, contexts, response) JSONL with an offline judge"),
+    "judge": ("rag_lab.judge_cli", "score logged (query, contexts, response) JSONL with a judge"),
 }
 
 
