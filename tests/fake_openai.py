@@ -55,7 +55,7 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 with outer._lock:
                     outer.requests.append(body)
-                    outer.headers.append(dict(self.headers))
+                    outer.headers.append({k.lower(): v for k, v in self.headers.items()})  # names are case-insensitive
                 out = outer.reply(body)
                 if isinstance(out, tuple) and out[0] == "sleep":
                     time.sleep(out[1])

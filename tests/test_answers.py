@@ -75,7 +75,7 @@ def test_openai_generator_and_ragas_judge_through_a_fake_endpoint(tmp_path, monk
         n_first = len(fake.requests)
         gen_requests = [r for r in fake.requests if r["model"] == "fake-gen"]
         assert len(gen_requests) == m["n_queries"] == m["answer/generator_calls"]
-        assert all(h["Authorization"] == f"Bearer {KEY}" for h in fake.headers)
+        assert all(h["authorization"] == f"Bearer {KEY}" for h in fake.headers)
         assert m["answer/n_judge_failures"] == 1 and m["answer/judge_retries"] == 1
         assert m["answer/n_missing_faithfulness"] == 1
         assert 0.0 <= m["answer/faithfulness"] <= 1.0 and not math.isnan(m["answer/context_recall"])

@@ -49,7 +49,7 @@ def test_api_key_comes_from_the_named_variable_and_is_not_kept(monkeypatch):
     with FakeOpenAI(lambda body: "ok") as fake:
         g = gen(fake.url, api_key_env="MY_LLM_KEY")
         g.generate("q?", [EN])
-    assert fake.headers[0]["Authorization"] == f"Bearer {KEY}"
+    assert fake.headers[0]["authorization"] == f"Bearer {KEY}"
     assert KEY not in repr(g) and KEY not in repr(vars(g)) and KEY not in repr(vars(g.client))
     assert KEY not in str(g.request("q?", [EN]))
 

@@ -84,7 +84,7 @@ def test_key_is_sent_but_not_kept(fake, monkeypatch):
     monkeypatch.setenv("JUDGE_KEY", KEY)
     j = judge(fake.url, api_key_env="JUDGE_KEY", reference_metrics=False)
     j.judge("E102?", CTX, "Fault E102 means low oil pressure.")
-    assert fake.headers[0]["Authorization"] == f"Bearer {KEY}"
+    assert fake.headers[0]["authorization"] == f"Bearer {KEY}"
     assert KEY not in repr(j) and KEY not in str(j.identity)
     assert j.identity["model"] == "fake-judge" and j.identity["ragas"]
 
