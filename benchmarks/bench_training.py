@@ -122,11 +122,15 @@ def main() -> None:
          w / "eval_bm25" / "metrics.json", w / "logs", timings)
     for name, extra in [("eval_bm25_rerank", []), ("eval_bm25_rerank_pure", ["reranker.interpolation=1.0"])]:
         step(name, ["evaluate", "experiment=scifact_bm25", "reranker=cross_encoder", f"reranker.model={rr / 'model'}",
-                    f"reranker.depth={args.rerank_depth}", f"run_name=scifact bm25 + reranker {extra}", f"hydra.run.dir={w / name}",
+                    f"reranker.depth={args.rerank_depth}", f"run_name='scifact bm25 + reranker {' '.join(extra)}'", f"hydra.run.dir={w / name}",
                     *common, *extra], w / name / "metrics.json", w / "logs", timings)
     grid = w / "grid"
-    step("stacked_grid", ["evaluate", "-m", "experiment=scifact_hybrid",
-                          f"embedder.model=sentence-transformers/all-MiniLM-L6-v2,{emb / 'merged'}",
+    # the tuned embedder as a config option (Hydra search path), so the grid reuses its cached embeddings
+    (w / "conf" / "embedder").mkdir(parents=True, exist_ok=True)
+    (w / "conf" / "embedder" / "tuned.yaml").write_text(
+        f"defaults:\n  - lora\n  - _self_\nadapter: {emb / 'adapter'}\n")
+    step("stacked_grid", ["evaluate", "-m", "experiment=scifact_hybrid", f"hydra.searchpath=[file://{w / 'conf'}]",
+                          "embedder=minilm,tuned",
                           "reranker=cross_encoder", f"reranker.model={rr / 'model'}",
                           f"reranker.depth=0,{args.grid_depth}", "sweep.allow_test_selection=true",
                           "sweep.report_winner=false", f"hydra.sweep.dir={grid}", *common],

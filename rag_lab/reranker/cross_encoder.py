@@ -90,6 +90,7 @@ class CrossEncoderReranker:
         self.model_name, self.depth, self.batch_size = model, depth, batch_size
         self.max_length, self.cache_dir, self.device = max_length, cache_dir, device
         self._interpolation = interpolation
+        self.flush_every = 2048  # pairs scored between writes to the score cache
         self.stats: dict[str, float] = {}
 
     @cached_property
@@ -136,12 +137,16 @@ class CrossEncoderReranker:
         todo = sorted({k: i for i, k in enumerate(keys) if k not in known}.values(),
                       key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         fresh: dict[str, float] = {}
-        if todo:
-            scores = self.model.predict([pairs[i] for i in todo], batch_size=self.batch_size,
+        for start in range(0, len(todo), self.flush_every):  # stored as it goes: an interrupted run keeps its scores
+            part = todo[start:start + self.flush_every]
+            scores = self.model.predict([pairs[i] for i in part], batch_size=self.batch_size,
                                         show_progress_bar=False, convert_to_numpy=True, activation_fn=None)
-            fresh = {keys[i]: float(s) for i, s in zip(todo, np.asarray(scores).reshape(-1))}
+            new = {keys[i]: float(s) for i, s in zip(part, np.asarray(scores).reshape(-1))}
             if self._cache:
-                self._cache.put(fresh)
+                self._cache.put(new)
+            fresh.update(new)
+            if len(todo) > self.flush_every:
+                log.info("reranker: scored %d / %d new pairs", len(fresh), len(todo))
         self.stats["pairs_scored"] = self.stats.get("pairs_scored", 0) + len(fresh)
         self.stats["pairs_cached"] = self.stats.get("pairs_cached", 0) + len(pairs) - len(fresh)
         return np.array([known.get(k, fresh.get(k, np.nan)) for k in keys], dtype=np.float64)

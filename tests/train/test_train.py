@@ -324,3 +324,20 @@ def test_reranker_lora_and_bce(tmp_path):
 def test_train_cli_usage(argv, code, stream, text):
     proc = subprocess.run([sys.executable, "-m", "rag_lab.cli", *argv], capture_output=True, text=True, timeout=60)
     assert proc.returncode == code and text in getattr(proc, stream)
+
+
+def test_scores_are_cached_as_they_are_computed(trained_reranker, tmp_path):
+    """Pairs reach the score cache in chunks, so an interrupted rerank keeps what it scored."""
+    from rag_lab.reranker import CrossEncoderReranker
+
+    chunks, run = _toy_run(8)
+    rr = CrossEncoderReranker(str(trained_reranker[0] / "run" / "model"), depth=8, cache_dir=str(tmp_path))
+    rr.flush_every = 3
+    calls = []
+    original = rr.model.predict
+    rr.model.predict = lambda pairs, **kw: (calls.append(len(pairs)), original(pairs, **kw))[1]
+    rr.rerank({"q1": "pump"}, run, chunks)
+    assert calls == [3, 3, 2]
+    again = CrossEncoderReranker(str(trained_reranker[0] / "run" / "model"), depth=8, cache_dir=str(tmp_path))
+    again.rerank({"q1": "pump"}, run, chunks)
+    assert again.stats["pairs_cached"] == 8 and again.stats["pairs_scored"] == 0
