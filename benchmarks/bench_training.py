@@ -92,8 +92,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/training.json"))
     ap.add_argument("--grid-depth", type=int, default=30, help="rerank depth in the stacked grid")
     ap.add_argument("--rerank-depth", type=int, default=100, help="rerank depth of BM25's candidates")
-    ap.add_argument("--embedder-args", default="", help="extra train embedder overrides (space separated)")
-    ap.add_argument("--reranker-args", default="", help="extra train reranker overrides (space separated)")
+    ap.add_argument("--embedder-args", help="train embedder overrides (space separated; default: the README's run)",
+                    default="train.leakage=drop train.eval_steps=13 train.learning_rate=2e-4")
+    ap.add_argument("--reranker-args", help="train reranker overrides (space separated; default: the README's run)",
+                    default="train.leakage=drop train.max_length=128 train.learning_rate=2e-4 train.max_steps=40 "
+                            "train.eval_steps=20 train.warmup_ratio=0.05")
     args = ap.parse_args()
     w = args.work.resolve()
     (w / "logs").mkdir(parents=True, exist_ok=True)
