@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omegaconf import OmegaConf
+from rag_lab.paths import register_resolvers
 
 if TYPE_CHECKING:
     import os
 
     from rag_lab.export import ExportedPipeline
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one place the version is written (pyproject reads it)
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-# `${rag_lab_root:}` in configs: the checkout the package runs from, so shipped datasets and
-# experiments/ resolve the same whatever the working directory.
-if not OmegaConf.has_resolver("rag_lab_root"):
-    OmegaConf.register_new_resolver("rag_lab_root", lambda: str(PROJECT_ROOT))
+register_resolvers()
 
 
 def load_pipeline(path: str | os.PathLike[str]) -> ExportedPipeline:
@@ -30,4 +24,4 @@ def load_pipeline(path: str | os.PathLike[str]) -> ExportedPipeline:
     return _load(path)
 
 
-__all__ = ["PROJECT_ROOT", "__version__", "load_pipeline"]
+__all__ = ["__version__", "load_pipeline"]
