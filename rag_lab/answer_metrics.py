@@ -1,148 +1,19 @@
-"""Answer metrics: exact match, token F1, containment, refusal, context utilisation.
+"""Moved to :mod:`rag_lab.metrics.answers` (answer metrics live with the other metrics). This path
+stays importable: it is the same module object."""
 
-English answers use SQuAD's normalisation (lower-case, drop punctuation and articles a/an/the,
-collapse whitespace) and bag-of-tokens F1. Chinese answers use CMRC 2018's: tokens are CJK
-characters and whole non-CJK words (pre-tokens, ``rag_lab.chunker.fixed_size.TOKEN``) without
-punctuation, and F1 is over the longest common *contiguous* token run, as the CMRC evaluation
-script computes it. The language is the gold answer's (``detect_language``). With several gold
-answers every metric takes the best one.
-"""
+import sys
 
-from __future__ import annotations
+from rag_lab.metrics import answers as _answers
+from rag_lab.metrics.answers import (  # noqa: F401  (the names type checkers see at the old path)
+    aggregate_answers,
+    answer_contained,
+    answer_tokens,
+    context_utilisation,
+    exact_match,
+    is_refusal,
+    is_refusal_sentence,
+    score_response,
+    token_f1,
+)
 
-import re
-import string
-from collections import Counter
-from collections.abc import Sequence
-from typing import Any
-
-from rag_lab.chunker.fixed_size import TOKEN
-from rag_lab.generator.prompts import REFUSALS, detect_language
-from rag_lab.metrics.relevance import normalise_text
-from rag_lab.text import ContentTerms, TermSupport, split_sentences
-
-Golds = str | Sequence[str]
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = re.compile(r"[^\w\s]|_")
-_ASCII_PUNCT = frozenset(string.punctuation)
-_REFUSAL_KEYS = tuple(_PUNCT.sub("", normalise_text(r)).strip() for r in REFUSALS.values())
-
-
-def answer_tokens(text: str, language: str) -> list[str]:
-    """SQuAD tokens (``en``) or CMRC tokens (``zh``), both normalised."""
-    text = normalise_text(text)
-    if language == "zh":
-        return [t for t in TOKEN.findall(text) if not _PUNCT.fullmatch(t)]
-    text = "".join(ch for ch in text if ch not in _ASCII_PUNCT)
-    return _ARTICLES.sub(" ", text).split()
-
-
-def exact_match(response: str, golds: Golds) -> float:
-    """1.0 when the normalised response equals a normalised gold answer."""
-    return max((float(_tokens(response, g) == _tokens(g, g)) for g in _list(golds)), default=0.0)
-
-
-def token_f1(response: str, golds: Golds) -> float:
-    """Best F1 over gold answers (SQuAD bag overlap for English, CMRC longest common run for Chinese)."""
-    return max((_f1(response, g) for g in _list(golds)), default=0.0)
-
-
-def answer_contained(response: str, golds: Golds) -> float:
-    """1.0 when a gold answer (``normalise_text``) is a substring of the normalised response."""
-    text = normalise_text(response)
-    return max((float(normalise_text(g) in text) for g in _list(golds) if g.strip()), default=0.0)
-
-
-def is_refusal_sentence(sentence: str) -> bool:
-    key = _PUNCT.sub("", normalise_text(sentence)).strip()
-    return bool(key) and any(r in key for r in _REFUSAL_KEYS)
-
-
-def is_refusal(response: str) -> bool:
-    """True when every sentence of the response is a refusal string (``REFUSALS``, any language,
-    case / punctuation / surrounding words within the sentence ignored)."""
-    sentences = split_sentences(response)
-    return bool(sentences) and all(is_refusal_sentence(s) for s in sentences)
-
-
-def context_utilisation(supported_sentences: Sequence[str], contexts: Sequence[str], min_share: float = 0.5,
-                        terms: ContentTerms | None = None) -> float | None:
-    """Share of ``contexts`` the answer uses: a context is used when at least one supported
-    sentence has ``>= min_share`` of its content terms supported by that context alone.
-    None when there are no contexts."""
-    if not contexts:
-        return None
-    terms = terms or ContentTerms()
-    sentence_terms = [t for t in terms.many(list(supported_sentences)) if t]
-    used = 0
-    for ctx in contexts:
-        support = TermSupport(ctx, terms)
-        used += any((support.share(t) or 0.0) >= min_share for t in sentence_terms)
-    return used / len(contexts)
-
-
-def _list(golds: Golds) -> list[str]:
-    return [golds] if isinstance(golds, str) else list(golds)
-
-
-def _tokens(text: str, gold: str) -> list[str]:
-    return answer_tokens(text, detect_language(gold))
-
-
-def _f1(response: str, gold: str) -> float:
-    pred, ref = _tokens(response, gold), _tokens(gold, gold)
-    if not pred or not ref:
-        return float(pred == ref)
-    common = _longest_common_run(pred, ref) if detect_language(gold) == "zh" else \
-        sum((Counter(pred) & Counter(ref)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(pred), common / len(ref)
-    return 2 * precision * recall / (precision + recall)
-
-
-def _longest_common_run(a: list[str], b: list[str]) -> int:
-    """Length of the longest common contiguous subsequence (CMRC's ``find_lcs``)."""
-    best, prev = 0, [0] * (len(b) + 1)
-    for x in a:
-        cur = [0] * (len(b) + 1)
-        for j, y in enumerate(b, 1):
-            if x == y:
-                cur[j] = prev[j - 1] + 1
-                best = max(best, cur[j])
-        prev = cur
-    return best
-
-
-def score_response(judge: Any | None, query: str, contexts: Sequence[str], response: str,
-                   reference: Golds | None) -> dict[str, Any]:
-    """Everything rag_lab scores about one answer: faithfulness (``None`` without a judge or when the
-    judge could not score), refusal, context utilisation, missing facts / unsupported sentences, and
-    exact match / token F1 / contained when gold answers exist. Judges that score the retrieved
-    contexts add ``context_precision`` / ``context_recall``; a judge failure adds ``judge_error``.
-    Shared by ``rag-lab judge`` (logged answers) and ``rag-lab evaluate`` with a generator."""
-    refusal = is_refusal(response)
-    res = judge.judge(query, list(contexts), response, _first(reference)) if judge is not None else None
-    details = res.details if res is not None else {}
-    # context utilisation needs the judge's supported sentences; a judge that does not report them
-    # (ragas) leaves it missing rather than zero
-    supported = details.get("supported_sentences")
-    row: dict[str, Any] = {
-        "faithfulness": res.faithfulness if res is not None else None, "refusal": refusal,
-        "context_utilisation": None if refusal or supported is None else context_utilisation(
-            supported, list(contexts), terms=getattr(judge, "terms", None)),
-        "missing_facts": details.get("missing", []),
-        "unsupported": [u["sentence"] for u in details.get("unsupported", [])],
-    }
-    for key in ("context_precision", "context_recall", "error"):
-        if key in details:
-            row["judge_error" if key == "error" else key] = details[key]
-    if reference:
-        row |= {"exact_match": exact_match(response, reference), "f1": token_f1(response, reference),
-                "contained": answer_contained(response, reference)}
-    return row
-
-
-def _first(ref: Golds | None) -> str | None:
-    return ref[0] if isinstance(ref, (list, tuple)) and ref else ref if isinstance(ref, str) else None
+sys.modules[__name__] = _answers

@@ -1,15 +1,16 @@
 """The answer stage of ``rag-lab evaluate``: generate from each query's retrieved chunks, judge
-grounding, score answers. Runs only when ``generator`` is set (``generator=extractive``, ``openai``,
-``transformers``).
+grounding, score answers. Runs only when ``generator`` is set (``generator=extractive``,
+``openai``, ``transformers``).
 
 Per query: the top ``evaluation.answer_k`` chunks of the final run go to the generator; the judge
 (``judge=lexical`` | ``nli`` | ``ragas``; none → faithfulness missing) scores the response against
 those chunks, through ``JudgeRunner`` (retries, then a missing score; never a silent zero).
 Model calls are cached in the stage cache: answers of generators that describe their request
-(``request()``: openai, transformers) under ``generations``, verdicts of judges with an
-``identity`` (nli, ragas) under ``judge``; a rerun with the same inputs calls neither again.
+(``Cacheable``, ``request()``: openai, transformers) under ``generations``, verdicts of judges
+with an identity (``Identified``: nli, ragas) under ``judge``; a rerun with the same inputs calls
+neither again.
 
-Aggregates (``answer/…`` in ``metrics.json`` and MLflow):
+Aggregates (``answer/…`` in ``metrics.json`` and MLflow; ``aggregate_answers`` computes them):
 - ``faithfulness`` over queries the judge scored (``n_missing_faithfulness`` counts the rest, of
   which ``n_judge_failures`` are judge failures after retries), ``context_utilisation`` over
   non-refusals whose judge reports supported sentences;
@@ -23,35 +24,30 @@ Aggregates (``answer/…`` in ``metrics.json`` and MLflow):
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag_lab.answer_metrics import score_response
-from rag_lab.cache import StageCache, content_key
+from rag_lab.cache import StageCache
+from rag_lab.cache.keys import generation_key
 from rag_lab.dataset.base import LabelledQueries
+from rag_lab.generator.base import Cacheable, Generator
+from rag_lab.judge.base import Judge
 from rag_lab.judge.runner import JudgeRunner
-from rag_lab.llm_client import canonical
-from rag_lab.metrics.relevance import ranked
+from rag_lab.metrics.answers import aggregate_answers, score_response
+from rag_lab.ranking import ranked
 from rag_lab.types import Chunk, Run
 
-NUMERIC = ("faithfulness", "context_utilisation", "context_precision", "context_recall", "exact_match", "f1",
-           "contained")
 GENERATIONS = "generations"
 
 
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else math.nan
-
-
-def generate(generator: Any, query: str, chunks: Sequence[Chunk], cache: StageCache | None,
+def generate(generator: Generator, query: str, chunks: Sequence[Chunk], cache: StageCache | None,
              counts: Counter[str]) -> str:
     """``generator.generate``, read from / written to the cache when the generator describes its
-    request (``request()``; see ``rag_lab.generator.base``)."""
-    describe = getattr(generator, "request", None)
-    request = describe(query, chunks) if cache is not None and describe is not None else None
-    key = content_key("generation", [canonical(request)]) if request is not None else None
+    request (``rag_lab.generator.base.Cacheable``)."""
+    request = generator.request(query, chunks) \
+        if cache is not None and isinstance(generator, Cacheable) else None
+    key = generation_key(request) if request is not None else None
     if key is not None and cache is not None:
         hit = cache.get_json(GENERATIONS, key)
         if hit is not None:
@@ -64,10 +60,13 @@ def generate(generator: Any, query: str, chunks: Sequence[Chunk], cache: StageCa
     return response
 
 
-def answer_queries(data: LabelledQueries, chunks: Mapping[str, Chunk], final: Run, generator: Any,
-                   judge: Any | None, k: int, cache: StageCache | None = None,
+def answer_queries(data: LabelledQueries, chunks: Mapping[str, Chunk], final: Run,
+                   generator: Generator, judge: Judge | None, k: int,
+                   cache: StageCache | None = None,
                    ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-    """``(aggregate metrics, per-query rows)``; rows carry the response and every per-answer score."""
+    """``(aggregate metrics, per-query rows)``; rows carry the response and every per-answer
+    score. Aggregates: ``rag_lab.metrics.answers.aggregate_answers`` plus the call counts, all
+    prefixed ``answer/``."""
     runner = JudgeRunner(judge, cache) if judge is not None else None
     counts: Counter[str] = Counter()
     rows: dict[str, dict[str, Any]] = {}
@@ -79,16 +78,7 @@ def answer_queries(data: LabelledQueries, chunks: Mapping[str, Chunk], final: Ru
         row["response"] = response
         row["answerable"] = any(g > 0 for g in data.qrels[qid].values())
         rows[qid] = row
-    out: dict[str, float] = {}
-    for m in NUMERIC:
-        if m in ("context_precision", "context_recall") and not any(m in r for r in rows.values()):
-            continue  # the judge does not score it
-        out[f"answer/{m}"] = _mean([float(r[m]) for r in rows.values() if r.get(m) is not None])
-    out["answer/n_missing_faithfulness"] = float(sum(r["faithfulness"] is None for r in rows.values()))
-    unans = [r["refusal"] for r in rows.values() if not r["answerable"]]
-    ans = [r["refusal"] for r in rows.values() if r["answerable"]]
-    out["answer/refusal_rate_unanswerable"] = _mean([float(x) for x in unans])
-    out["answer/wrong_refusal_rate"] = _mean([float(x) for x in ans])
+    out = {f"answer/{m}": v for m, v in aggregate_answers(rows.values()).items()}
     out["answer/generator_calls"] = float(counts["generator_calls"])
     out["answer/generator_cache_hits"] = float(counts["generator_cache_hits"])
     if runner is not None:

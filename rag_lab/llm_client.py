@@ -9,7 +9,6 @@ key contains the key: texts that could echo it (a server's error body) pass thro
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -36,8 +35,8 @@ def check_env_name(name: str | None, where: str) -> str | None:
     if name is None or name == "":
         return None
     if not _ENV_NAME.fullmatch(name) or len(name) > 128:
-        raise ConfigError(f"{where}.api_key_env must be the NAME of an environment variable holding the key "
-                          "(e.g. OPENAI_API_KEY), not the key itself")
+        raise ConfigError(f"{where}.api_key_env must be the NAME of an environment variable "
+                          "holding the key (e.g. OPENAI_API_KEY), not the key itself")
     return name
 
 
@@ -58,14 +57,16 @@ class ChatClient:
         base_url: the API root, e.g. ``http://127.0.0.1:8000/v1`` (a trailing slash is ignored).
         model: the ``model`` field of each request.
         timeout: seconds per HTTP request.
-        retries: extra attempts after a failure that may pass (connection refused or reset, timeout,
-            HTTP 408/429/5xx, a reply that is not a chat completion); other HTTP errors fail at once.
+        retries: extra attempts after a failure that may pass (connection refused or reset,
+            timeout, HTTP 408/429/5xx, a reply that is not a chat completion); other HTTP errors
+            fail at once.
         backoff: seconds before the first retry, doubling each time.
         api_key_env: name of the environment variable with the key (see the module docstring).
     """
 
-    def __init__(self, base_url: str, model: str, timeout: float = 60.0, retries: int = 2, backoff: float = 1.0,
-                 api_key_env: str | None = "OPENAI_API_KEY", where: str = "generator") -> None:
+    def __init__(self, base_url: str, model: str, timeout: float = 60.0, retries: int = 2,
+                 backoff: float = 1.0, api_key_env: str | None = "OPENAI_API_KEY",
+                 where: str = "generator") -> None:
         if not str(base_url).startswith(("http://", "https://")):
             raise ConfigError(f"{where}.base_url must be an http(s) URL, got {base_url!r}")
         if timeout <= 0 or retries < 0 or backoff < 0:
@@ -108,7 +109,8 @@ class ChatClient:
                 last = f"HTTP {resp.status_code}: {detail}"
                 if resp.status_code in RETRY_STATUS:
                     continue
-                hint = f" (is ${self.api_key_env} set to a valid key?)" if resp.status_code in (401, 403) else ""
+                hint = f" (is ${self.api_key_env} set to a valid key?)" \
+                    if resp.status_code in (401, 403) else ""
                 raise EndpointError(f"{self.url} answered {last}{hint}")
             try:
                 return parse_completion(resp.json())
@@ -125,9 +127,5 @@ def parse_completion(data: Any) -> dict[str, Any]:
     content = choice["message"]["content"]
     if not isinstance(content, str):
         raise ValueError(f"choices[0].message.content is {type(content).__name__}, not a string")
-    return {"content": content, "finish_reason": choice.get("finish_reason"), "usage": data.get("usage") or {}}
-
-
-def canonical(obj: Any) -> str:
-    """Stable JSON text of ``obj`` (sorted keys), for cache keys."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return {"content": content, "finish_reason": choice.get("finish_reason"),
+            "usage": data.get("usage") or {}}

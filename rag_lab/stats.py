@@ -25,7 +25,8 @@ _CHUNK_ELEMENTS = 1 << 20
 
 
 def _chunks(total: int, n: int) -> Iterator[int]:
-    """Row counts summing to ``total``, each block holding at most ``_CHUNK_ELEMENTS`` cells of width ``n``."""
+    """Row counts summing to ``total``, each block holding at most ``_CHUNK_ELEMENTS`` cells of
+    width ``n``."""
     rows = max(1, _CHUNK_ELEMENTS // max(n, 1))
     for start in range(0, total, rows):
         yield min(rows, total - start)
@@ -46,7 +47,8 @@ def _paired_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a[keep] - b[keep]
 
 
-def _bootstrap_mean_ci(x: np.ndarray, n_resamples: int, alpha: float, seed: int) -> tuple[float, float, float]:
+def _bootstrap_mean_ci(x: np.ndarray, n_resamples: int, alpha: float,
+                       seed: int) -> tuple[float, float, float]:
     """Percentile bootstrap of the mean of the already-cleaned sample ``x``."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -60,7 +62,8 @@ def _bootstrap_mean_ci(x: np.ndarray, n_resamples: int, alpha: float, seed: int)
         # every resample has the same mean: skip the draw, and avoid float noise in the bounds
         return mean, mean, mean
     rng = np.random.default_rng(seed)
-    means = np.concatenate([x[rng.integers(0, n, size=(rows, n))].mean(axis=1) for rows in _chunks(n_resamples, n)])
+    means = np.concatenate([x[rng.integers(0, n, size=(rows, n))].mean(axis=1)
+                            for rows in _chunks(n_resamples, n)])
     low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return mean, float(low), float(high)
 
@@ -75,8 +78,8 @@ def paired_bootstrap_ci(values: np.ndarray, n_resamples: int = 2000, alpha: floa
     return _bootstrap_mean_ci(_finite(values), n_resamples, alpha, seed)
 
 
-def paired_bootstrap_diff_ci(a: np.ndarray, b: np.ndarray, n_resamples: int = 2000, alpha: float = 0.05,
-                             seed: int = 0) -> tuple[float, float, float]:
+def paired_bootstrap_diff_ci(a: np.ndarray, b: np.ndarray, n_resamples: int = 2000,
+                             alpha: float = 0.05, seed: int = 0) -> tuple[float, float, float]:
     """``(mean of a - b, low, high)``: percentile bootstrap CI resampling queries jointly.
 
     ``a[i]`` and ``b[i]`` must score the same query (see :func:`align`); only pairs where both are
@@ -85,14 +88,15 @@ def paired_bootstrap_diff_ci(a: np.ndarray, b: np.ndarray, n_resamples: int = 20
     return _bootstrap_mean_ci(_paired_diff(a, b), n_resamples, alpha, seed)
 
 
-def randomization_test(a: np.ndarray, b: np.ndarray, n_permutations: int = 10000, seed: int = 0) -> float:
+def randomization_test(a: np.ndarray, b: np.ndarray, n_permutations: int = 10000,
+                       seed: int = 0) -> float:
     """Two-sided paired randomisation (sign-flip) test of ``mean(a - b) == 0``.
 
     Under the null each query's difference is equally likely to have either sign, so the statistic
-    ``|mean(d)|`` is compared with ``|mean(s * d)|`` for ``n_permutations`` random sign vectors ``s``.
-    Returns ``(count_extreme + 1) / (n_permutations + 1)`` (the +1 counts the observed labelling, so
-    p is never 0). Pairs with a NaN on either side are dropped. Identical inputs (all differences
-    zero) give exactly 1.0; no usable pair gives NaN."""
+    ``|mean(d)|`` is compared with ``|mean(s * d)|`` for ``n_permutations`` random sign vectors
+    ``s``. Returns ``(count_extreme + 1) / (n_permutations + 1)`` (the +1 counts the observed
+    labelling, so p is never 0). Pairs with a NaN on either side are dropped. Identical inputs
+    (all differences zero) give exactly 1.0; no usable pair gives NaN."""
     if n_permutations < 1:
         raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
     d = _paired_diff(a, b)

@@ -12,11 +12,12 @@ from tests.compose import TOY_OVERRIDES, compose_evaluate
 
 
 def test_extractive_answers_are_judged_and_scored(tmp_path):
-    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none", "generator=extractive",
-                            "judge=lexical"], tmp_path)
+    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none",
+                            "generator=extractive", "judge=lexical"], tmp_path)
     m = evaluate(cfg)
     for key in ("answer/faithfulness", "answer/contained", "answer/f1", "answer/exact_match",
-                "answer/refusal_rate_unanswerable", "answer/wrong_refusal_rate", "answer/context_utilisation"):
+                "answer/refusal_rate_unanswerable", "answer/wrong_refusal_rate",
+                "answer/context_utilisation"):
         assert key in m
     # sentences copied from the context are, by construction, supported by it
     assert m["answer/faithfulness"] == 1.0 and m["answer/n_missing_faithfulness"] == 0
@@ -31,9 +32,11 @@ def test_extractive_answers_are_judged_and_scored(tmp_path):
 
 
 def test_without_a_judge_faithfulness_is_missing_not_zero(tmp_path):
-    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none", "generator=extractive"], tmp_path)
+    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none",
+                            "generator=extractive"], tmp_path)
     m = evaluate(cfg)
-    assert math.isnan(m["answer/faithfulness"]) and m["answer/n_missing_faithfulness"] == m["n_queries"]
+    assert math.isnan(m["answer/faithfulness"])
+    assert m["answer/n_missing_faithfulness"] == m["n_queries"]
 
 
 def test_retrieval_only_run_has_no_answer_metrics(tmp_path):
@@ -66,8 +69,9 @@ def test_openai_generator_and_ragas_judge_through_a_fake_endpoint(tmp_path, monk
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAI(_first_sentence_answer) as fake:
-        common = [*TOY_OVERRIDES, "retrievers=[bm25]", "generator=openai", f"generator.base_url={fake.url}",
-                  "generator.model=fake-gen", "generator.backoff=0", "judge=ragas", f"judge.base_url={fake.url}",
+        common = [*TOY_OVERRIDES, "retrievers=[bm25]", "generator=openai",
+                  f"generator.base_url={fake.url}", "generator.model=fake-gen",
+                  "generator.backoff=0", "judge=ragas", f"judge.base_url={fake.url}",
                   "judge.model=fake-judge", "judge.retries=1", "judge.backoff=0", "judge.timeout=5",
                   "evaluation.answer_k=2"]
         cfg = compose_evaluate(common, tmp_path)
@@ -83,14 +87,17 @@ def test_openai_generator_and_ragas_judge_through_a_fake_endpoint(tmp_path, monk
         failed = table[table.answer_judge_error.notna()]
         assert list(failed.query_id) == ["q6"] and failed.answer_faithfulness.isna().all()
 
-        # rerun (a new run folder, the same cache): no generator request, only the failed verdict again
+        # rerun (a new run folder, the same cache): no generator request, only the failed
+        # verdict again
         cfg2 = compose_evaluate([*common, "tracking=none"], tmp_path / "again")
         cfg2.cache.dir = cfg.cache.dir
         m2 = evaluate(cfg2)
         again = fake.requests[n_first:]
-        assert m2["answer/generator_cache_hits"] == m["n_queries"] and m2["answer/generator_calls"] == 0
+        assert m2["answer/generator_cache_hits"] == m["n_queries"]
+        assert m2["answer/generator_calls"] == 0
         assert m2["answer/judge_cache_hits"] == m["n_queries"] - 1
-        assert again and all(r["model"] == "fake-judge" and "MALFORMED" in str(r["messages"]) for r in again)
+        assert again and all(r["model"] == "fake-judge" and "MALFORMED" in str(r["messages"])
+                             for r in again)
         assert m2["answer/faithfulness"] == m["answer/faithfulness"]
 
     # the key is in no file the runs wrote (MLflow store included) and in no logged param

@@ -27,8 +27,8 @@ class Echo:
         self.calls = []
 
     def chat(self, messages, max_new_tokens=None, temperature=None, stop=()):
-        self.calls.append({"messages": messages, "max_new_tokens": max_new_tokens, "temperature": temperature,
-                           "stop": list(stop)})
+        self.calls.append({"messages": messages, "max_new_tokens": max_new_tokens,
+                           "temperature": temperature, "stop": list(stop)})
         text = messages[-1]["content"]
         if "boom" in text:
             raise RuntimeError("boom")
@@ -62,12 +62,14 @@ def test_routes_and_reply_shape(server):
     status, models = call(f"{base}/v1/models")
     assert status == 200 and models["data"][0]["id"] == "echo"
     status, out = call(f"{base}/v1/chat/completions", {"model": "anything", "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "hello there"}]}], "temperature": 0.5, "stop": "x"})
+        {"role": "user", "content": [{"type": "text", "text": "hello there"}]}],
+        "temperature": 0.5, "stop": "x"})
     assert status == 200 and out["object"] == "chat.completion" and out["model"] == "echo"
-    assert out["choices"][0] == {"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}
+    assert out["choices"][0] == {"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": "hello"}}
     assert out["usage"] == {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}
-    assert model.calls[0] == {"messages": [{"role": "user", "content": "hello there"}], "max_new_tokens": 7,
-                              "temperature": 0.5, "stop": ["x"]}
+    assert model.calls[0] == {"messages": [{"role": "user", "content": "hello there"}],
+                              "max_new_tokens": 7, "temperature": 0.5, "stop": ["x"]}
     assert call(f"{base}/v1/nothing")[0] == 404
 
 
@@ -95,7 +97,8 @@ def test_model_errors_are_500_and_the_client_retries(server):
 
 def test_the_endpoint_generator_talks_to_it(server):
     base, model = server
-    answer = OpenAIGenerator(f"{base}/v1", "echo", max_tokens=9).generate("What does E102 mean?", [EN])
+    gen = OpenAIGenerator(f"{base}/v1", "echo", max_tokens=9)
+    answer = gen.generate("What does E102 mean?", [EN])
     assert answer == "Context:" and model.calls[-1]["max_new_tokens"] == 9
 
 
@@ -108,4 +111,5 @@ def test_bearer_key_when_configured(server, monkeypatch):
     with pytest.raises(EndpointError, match=r"HTTP 401.*\$CLIENT_KEY"):
         OpenAIGenerator(f"{base}/v1", "echo", api_key_env="CLIENT_KEY").generate("q?", [EN])
     monkeypatch.setenv("CLIENT_KEY", "local-secret")
-    assert OpenAIGenerator(f"{base}/v1", "echo", api_key_env="CLIENT_KEY").generate("q?", [EN]) == "Context:"
+    gen = OpenAIGenerator(f"{base}/v1", "echo", api_key_env="CLIENT_KEY")
+    assert gen.generate("q?", [EN]) == "Context:"

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from rag_lab.chunker.base import SpanChunker
+from rag_lab.text.patterns import CJK as _CJK  # noqa: F401  (old import path, kept)
+from rag_lab.text.patterns import TOKEN
 from rag_lab.types import Document
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
-# Pre-tokens: one CJK character, a run of other word characters, or one punctuation mark. This is
-# how BERT-style tokenizers pre-split text, so a token window approximates a model-token window.
-TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]")
+__all__ = ["TOKEN", "FixedSizeChunker"]  # TOKEN lives in rag_lab.text; re-exported for old imports
 
 
 class FixedSizeChunker(SpanChunker):
     """Args:
         size: window length in ``unit``s.
         overlap: units shared by consecutive windows (``0 <= overlap < size``).
-        unit: ``chars`` or ``tokens`` (pre-tokens: CJK characters, words, punctuation).
+        unit: ``chars`` or ``tokens`` (pre-tokens, ``rag_lab.text.TOKEN``: CJK characters, words,
+            punctuation).
     """
 
     def __init__(self, size: int = 512, overlap: int = 64, unit: str = "chars") -> None:
         if size <= 0 or not 0 <= overlap < size:
-            raise ValueError(f"need size > 0 and 0 <= overlap < size, got size={size}, overlap={overlap}")
+            raise ValueError(f"need size > 0 and 0 <= overlap < size, got size={size}, "
+                             f"overlap={overlap}")
         if unit not in ("chars", "tokens"):
             raise ValueError(f"unit must be 'chars' or 'tokens', got {unit!r}")
         self.size, self.overlap, self.unit = size, overlap, unit

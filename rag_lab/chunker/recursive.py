@@ -1,12 +1,12 @@
 """Recursive splitting on semantic boundaries, then greedy merging up to a size budget.
 
 Boundaries, coarsest first: Markdown headings, blank lines (paragraphs), list items, line breaks,
-sentence ends (``. ! ?`` followed by space, and Chinese ``。！？；``), clause marks (``，,;：``), and
-finally a hard cut. A span larger than ``max_chars`` is split at the coarsest boundary it contains;
-adjacent pieces are then merged while they fit. Pieces are never merged across a heading, so a
-chunk stays inside one section; a heading with no body of its own (directly followed by a
-sub-heading) is not a chunk: its title is part of the next chunks' ``section`` path, which
-retrievers index with the chunk text.
+sentence ends (``rag_lab.text.SENTENCE_BOUNDARY``: ``. ! ?`` followed by space, and Chinese
+``。！？；``), clause marks (``，,;：``), and finally a hard cut. A span larger than
+``max_chars`` is split at the coarsest boundary it contains; adjacent pieces are then merged
+while they fit. Pieces are never merged across a heading, so a chunk stays inside one section; a
+heading with no body of its own (directly followed by a sub-heading) is not a chunk: its title is
+part of the next chunks' ``section`` path, which retrievers index with the chunk text.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 
 from rag_lab.chunker.base import SpanChunker
+from rag_lab.text.patterns import SENTENCE_BOUNDARY
 from rag_lab.types import Document
 
 _HEADING_ONLY = re.compile(r"#{1,6}[ \t][^\n]*")
@@ -24,7 +25,7 @@ BOUNDARIES: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?<=\n)[ \t]*\n(?=\S)|(?<=\n\n)(?=\S)"),       # paragraph
     re.compile(r"^(?=[ \t]*(?:[-*+]|\d+[.)、]|[（(]\d+[）)])[ \t]?)", re.M),  # list item
     re.compile(r"(?<=\n)(?=\S)"),                                 # line
-    re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；])"),           # sentence
+    SENTENCE_BOUNDARY,                                            # sentence (rag_lab.text)
     re.compile(r"(?<=[，,;；：:])"),                             # clause
 )
 
@@ -38,7 +39,8 @@ class RecursiveChunker(SpanChunker):
 
     def __init__(self, max_chars: int = 800, overlap_chars: int = 0) -> None:
         if max_chars <= 0 or overlap_chars < 0 or overlap_chars >= max_chars:
-            raise ValueError(f"need max_chars > 0 and 0 <= overlap_chars < max_chars, got {max_chars}, {overlap_chars}")
+            raise ValueError("need max_chars > 0 and 0 <= overlap_chars < max_chars, "
+                             f"got {max_chars}, {overlap_chars}")
         self.max_chars, self.overlap_chars = max_chars, overlap_chars
 
     def _cuts(self, text: str, s: int, e: int, level: int) -> list[int]:
@@ -87,6 +89,7 @@ class RecursiveChunker(SpanChunker):
         out: list[tuple[int, int]] = []
         for a, b, nxt in zip(heads, heads[1:], [*heads[2:], None]):
             if nxt is not None and _HEADING_ONLY.fullmatch(text[a:b].strip()):
-                continue  # a heading with no body: its title lives on in the next chunks' section path
+                # a heading with no body: its title lives on in the next chunks' section path
+                continue
             out.extend(self._merge(self._split(text, a, b, 1)))
         return out

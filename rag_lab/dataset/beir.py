@@ -28,14 +28,17 @@ def read_qrels(path: Path) -> Qrels:
             if lineno == 1 and row[0].strip().lower() in ("query-id", "query_id", "qid"):
                 continue
             if len(row) < 3:
-                raise DataError(f"{path}:{lineno}: expected 3 tab-separated columns (query-id, corpus-id, score), got {len(row)}")
+                raise DataError(f"{path}:{lineno}: expected 3 tab-separated columns "
+                                f"(query-id, corpus-id, score), got {len(row)}")
             qid, did, score = row[0].strip(), row[1].strip(), row[2].strip()
             try:
                 grade = int(float(score))
             except (ValueError, OverflowError):
-                raise DataError(f"{path}:{lineno}: score {score!r} is not a finite number") from None
+                raise DataError(f"{path}:{lineno}: score {score!r} is not a finite "
+                                "number") from None
             if did in qrels.setdefault(qid, {}):
-                raise DataError(f"{path}:{lineno}: duplicate judgment for query {qid!r}, document {did!r}")
+                raise DataError(f"{path}:{lineno}: duplicate judgment for query {qid!r}, "
+                                f"document {did!r}")
             qrels[qid][did] = grade
     if not qrels:
         raise DataError(f"{path}: no judgments")
@@ -80,13 +83,14 @@ class BeirDataset:
             raise DataError(f"corpus not found: {src}")
         if src.is_file():
             return src.parent, (src,)
-        files = tuple(sorted(p for p in src.rglob("*") if p.is_file() and not p.name.startswith(".")))
+        files = tuple(sorted(p for p in src.rglob("*")
+                             if p.is_file() and not p.name.startswith(".")))
         if not files:
             raise DataError(f"corpus folder is empty: {src}")
         return src, files
 
     def has_split(self, split: str) -> bool:
-        """Whether ``qrels/<split>.tsv`` exists."""
+        """Whether ``qrels/<split>.tsv`` exists (``rag_lab.dataset.base.SplitAware``)."""
         return (self.path / "qrels" / f"{split}.tsv").is_file()
 
     def load(self) -> LabelledQueries:
@@ -95,7 +99,8 @@ class BeirDataset:
         qrels_path = self.path / "qrels" / f"{self.split}.tsv"
         if not qrels_path.exists():
             have = sorted(p.stem for p in (self.path / "qrels").glob("*.tsv"))
-            raise DataError(f"qrels file not found: {qrels_path} (splits available: {', '.join(have) or 'none'})")
+            raise DataError(f"qrels file not found: {qrels_path} "
+                            f"(splits available: {', '.join(have) or 'none'})")
         root, sources = self.corpus_sources()
         queries_path = self.path / self.queries_file
         all_queries = read_queries(queries_path)
@@ -103,8 +108,8 @@ class BeirDataset:
         warnings = []
         missing = [q for q in qrels if q not in all_queries]
         if missing:
-            warnings.append(f"{len(missing)} queries in {qrels_path.name} are not in {queries_path.name} "
-                            f"and are skipped (e.g. {missing[:3]})")
+            warnings.append(f"{len(missing)} queries in {qrels_path.name} are not in "
+                            f"{queries_path.name} and are skipped (e.g. {missing[:3]})")
         queries = {q: all_queries[q] for q in qrels if q in all_queries}
         qrels = {q: qrels[q] for q in queries}
         if not queries:
@@ -117,4 +122,5 @@ class BeirDataset:
         for w in warnings:
             log.warning(w)
         corpus_fp = fingerprint_files(sources, root=root)
-        return LabelledQueries(self.name, self.split, sources, root, queries, qrels, fp, corpus_fp, tuple(warnings))
+        return LabelledQueries(self.name, self.split, sources, root, queries, qrels, fp,
+                               corpus_fp, tuple(warnings))

@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from rag_lab.embedder.models import weights_hash
+from rag_lab.models import weights_hash
 from rag_lab.embedder.sentence_transformer import SentenceTransformerEmbedder
 from rag_lab.errors import ConfigError
 

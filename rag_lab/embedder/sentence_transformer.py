@@ -8,7 +8,7 @@ from functools import cached_property
 
 import numpy as np
 
-from rag_lab.embedder.models import resolve_model, weights_hash
+from rag_lab.models import resolve_model, weights_hash
 from rag_lab.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class SentenceTransformerEmbedder:
         try:
             st = SentenceTransformer(path, device=self.device)
         except Exception as exc:  # network failure, bad path, incompatible checkpoint
-            from rag_lab.embedder.models import _offline_help
+            from rag_lab.models import _offline_help
 
             raise ConfigError(f"cannot load sentence-transformers model {self.model_name!r} "
                               f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); {_offline_help()}") from exc

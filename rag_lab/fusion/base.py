@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
+from rag_lab.ranking import top_k
 from rag_lab.types import Run
+
+__all__ = ["Fusion", "all_query_ids", "check_weights", "top_k"]  # top_k: rag_lab.ranking
 
 
 @runtime_checkable
@@ -17,16 +20,13 @@ class Fusion(Protocol):
     def fuse(self, runs: Mapping[str, Run], k: int) -> Run: ...
 
 
-def top_k(scores: dict[str, float], k: int) -> dict[str, float]:
-    """Highest ``k`` by score; ties by id for determinism."""
-    return dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
-
-
 def check_weights(weights: Mapping[str, float], runs: Mapping[str, Run]) -> None:
-    """Weights are keyed by retriever name: a name that is not in the pipeline is a config mistake."""
+    """Weights are keyed by retriever name: a name that is not in the pipeline is a config
+    mistake."""
     unknown = set(weights) - set(runs)
     if unknown:
-        raise ValueError(f"fusion weights name retrievers that are not in the pipeline: {sorted(unknown)}")
+        raise ValueError("fusion weights name retrievers that are not in the pipeline: "
+                         f"{sorted(unknown)}")
 
 
 def all_query_ids(runs: Mapping[str, Run]) -> list[str]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rag_lab.fusion.base import all_query_ids, check_weights, top_k
+from rag_lab.fusion.base import all_query_ids, check_weights
+from rag_lab.ranking import ranked, top_k
 from rag_lab.types import Run
 
 
@@ -26,8 +27,7 @@ class RRFFusion:
             acc: dict[str, float] = {}
             for name, run in runs.items():
                 w = self.weights.get(name, 1.0)
-                ranked = sorted(run.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))
-                for rank, (cid, _) in enumerate(ranked, 1):
+                for rank, cid in enumerate(ranked(run.get(qid, {})), 1):
                     acc[cid] = acc.get(cid, 0.0) + w / (self.k + rank)
             out[qid] = top_k(acc, k)
         return out

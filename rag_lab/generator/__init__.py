@@ -6,12 +6,13 @@ chunks as the structured context a model reads; ``prompts`` holds the templates 
 strings all generators share.
 """
 
-from rag_lab.generator.base import Generator
+from rag_lab.generator.base import Cacheable, Generator
 from rag_lab.generator.context import build_context
 from rag_lab.generator.extractive import ExtractiveGenerator
 from rag_lab.generator.openai import OpenAIGenerator
 from rag_lab.generator.prompts import PROMPTS, REFUSALS, PromptTemplate, detect_language
 from rag_lab.generator.transformers import TransformersGenerator
 
-__all__ = ["Generator", "ExtractiveGenerator", "OpenAIGenerator", "TransformersGenerator", "build_context",
-           "PROMPTS", "REFUSALS", "PromptTemplate", "detect_language"]
+__all__ = ["Generator", "Cacheable", "ExtractiveGenerator", "OpenAIGenerator",
+           "TransformersGenerator", "build_context", "PROMPTS", "REFUSALS", "PromptTemplate",
+           "detect_language"]

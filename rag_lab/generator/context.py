@@ -2,12 +2,15 @@
 
 A block reads (English labels; Chinese ones for ``language="zh"``)::
 
-    [1] doc: manual_hx200 | section: Faults > E102 | source: hx200.pdf, p. 12 | version: 2.1 | valid: 2023-01-01 to 2024-12-31
+    [1] doc: manual_hx200 | section: Faults > E102 | source: hx200.pdf, p. 12 | version: 2.1
+        | valid: 2023-01-01 to 2024-12-31
     <chunk text>
+
+(one header line, wrapped here).
 
 Tags come from the chunk (``doc_id``, ``section``) and its metadata (``source``, ``page``,
 ``version``, ``valid_from``, ``valid_to``); absent ones are left out. Tokens are pre-tokens
-(``rag_lab.chunker.fixed_size.TOKEN``: CJK characters, words, punctuation marks), the unit of the
+(``rag_lab.text.TOKEN``: CJK characters, words, punctuation marks), the unit of the
 token chunker, so a ``chunker.unit=tokens`` chunk of size n costs n plus its header.
 """
 
@@ -17,12 +20,13 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag_lab.chunker.fixed_size import TOKEN
+from rag_lab.text.patterns import TOKEN
 from rag_lab.types import Chunk
 
 _LABELS: dict[str, dict[str, str]] = {
-    "en": {"doc": "doc", "section": "section", "source": "source", "page": "p. {}", "version": "version",
-           "valid": "valid", "from": "from {}", "to": "until {}", "range": "{} to {}"},
+    "en": {"doc": "doc", "section": "section", "source": "source", "page": "p. {}",
+           "version": "version", "valid": "valid", "from": "from {}", "to": "until {}",
+           "range": "{} to {}"},
     "zh": {"doc": "文档", "section": "章节", "source": "来源", "page": "第{}页", "version": "版本",
            "valid": "有效期", "from": "{}起", "to": "至{}", "range": "{}至{}"},
 }
@@ -39,19 +43,24 @@ def source_tags(chunk: Chunk, language: str) -> list[str]:
     tags = [f"{lab['doc']}: {chunk.doc_id}"]
     if chunk.section:
         tags.append(f"{lab['section']}: {chunk.section}")
-    src = ", ".join(s for s in (_text(meta.get("source")), _fmt(lab["page"], meta.get("page"))) if s)
+    src = ", ".join(s for s in (_text(meta.get("source")), _fmt(lab["page"], meta.get("page")))
+                    if s)
     if src:
         tags.append(f"{lab['source']}: {src}")
     if _text(meta.get("version")):
         tags.append(f"{lab['version']}: {_text(meta['version'])}")
     lo, hi = _text(meta.get("valid_from")), _text(meta.get("valid_to"))
     if lo or hi:
-        span = lab["range"].format(lo, hi) if lo and hi else _fmt(lab["from"] if lo else lab["to"], lo or hi)
+        if lo and hi:
+            span = lab["range"].format(lo, hi)
+        else:
+            span = _fmt(lab["from"] if lo else lab["to"], lo or hi)
         tags.append(f"{lab['valid']}: {span}")
     return tags
 
 
-def build_context(chunks: Sequence[Chunk], max_tokens: int, language: str) -> tuple[str, list[Chunk]]:
+def build_context(chunks: Sequence[Chunk], max_tokens: int,
+                  language: str) -> tuple[str, list[Chunk]]:
     """Render ``chunks`` (best first) as numbered blocks until ``max_tokens`` pre-tokens.
 
     Returns ``(context, used)``: ``used[i]`` is block ``[i+1]``. Chunks are taken in order and the

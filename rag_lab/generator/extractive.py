@@ -10,8 +10,7 @@ from collections.abc import Sequence
 
 from rag_lab.generator.context import build_context
 from rag_lab.generator.prompts import REFUSALS, detect_language
-from rag_lab.metrics.relevance import normalise_text
-from rag_lab.text import ContentTerms, split_sentences
+from rag_lab.text import ContentTerms, normalise_text, split_sentences
 from rag_lab.tokenizer.base import Tokenizer
 from rag_lab.types import Chunk
 
@@ -40,7 +39,8 @@ class ExtractiveGenerator:
     earlier sentence), deduplicated, and put back in reading order (chunk rank, position).
     """
 
-    def __init__(self, max_sentences: int = 2, min_overlap: float = 0.2, tokenizer: Tokenizer | None = None,
+    def __init__(self, max_sentences: int = 2, min_overlap: float = 0.2,
+                 tokenizer: Tokenizer | None = None,
                  max_context_tokens: int | None = None) -> None:
         if max_sentences < 1:
             raise ValueError(f"max_sentences must be >= 1, got {max_sentences}")

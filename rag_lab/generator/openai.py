@@ -9,16 +9,13 @@ config, and so the MLflow params, hold only the variable's name.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from rag_lab.generator.context import build_context
-from rag_lab.generator.prompts import PROMPTS, REFUSALS, detect_language
+from rag_lab.generator._helper import PromptedGenerator, check_language
 from rag_lab.llm_client import ChatClient
-from rag_lab.types import Chunk
 
 
-class OpenAIGenerator:
+class OpenAIGenerator(PromptedGenerator):
     """Args:
         base_url: API root, e.g. ``http://127.0.0.1:8000/v1``.
         model: model name the server knows (``/v1/models`` lists them).
@@ -40,31 +37,20 @@ class OpenAIGenerator:
                  language: str | None = None) -> None:
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        if language is not None and language not in PROMPTS:
-            raise ValueError(f"language must be one of {sorted(PROMPTS)} or null, got {language!r}")
-        self.client = ChatClient(base_url, model, timeout, retries, backoff, api_key_env, where="generator")
+        self.language = check_language(language)
+        self.client = ChatClient(base_url, model, timeout, retries, backoff, api_key_env,
+                                 where="generator")
         self.temperature, self.max_tokens = float(temperature), int(max_tokens)
-        self.max_context_tokens, self.language = int(max_context_tokens), language
+        self.max_context_tokens = int(max_context_tokens)
 
     def __repr__(self) -> str:
         return f"OpenAIGenerator({self.client!r})"
 
-    def messages(self, query: str, chunks: Sequence[Chunk]) -> list[dict[str, str]]:
-        language = self.language or detect_language(query)
-        context, _ = build_context(chunks, self.max_context_tokens, language)
-        return PROMPTS[language].messages(query, context)
-
-    def request(self, query: str, chunks: Sequence[Chunk]) -> dict[str, Any] | None:
-        """Everything that determines the answer (None: answered without a request)."""
-        if not chunks:
-            return None
+    def settings(self) -> dict[str, Any]:
         return {"kind": "openai", "url": self.client.url, "model": self.client.model,
-                "messages": self.messages(query, chunks), "temperature": self.temperature,
-                "max_tokens": self.max_tokens}
+                "temperature": self.temperature, "max_tokens": self.max_tokens}
 
-    def generate(self, query: str, chunks: Sequence[Chunk]) -> str:
-        if not chunks:
-            return REFUSALS[self.language or detect_language(query)]
-        out = self.client.complete(self.messages(query, chunks), temperature=self.temperature,
+    def complete(self, messages: list[dict[str, str]]) -> str:
+        out = self.client.complete(messages, temperature=self.temperature,
                                    max_tokens=self.max_tokens)
-        return out["content"].strip()
+        return str(out["content"])

@@ -1,7 +1,7 @@
 """Prompt templates (Chinese and English) and the refusal strings.
 
 Contract for every generator: answer only from the context; when the context does not contain the
-answer, reply with exactly ``REFUSALS[language]``, which ``rag_lab.answer_metrics.is_refusal``
+answer, reply with exactly ``REFUSALS[language]``, which ``rag_lab.metrics.answers.is_refusal``
 and the judges recognise.
 """
 
@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from rag_lab.chunker.fixed_size import TOKEN
-from rag_lab.text import CJK_CHAR
+from rag_lab.text.patterns import CJK_CHAR, TOKEN
 
 Language = Literal["zh", "en"]
 
@@ -50,10 +49,10 @@ class PromptTemplate:
 
 PROMPTS: dict[str, PromptTemplate] = {
     "en": PromptTemplate(
-        system=("You answer questions about technical documentation. Use only the numbered context "
-                "passages; do not use outside knowledge. Quote numbers, units, fault codes and clause "
-                "numbers exactly as written. Cite the passages you use as [1], [2]. If the context does "
-                f"not contain the answer, reply exactly: {REFUSALS['en']}"),
+        system=("You answer questions about technical documentation. Use only the numbered "
+                "context passages; do not use outside knowledge. Quote numbers, units, fault codes "
+                "and clause numbers exactly as written. Cite the passages you use as [1], [2]. If "
+                f"the context does not contain the answer, reply exactly: {REFUSALS['en']}"),
         user="Context:\n{context}\n\nQuestion: {question}\nAnswer:",
     ),
     "zh": PromptTemplate(
@@ -64,7 +63,3 @@ PROMPTS: dict[str, PromptTemplate] = {
     ),
 }
 
-
-def prompt_for(question: str, language: str | None = None) -> PromptTemplate:
-    """The template of ``language``, or of the question's detected language."""
-    return PROMPTS[language or detect_language(question)]

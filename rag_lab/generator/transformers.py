@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_lab.errors import ConfigError
-from rag_lab.generator.context import build_context
-from rag_lab.generator.prompts import PROMPTS, REFUSALS, detect_language
-from rag_lab.types import Chunk
+from rag_lab.generator._helper import PromptedGenerator, check_language
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +44,7 @@ def resolve_model(model: str, gguf_file: str | None) -> tuple[str, str | None]:
     return (str(p) if p.exists() else model), gguf_file
 
 
-class TransformersGenerator:
+class TransformersGenerator(PromptedGenerator):
     """Args:
         model: model folder, HF id, or a ``.gguf`` file path.
         gguf_file: GGUF file name inside ``model`` (a folder or HF id); None = not GGUF unless
@@ -55,21 +53,22 @@ class TransformersGenerator:
         temperature: 0 = greedy (default); > 0 samples.
         max_context_tokens: context budget in pre-tokens (``build_context``).
         language: ``"zh"`` | ``"en"`` forces the prompt language; None = the query's.
-        device: ``"cpu"``, ``"cuda"``, ... ; num_threads: torch CPU threads (None = torch's default).
+        device: ``"cpu"``, ``"cuda"``, ... ; num_threads: torch CPU threads (None = torch's
+            default).
 
     The model loads on first use (thread-safe), so building a config costs nothing.
     """
 
     def __init__(self, model: str, gguf_file: str | None = None, max_new_tokens: int = 256,
-                 temperature: float = 0.0, max_context_tokens: int = 1500, language: str | None = None,
+                 temperature: float = 0.0, max_context_tokens: int = 1500,
+                 language: str | None = None,
                  device: str = "cpu", num_threads: int | None = None) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if language is not None and language not in PROMPTS:
-            raise ValueError(f"language must be one of {sorted(PROMPTS)} or null, got {language!r}")
+        self.language = check_language(language)
         self.path, self.gguf_file = resolve_model(model, gguf_file)
         self.max_new_tokens, self.temperature = int(max_new_tokens), float(temperature)
-        self.max_context_tokens, self.language = int(max_context_tokens), language
+        self.max_context_tokens = int(max_context_tokens)
         self.device, self.num_threads = device, num_threads
         self._lock = threading.Lock()
         self._loaded: tuple[Any, Any] | None = None
@@ -97,8 +96,9 @@ class TransformersGenerator:
                 lm = lm.to(self.device).eval()  # type: ignore[arg-type]
                 if tok.pad_token_id is None:
                     tok.pad_token = tok.eos_token
-                log.info("loaded %s in %.1f s (%s, chat template: %s)", self.name, time.perf_counter() - t0,
-                         lm.dtype, bool(getattr(tok, "chat_template", None)))
+                log.info("loaded %s in %.1f s (%s, chat template: %s)", self.name,
+                         time.perf_counter() - t0, lm.dtype,
+                         bool(getattr(tok, "chat_template", None)))
                 self._loaded = (tok, lm)
             return self._loaded
 
@@ -106,33 +106,23 @@ class TransformersGenerator:
     def weights(self) -> str:
         """Hash of what decides the output besides the messages: the GGUF file, or a folder's weight
         files plus its tokenizer / chat template / generation config; the id for a hub model."""
-        from rag_lab.embedder.models import weights_hash
         from rag_lab.io import fingerprint_files
+        from rag_lab.models import weights_hash
 
         root = Path(self.path)
         if self.gguf_file and (root / self.gguf_file).is_file():
             return fingerprint_files([root / self.gguf_file])
-        extra = [root / n for n in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
-                                    "generation_config.json") if (root / n).is_file()]
+        names = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
+                 "generation_config.json")
+        extra = [root / n for n in names if (root / n).is_file()]
         return weights_hash(self.path) + (f"+{fingerprint_files(extra)}" if extra else "")
 
-    def messages(self, query: str, chunks: Sequence[Chunk]) -> list[dict[str, str]]:
-        language = self.language or detect_language(query)
-        context, _ = build_context(chunks, self.max_context_tokens, language)
-        return PROMPTS[language].messages(query, context)
-
-    def request(self, query: str, chunks: Sequence[Chunk]) -> dict[str, Any] | None:
-        """Everything that determines the answer (the answer stage's cache key)."""
-        if not chunks:
-            return None
+    def settings(self) -> dict[str, Any]:
         return {"kind": "transformers", "model": self.name, "weights": self.weights,
-                "messages": self.messages(query, chunks), "temperature": self.temperature,
-                "max_new_tokens": self.max_new_tokens}
+                "temperature": self.temperature, "max_new_tokens": self.max_new_tokens}
 
-    def generate(self, query: str, chunks: Sequence[Chunk]) -> str:
-        if not chunks:
-            return REFUSALS[self.language or detect_language(query)]
-        return self.chat(self.messages(query, chunks)).text.strip()
+    def complete(self, messages: list[dict[str, str]]) -> str:
+        return self.chat(messages).text
 
     def chat(self, messages: Sequence[Mapping[str, str]], max_new_tokens: int | None = None,
              temperature: float | None = None, stop: Sequence[str] = ()) -> ChatOutput:
@@ -142,7 +132,8 @@ class TransformersGenerator:
         tok, lm = self._load()
         msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
         if getattr(tok, "chat_template", None):
-            enc = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+            enc = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt",
+                                          return_dict=True)
         else:
             enc = tok("\n\n".join(m["content"] for m in msgs) + "\n", return_tensors="pt")
         enc = {k: v.to(self.device) for k, v in enc.items()}
@@ -153,10 +144,12 @@ class TransformersGenerator:
             {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
         t0 = time.perf_counter()
         with self._lock, torch.inference_mode():
-            out = lm.generate(**enc, max_new_tokens=limit, pad_token_id=tok.pad_token_id, **sampling)
+            out = lm.generate(**enc, max_new_tokens=limit, pad_token_id=tok.pad_token_id,
+                              **sampling)
         new = out[0, n_prompt:]
         text = tok.decode(new, skip_special_tokens=True)
-        eos = {tok.eos_token_id} if isinstance(tok.eos_token_id, int) else set(tok.eos_token_id or [])
+        eos_id = tok.eos_token_id
+        eos = {eos_id} if isinstance(eos_id, int) else set(eos_id or [])
         finish = "length" if len(new) >= limit and int(new[-1]) not in eos else "stop"
         cut = [i for i in (text.find(s) for s in stop if s) if i >= 0]
         if cut:

@@ -1,10 +1,18 @@
-"""Judge protocol: scores how well a response is grounded in the contexts it was given."""
+"""Judge protocol: scores how well a response is grounded in the contexts it was given; the
+optional capabilities a judge may declare (``Identified``, ``RetryPolicy``, ``TermAware``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from rag_lab.protocols import Identified
+
+if TYPE_CHECKING:
+    from rag_lab.text.terms import ContentTerms
+
+__all__ = ["Identified", "Judge", "JudgeResult", "RetryPolicy", "TermAware"]
 
 
 @dataclass(frozen=True)
@@ -28,9 +36,31 @@ class Judge(Protocol):
     A judge may raise on failure (an endpoint error, unparseable model output, a timeout): callers
     go through ``rag_lab.judge.runner.JudgeRunner``, which retries and then records a missing
     score. Results decided without the judge's model (a refusal, an empty response) carry
-    ``details["by_rule"] = True``. Optional attributes the runner reads: ``identity`` (JSON-ready:
-    what defines the scores, e.g. model + weights + settings; never a secret; judges that have one
-    are cached on disk), ``retries`` and ``backoff`` (seconds before the first retry, doubling)."""
+    ``details["by_rule"] = True``. Optional capabilities: ``Identified`` (``rag_lab.protocols``,
+    re-exported here: ``identity`` is JSON-ready, what defines the scores, e.g. model + weights +
+    settings, never a secret; ``JudgeRunner`` caches such judges' verdicts on disk), and below
+    ``RetryPolicy`` (its own retries) and ``TermAware`` (its term analysis)."""
 
     def judge(self, query: str, contexts: Sequence[str], response: str,
               reference: str | None = None) -> JudgeResult: ...
+
+
+@runtime_checkable
+class RetryPolicy(Protocol):
+    """A judge that says how often ``JudgeRunner`` retries it: ``retries`` extra attempts,
+    sleeping ``backoff`` seconds before the first (doubling). Others: 0 retries."""
+
+    @property
+    def retries(self) -> int: ...
+
+    @property
+    def backoff(self) -> float: ...
+
+
+@runtime_checkable
+class TermAware(Protocol):
+    """A judge that reads content terms (lexical): context utilisation reuses its analysis, so an
+    answer's terms mean the same for its faithfulness and for the contexts it used."""
+
+    @property
+    def terms(self) -> ContentTerms | None: ...

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rag_lab.answer_metrics import is_refusal, is_refusal_sentence
 from rag_lab.judge.base import JudgeResult
 from rag_lab.judge.facts import extract_facts, normalise_facts_text
+from rag_lab.metrics.answers import is_refusal, is_refusal_sentence
 from rag_lab.text import ContentTerms, TermSupport, split_sentences
 from rag_lab.tokenizer.base import Tokenizer
 
@@ -59,7 +59,8 @@ class LexicalJudge:
         claims = [s for s in split_sentences(response) if not is_refusal_sentence(s)]
         joined = "\n".join(contexts)
         support, facts_text = TermSupport(joined, self.terms), normalise_facts_text(joined)
-        checked = (self._check(s, terms, support, facts_text) for s, terms in zip(claims, self.terms.many(claims)))
+        checked = (self._check(s, terms, support, facts_text)
+                   for s, terms in zip(claims, self.terms.many(claims)))
         rows = [r for r in checked if r is not None]
         if not rows:
             return JudgeResult(None, {"reason": "no claim in the response", "refusal": False})
@@ -67,7 +68,8 @@ class LexicalJudge:
         details: dict[str, Any] = {
             "refusal": False, "n_claims": len(rows), "n_supported": len(supported),
             "supported_sentences": supported,
-            "unsupported": [{k: r[k] for k in ("sentence", "support", "missing")} for r in rows if not r["ok"]],
+            "unsupported": [{k: r[k] for k in ("sentence", "support", "missing")}
+                            for r in rows if not r["ok"]],
             "missing": list(dict.fromkeys(m for r in rows for m in r["missing"])),
             "mean_support": sum(r["support"] for r in rows) / len(rows),
         }
@@ -80,10 +82,12 @@ class LexicalJudge:
         if not terms and not facts:
             return None
         missing = [f.text for f in facts if not f.found_in(facts_text)]
-        # a term inside a fact found in the contexts is supported: "兆帕" of "8兆帕" when the context
-        # says "8 MPa", "hx200" when it says "HX-200" (facts have their own, stricter rule)
+        # a term inside a fact found in the contexts is supported: "兆帕" of "8兆帕" when the
+        # context says "8 MPa", "hx200" when it says "HX-200" (facts have their own, stricter
+        # rule)
         found = " ".join(f.text.replace(" ", "") for f in facts if f.text not in missing)
-        share = sum(support.supported(t) or t in found for t in terms) / len(terms) if terms else 1.0
+        share = sum(support.supported(t) or t in found for t in terms) / len(terms) \
+            if terms else 1.0
         # a missing fact also zeroes the continuous score: the sentence states something false
         score = 0.0 if missing else share
         return {"sentence": sentence, "support": round(score, 4), "missing": missing,

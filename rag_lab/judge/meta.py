@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_lab.metrics.relevance import normalise_text
+from rag_lab.text import normalise_text
 
 _DIGIT = re.compile(r"\d")
 

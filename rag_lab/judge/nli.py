@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from rag_lab.answer_metrics import is_refusal, is_refusal_sentence
 from rag_lab.errors import ConfigError
 from rag_lab.judge.base import JudgeResult
+from rag_lab.metrics.answers import is_refusal, is_refusal_sentence
 from rag_lab.text import split_sentences
 
 
@@ -42,13 +42,14 @@ class NLIJudge:
     ``mean_entailment`` (a continuous score).
     """
 
-    def __init__(self, model: str, entailment_label: int | str = "entailment", threshold: float = 0.5,
-                 max_length: int = 512, batch_size: int = 16, device: str = "cpu", retries: int = 0,
-                 backoff: float = 1.0) -> None:
+    def __init__(self, model: str, entailment_label: int | str = "entailment",
+                 threshold: float = 0.5, max_length: int = 512, batch_size: int = 16,
+                 device: str = "cpu", retries: int = 0, backoff: float = 1.0) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         self.model_name, self.entailment_label = str(model), entailment_label
-        self.threshold, self.max_length, self.batch_size = float(threshold), int(max_length), int(batch_size)
+        self.threshold, self.max_length = float(threshold), int(max_length)
+        self.batch_size = int(batch_size)
         self.device, self.retries, self.backoff = device, int(retries), float(backoff)
         self._lock = threading.Lock()
 
@@ -85,10 +86,11 @@ class NLIJudge:
 
     @cached_property
     def identity(self) -> dict[str, Any]:
-        from rag_lab.embedder.models import weights_hash
+        from rag_lab.models import weights_hash
 
         return {"kind": "nli", "model": self.model_name, "weights": weights_hash(self.model_name),
-                "label": self.label_index, "threshold": self.threshold, "max_length": self.max_length}
+                "label": self.label_index, "threshold": self.threshold,
+                "max_length": self.max_length}
 
     def entailment(self, premise: str, hypotheses: Sequence[str]) -> list[float]:
         """P(entailment | premise, hypothesis) for each hypothesis."""
@@ -98,8 +100,9 @@ class NLIJudge:
         out: list[float] = []
         for i in range(0, len(hypotheses), self.batch_size):
             batch = list(hypotheses[i:i + self.batch_size])
-            enc = tok([premise] * len(batch), batch, truncation="only_first", max_length=self.max_length,
-                      padding=True, return_tensors="pt").to(self.device)
+            enc = tok([premise] * len(batch), batch, truncation="only_first",
+                      max_length=self.max_length, padding=True,
+                      return_tensors="pt").to(self.device)
             with torch.inference_mode():
                 probs = model(**enc).logits.float().softmax(-1)[:, idx]
             out.extend(float(p) for p in probs)
@@ -113,14 +116,15 @@ class NLIJudge:
             return JudgeResult(1.0, {"refusal": True, "by_rule": True})
         claims = [s for s in split_sentences(response) if not is_refusal_sentence(s)]
         if not claims:
-            return JudgeResult(None, {"reason": "no claim in the response", "refusal": False, "by_rule": True})
+            return JudgeResult(None, {"reason": "no claim in the response", "refusal": False,
+                                      "by_rule": True})
         probs = self.entailment("\n".join(contexts), claims) if contexts else [0.0] * len(claims)
         supported = [c for c, p in zip(claims, probs) if p >= self.threshold]
         details: dict[str, Any] = {
             "refusal": False, "n_claims": len(claims), "n_supported": len(supported),
             "supported_sentences": supported,
-            "unsupported": [{"sentence": c, "entailment": round(p, 4)} for c, p in zip(claims, probs)
-                            if p < self.threshold],
+            "unsupported": [{"sentence": c, "entailment": round(p, 4)}
+                            for c, p in zip(claims, probs) if p < self.threshold],
             "entailment": [round(p, 4) for p in probs], "mean_entailment": sum(probs) / len(probs),
         }
         return JudgeResult(supported_share(probs, self.threshold), details)

@@ -10,8 +10,9 @@ Uses ragas' single-turn metrics with its LangChain ``ChatOpenAI`` wrapper (ragas
 prompts are English; a Chinese response is judged through them, so the judge model must read
 Chinese. Rules shared with the other judges (before any request; ``details["by_rule"]``): an
 empty response is a missing score, a refusal is 1.0, no contexts is 0.0. A failed or unparseable
-LLM reply raises; ``JudgeRunner`` retries it and then records a missing score. The judge is only as good as its
-LLM: a small local model (SmolLM2-135M) often produces unparseable or arbitrary verdicts.
+LLM reply raises; ``JudgeRunner`` retries it and then records a missing score. The judge is only
+as good as its LLM: a small local model (SmolLM2-135M) often produces unparseable or arbitrary
+verdicts.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from rag_lab.answer_metrics import is_refusal
 from rag_lab.errors import ConfigError
 from rag_lab.judge.base import JudgeResult
 from rag_lab.llm_client import api_key, check_env_name, redact
+from rag_lab.metrics.answers import is_refusal
 
 
 class RagasJudge:
@@ -44,8 +45,8 @@ class RagasJudge:
     """
 
     def __init__(self, base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
-                 max_tokens: int = 1024, timeout: float = 180.0, retries: int = 2, backoff: float = 2.0,
-                 reference_metrics: bool = True) -> None:
+                 max_tokens: int = 1024, timeout: float = 180.0, retries: int = 2,
+                 backoff: float = 2.0, reference_metrics: bool = True) -> None:
         if not str(base_url).startswith(("http://", "https://")):
             raise ConfigError(f"judge.base_url must be an http(s) URL, got {base_url!r}")
         if timeout <= 0 or max_tokens < 1:
@@ -58,14 +59,16 @@ class RagasJudge:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
-        return f"RagasJudge({self.base_url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
+        return (f"RagasJudge({self.base_url!r}, model={self.model!r}, "
+                f"api_key_env={self.api_key_env!r})")
 
     @cached_property
     def identity(self) -> dict[str, Any]:
         from importlib.metadata import version
 
-        return {"kind": "ragas", "ragas": version("ragas"), "url": self.base_url, "model": self.model,
-                "max_tokens": self.max_tokens, "reference_metrics": self.reference_metrics}
+        return {"kind": "ragas", "ragas": version("ragas"), "url": self.base_url,
+                "model": self.model, "max_tokens": self.max_tokens,
+                "reference_metrics": self.reference_metrics}
 
     @cached_property
     def _metrics(self) -> dict[str, Any]:
@@ -90,7 +93,8 @@ class RagasJudge:
             # loop that uses it, and each judge runs its calls on its own loop
             chat = ChatOpenAI(model=self.model, base_url=self.base_url,
                               api_key=SecretStr(api_key(self.api_key_env) or "none"),
-                              max_completion_tokens=self.max_tokens, timeout=self.timeout, max_retries=0,
+                              max_completion_tokens=self.max_tokens, timeout=self.timeout,
+                              max_retries=0,
                               http_async_client=httpx.AsyncClient(timeout=self.timeout))
             # one attempt inside ragas: retries belong to JudgeRunner, which counts them
             run_config = RunConfig(timeout=int(math.ceil(self.timeout)), max_retries=1)
@@ -106,9 +110,11 @@ class RagasJudge:
     def _score(self, name: str, **fields: Any) -> float | None:
         from ragas.dataset_schema import SingleTurnSample
 
-        if self._loop is None:  # one loop for the judge's life: LangChain's async clients bind to it
+        # one loop for the judge's life: LangChain's async clients bind to it
+        if self._loop is None:
             self._loop = asyncio.new_event_loop()
-        coro = self._metrics[name].single_turn_ascore(SingleTurnSample(**fields), timeout=self.timeout)
+        coro = self._metrics[name].single_turn_ascore(SingleTurnSample(**fields),
+                                                      timeout=self.timeout)
         try:
             value = float(self._loop.run_until_complete(coro))
         except Exception as exc:
@@ -136,6 +142,7 @@ class RagasJudge:
                 details["reason"] = "the judge found no statements in the response"
         if self.reference_metrics and reference and contexts:
             for name in ("context_precision", "context_recall"):
-                details[name] = self._score(name, user_input=query, retrieved_contexts=list(contexts),
+                details[name] = self._score(name, user_input=query,
+                                            retrieved_contexts=list(contexts),
                                             reference=reference)
         return JudgeResult(faithfulness, details)

@@ -11,18 +11,13 @@ manual is not taken as evidence.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Mapping
 
+from rag_lab.ranking import ranked
+from rag_lab.text.normalise import normalise_text
 from rag_lab.types import Chunk, Qrels, Query, Run
 
-_WS = re.compile(r"\s+")
-
-
-def ranked(scores: Mapping[str, float]) -> list[str]:
-    """Ids by descending score; ties broken by ascending id (rag_lab's one tie rule)."""
-    return [i for i, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
+__all__ = ["evidence_qrels", "normalise_text", "ranked", "to_document_run"]  # two re-exported
 
 
 def to_document_run(run: Run, chunk_doc: Mapping[str, str]) -> Run:
@@ -38,13 +33,10 @@ def to_document_run(run: Run, chunk_doc: Mapping[str, str]) -> Run:
     return out
 
 
-def normalise_text(text: str) -> str:
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
-
-
-def evidence_qrels(run: Run, chunks: Mapping[str, Chunk], queries: Mapping[str, Query], qrels: Qrels | None,
-                   depth: int, within_relevant_docs: bool = True) -> Qrels:
-    """Binary chunk-level labels for the top ``depth`` chunks of each query that has evidence strings."""
+def evidence_qrels(run: Run, chunks: Mapping[str, Chunk], queries: Mapping[str, Query],
+                   qrels: Qrels | None, depth: int, within_relevant_docs: bool = True) -> Qrels:
+    """Binary chunk-level labels for the top ``depth`` chunks of each query that has evidence
+    strings (``rag_lab.text.normalise_text`` on both sides)."""
     out: Qrels = {}
     norm_cache: dict[str, str] = {}
     for qid, scores in run.items():

@@ -22,7 +22,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from rag_lab.metrics.relevance import ranked
+from rag_lab.metrics.names import metric_key
+from rag_lab.ranking import ranked
+
+__all__ = ["METRICS", "mean_metrics", "metric_key", "parse_metric", "query_metrics", "run_metrics"]
 
 METRICS = ("hit_rate", "recall", "precision", "noise_ratio", "mrr", "ndcg", "map")
 _NAME = re.compile(r"([a-z_]+)@([1-9]\d*)")
@@ -31,13 +34,9 @@ _NAME = re.compile(r"([a-z_]+)@([1-9]\d*)")
 def parse_metric(name: str) -> tuple[str, int]:
     m = _NAME.fullmatch(name)
     if not m or m.group(1) not in METRICS:
-        raise ValueError(f"unknown metric {name!r}; use one of {', '.join(METRICS)} as '<name>@<k>'")
+        raise ValueError(f"unknown metric {name!r}; use one of {', '.join(METRICS)} "
+                         "as '<name>@<k>'")
     return m.group(1), int(m.group(2))
-
-
-def metric_key(name: str) -> str:
-    """MLflow-safe key: ``ndcg@10`` → ``ndcg_at_10``."""
-    return name.replace("@", "_at_")
 
 
 def query_metrics(ranking: Sequence[str], grades: Mapping[str, int], names: Sequence[str],
@@ -74,7 +73,8 @@ def query_metrics(ranking: Sequence[str], grades: Mapping[str, int], names: Sequ
         elif metric == "ndcg":
             disc = 1.0 / np.log2(np.arange(2, k + 2))
             dcg = float((rels[:k] * disc[:n_ret]).sum())
-            ideal = np.sort(np.array([g for g in grades.values() if g > 0], dtype=np.float64))[::-1][:k]
+            gains = np.array([g for g in grades.values() if g > 0], dtype=np.float64)
+            ideal = np.sort(gains)[::-1][:k]
             idcg = float((ideal * disc[: len(ideal)]).sum())
             out[name] = dcg / idcg
         elif metric == "map":
@@ -85,11 +85,14 @@ def query_metrics(ranking: Sequence[str], grades: Mapping[str, int], names: Sequ
 
 def run_metrics(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]],
                 names: Sequence[str], open_set: bool = False) -> dict[str, dict[str, float]]:
-    """Per-query metrics for every query of ``qrels`` (a query missing from the run ranks nothing)."""
-    return {qid: query_metrics(ranked(run.get(qid, {})), grades, names, open_set) for qid, grades in qrels.items()}
+    """Per-query metrics for every query of ``qrels`` (a query missing from the run ranks
+    nothing)."""
+    return {qid: query_metrics(ranked(run.get(qid, {})), grades, names, open_set)
+            for qid, grades in qrels.items()}
 
 
-def mean_metrics(per_query: Mapping[str, Mapping[str, float]], names: Sequence[str]) -> dict[str, float]:
+def mean_metrics(per_query: Mapping[str, Mapping[str, float]],
+                 names: Sequence[str]) -> dict[str, float]:
     """Mean of each metric over the queries where it is defined (NaN skipped)."""
     out = {}
     for name in names:

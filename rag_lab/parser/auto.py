@@ -17,7 +17,8 @@ class AutoParser:
     """
 
     def __init__(self, parsers: Mapping[str, Parser]) -> None:
-        self.parsers = {k.lower() if k.startswith(".") else f".{k.lower()}": v for k, v in parsers.items()}
+        self.parsers = {k.lower() if k.startswith(".") else f".{k.lower()}": v
+                        for k, v in parsers.items()}
         self.suffixes = tuple(self.parsers)
 
     def parse(self, path: Path, root: Path) -> Iterator[Document]:

@@ -39,7 +39,8 @@ class JsonlRecordsParser:
             doc_id = str(require_key(rec, self.id_field, path, lineno))
             parts = [str(rec[f]) for f in self.text_fields if rec.get(f) not in (None, "")]
             if not parts:
-                raise DataError(f"{path}:{lineno}: record {doc_id!r} has none of the text fields {list(self.text_fields)}")
+                raise DataError(f"{path}:{lineno}: record {doc_id!r} has none of the text fields "
+                                f"{list(self.text_fields)}")
             meta: dict = {}
             if self.extra_fields_as_metadata:
                 meta.update({k: v for k, v in rec.items() if k not in used})

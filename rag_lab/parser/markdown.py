@@ -42,7 +42,8 @@ def split_front_matter(text: str, path: Path) -> tuple[dict, str]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 2}" if mark is not None else ""
-        raise DataError(f"{path}{line}: malformed YAML front matter ({getattr(exc, 'problem', exc)})") from None
+        problem = getattr(exc, "problem", exc)
+        raise DataError(f"{path}{line}: malformed YAML front matter ({problem})") from None
     if not isinstance(meta, dict):
         raise DataError(f"{path}: front matter must be a mapping")
     return {str(k): _iso(v) for k, v in meta.items()}, text[m.end():]

@@ -1,1 +1,4 @@
-"""Sweep analysis: leaderboards, significance marks and plots over finished trials."""
+"""Sweeps: the Hydra callback that turns a multirun into an MLflow parent with a child per trial
+(``callback``), what the callback and the jobs share (``context``: the parent-run file, a job's
+view of its sweep, the refusals), and the leaderboard, significance marks and plots over
+finished trials (``report``)."""

@@ -1,14 +1,17 @@
 """Hydra callback that turns a multirun into one MLflow parent run with a child per configuration.
 
 - ``on_multirun_start``: refuses to *select* on the split reserved for reporting (``sweep.
-  report_split``, default ``test``) unless ``sweep.allow_test_selection=true``; opens the parent
-  run and leaves its id in ``<sweep dir>/sweep_parent.json`` for the jobs (which may be other
-  processes, with the joblib launcher) to attach their child runs to.
+  report_split``, default ``test``) unless ``sweep.allow_test_selection=true``, and an Optuna
+  direction that contradicts ``optimized_metric``'s (``rag_lab.sweep.context``; Hydra only logs a
+  callback's error, so every job refuses on its own too); opens the parent run and leaves its id
+  in ``<sweep dir>/sweep_parent.json`` for the jobs (which may be other processes, with the
+  joblib launcher) to attach their child runs to.
 - ``on_multirun_end``: reads every finished job folder (``metrics.json``, ``per_query.parquet``,
   ``.hydra/overrides.yaml``), writes the leaderboard (CSV + Markdown, paired bootstrap CIs and a
   randomisation test of every configuration against the winner) and plots into the sweep folder,
   logs them on the parent, tags the winner, then evaluates the winner on the report split and logs
-  those metrics on the parent as ``<report split>/<metric>``.
+  those metrics on the parent as ``<report split>/<metric>``. Which trial wins follows the
+  metric's direction (``rag_lab.metrics.names.higher_is_better``).
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rag_lab.errors import ConfigError
+from rag_lab.metrics.names import higher_is_better, metric_key
+from rag_lab.sweep.context import PARENT_FILE, check_direction, selection_refusal
 
 log = logging.getLogger(__name__)
-PARENT_FILE = "sweep_parent.json"
-
 
 SWEEP_FUNCTIONS = ("range", "choice", "interval", "tag", "glob", "sort", "shuffle")
 
@@ -56,21 +59,18 @@ def swept_keys(config: DictConfig) -> list[str]:
     return sorted(set(keys))
 
 
-def higher_is_better(metric_key: str) -> bool:
-    return not metric_key.startswith("noise_ratio")
-
-
 def load_trials(sweep_dir: Path) -> list:
-    """Every job folder of a sweep that finished (has ``metrics.json``), as report ``Trial`` objects."""
+    """Every job folder of a sweep that finished (has ``metrics.json``), as report ``Trial``
+    objects."""
     import pandas as pd
 
     from rag_lab.sweep.report import Trial
 
     trials = []
-    for job in sorted((p for p in sweep_dir.iterdir() if p.is_dir() and (p / "metrics.json").exists()),
-                      key=lambda p: (len(p.name), p.name)):
-        overrides = yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text()) if \
-            (job / ".hydra" / "overrides.yaml").exists() else []
+    done = (p for p in sweep_dir.iterdir() if p.is_dir() and (p / "metrics.json").exists())
+    for job in sorted(done, key=lambda p: (len(p.name), p.name)):
+        overrides_file = job / ".hydra" / "overrides.yaml"
+        overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.exists() else []
         params = dict(o.split("=", 1) for o in overrides if "=" in o)
         params = {k.lstrip("+~"): v for k, v in params.items() if not k.startswith("hydra.")}
         metrics = json.loads((job / "metrics.json").read_text())
@@ -86,7 +86,8 @@ def varying(trials: list) -> list:
 
     keys = {k for t in trials for k in t.params}
     swept = sorted(k for k in keys if len({str(t.params.get(k)) for t in trials}) > 1)
-    return [Trial(t.name, {k: t.params.get(k) for k in swept}, t.metrics, t.per_query) for t in trials]
+    return [Trial(t.name, {k: t.params.get(k) for k in swept}, t.metrics, t.per_query)
+            for t in trials]
 
 
 class MlflowSweepCallback(Callback):
@@ -98,24 +99,22 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         split = OmegaConf.select(config, "dataset.split")
+        # Hydra logs a callback's exception and carries on; each job refuses on its own (evaluate)
         if split == self.report_split and not self.allow_test_selection:
-            from rag_lab.evaluate import selection_refusal
-
-            # Hydra logs a callback's exception and carries on; each job refuses on its own (evaluate)
             raise ConfigError(selection_refusal(str(split)))
+        check_direction(config)
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         info: dict[str, Any] = {"split": split, "swept": swept_keys(config)}
-        if config.get("tracking"):
-            from rag_lab.pipeline import instantiate
+        from rag_lab.build import build_tracker
 
-            tracker = instantiate(config.tracking, "tracking")
-            info.update(tracker.start_parent(run_name=f"sweep {sweep_dir.name}",
-                                             tags={"sweep_dir": str(sweep_dir), "split": str(split)}))
+        tracker = build_tracker(config)
+        if tracker is not None:
+            tags = {"sweep_dir": str(sweep_dir), "split": str(split)}
+            info.update(tracker.start_parent(run_name=f"sweep {sweep_dir.name}", tags=tags))
         (sweep_dir / PARENT_FILE).write_text(json.dumps(info))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from rag_lab.metrics import metric_key
         from rag_lab.sweep.report import write_report
 
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -126,7 +125,8 @@ class MlflowSweepCallback(Callback):
             return
         hib = higher_is_better(metric)
         files = write_report(varying(trials), metric, sweep_dir / "report", higher_is_better=hib)
-        best = (max if hib else min)(trials, key=lambda t: t.metrics.get(metric, float("-inf") if hib else float("inf")))
+        worst = float("-inf") if hib else float("inf")
+        best = (max if hib else min)(trials, key=lambda t: t.metrics.get(metric, worst))
         winner = {"job": best.name, "overrides": best.params, metric: best.metrics.get(metric)}
         if self.report_winner:
             winner["report"] = self._report(sweep_dir / best.name, metric)
@@ -134,23 +134,30 @@ class MlflowSweepCallback(Callback):
         print(f"\nsweep winner (job {best.name}, {metric}={best.metrics.get(metric):.4f} on "
               f"{OmegaConf.select(config, 'dataset.split')}): {best.params}")
         if "report" in winner:
-            print(f"  on {self.report_split}: {metric}={winner['report'].get(metric, float('nan')):.4f}")
+            value = winner["report"].get(metric, float("nan"))
+            print(f"  on {self.report_split}: {metric}={value:.4f}")
         print((sweep_dir / "report" / "leaderboard.md").read_text())
-        info = json.loads((sweep_dir / PARENT_FILE).read_text()) if (sweep_dir / PARENT_FILE).exists() else {}
-        if info.get("run_id"):
-            from rag_lab.pipeline import instantiate
+        parent = sweep_dir / PARENT_FILE
+        info = json.loads(parent.read_text()) if parent.exists() else {}
+        from rag_lab.build import build_tracker
 
-            tracker = instantiate(config.tracking, "tracking")
-            report_metrics = {f"{self.report_split}/{k}": v for k, v in winner.get("report", {}).items()
+        tracker = build_tracker(config) if info.get("run_id") else None
+        if tracker is not None:
+            report_metrics = {f"{self.report_split}/{k}": v
+                              for k, v in winner.get("report", {}).items()
                               if isinstance(v, (int, float))}
-            tracker.finish_parent(info["run_id"], metrics={f"best/{metric}": best.metrics.get(metric), **report_metrics},
-                                  tags={"winner_job": best.name, "winner_run_id": best.metrics.get("_run_id", ""),
-                                        "winner_overrides": " ".join(f"{k}={v}" for k, v in best.params.items())},
-                                  artifacts=[*files.values(), sweep_dir / "winner.json"])
+            overrides = " ".join(f"{k}={v}" for k, v in best.params.items())
+            tracker.finish_parent(
+                info["run_id"],
+                metrics={f"best/{metric}": best.metrics.get(metric), **report_metrics},
+                tags={"winner_job": best.name, "winner_run_id": best.metrics.get("_run_id", ""),
+                      "winner_overrides": overrides},
+                artifacts=[*files.values(), sweep_dir / "winner.json"])
 
     def _report(self, job_dir: Path, metric: str) -> dict[str, float]:
         """Evaluate the winner's composed config on the report split (no child run, no cache writes
-        skipped: cached stages are reused)."""
+        skipped: cached stages are reused). ``rag_lab.evaluate.evaluate`` is the library function
+        (imported here: evaluate reads this package's ``context``)."""
         from rag_lab.evaluate import evaluate
 
         cfg = OmegaConf.load(job_dir / ".hydra" / "config.yaml")

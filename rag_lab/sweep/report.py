@@ -1,11 +1,12 @@
 """Leaderboard, significance marks and plots for a finished sweep.
 
 A sweep is a list of :class:`Trial` (one evaluated configuration each: its swept overrides, its
-``metrics.json`` and its ``per_query.parquet``). The leaderboard ranks trials on one metric and says,
-for each, whether it is distinguishable from the winner: a paired randomisation test over the
-per-query scores of the queries both trials answered (see :mod:`rag_lab.stats`). With many trials
-these p-values are uncorrected for multiple comparisons; "≈ winner" is a screening mark, meaning
-"the data do not separate this trial from the best", not "equal".
+``metrics.json`` and its ``per_query.parquet``). The leaderboard ranks trials on one metric and
+says, for each, whether it is distinguishable from the winner: a paired randomisation test over
+the per-query scores of the queries both trials answered (see :mod:`rag_lab.stats`). With many
+trials these p-values are uncorrected for multiple comparisons; "≈ winner" is a screening mark,
+meaning "the data do not separate this trial from the best", not "equal". "Best" follows the
+metric's direction (``rag_lab.metrics.names.higher_is_better``) unless a caller says otherwise.
 """
 
 from __future__ import annotations
@@ -20,16 +21,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+# HEADLINE: the metrics.json keys shown next to the ranked one (those present in any trial)
+from rag_lab.metrics.names import HEADLINE
+from rag_lab.metrics.names import higher_is_better as _higher_is_better
 from rag_lab.stats import align, paired_bootstrap_ci, randomization_test
 
-# metrics.json keys worth seeing next to the ranked one (those present in any trial are shown)
-HEADLINE = ("hit_rate_at_5", "noise_ratio_at_5", "recall_at_100", "ndcg_at_10", "mrr_at_10")
 STAT_COLUMNS = ("ci_low", "ci_high", "delta_vs_winner", "p_vs_winner", "indistinguishable")
 _LEADERBOARD_KW = frozenset({"higher_is_better", "alpha", "n_resamples", "n_permutations", "seed"})
 _CI_KW = frozenset({"higher_is_better", "alpha", "n_resamples", "seed"})
 
 
-@dataclass(frozen=True, eq=False)  # eq=False: DataFrame fields make == ambiguous; trials compare by identity
+# eq=False: DataFrame fields make == ambiguous; trials compare by identity
+@dataclass(frozen=True, eq=False)
 class Trial:
     """One evaluated configuration of a sweep.
 
@@ -59,15 +62,22 @@ def _check(trials: Sequence[Trial], metric: str) -> None:
 
 
 def _param_names(trials: Sequence[Trial]) -> list[str]:
-    """Union of the swept parameter names, in first-seen order (so the sweep's own order is kept)."""
+    """Union of the swept parameter names, in first-seen order (so the sweep's own order is
+    kept)."""
     return list(dict.fromkeys(k for t in trials for k in t.params))
 
 
 def _summaries(trials: Sequence[Trial], metric: str, n_resamples: int, alpha: float,
                seed: int) -> np.ndarray:
     """``(n_trials, 3)`` array of (mean, CI low, CI high) of each trial's per-query ``metric``."""
-    return np.array([paired_bootstrap_ci(t.per_query[metric].to_numpy(dtype=np.float64), n_resamples, alpha, seed)
+    return np.array([paired_bootstrap_ci(t.per_query[metric].to_numpy(dtype=np.float64),
+                                         n_resamples, alpha, seed)
                      for t in trials], dtype=np.float64).reshape(len(trials), 3)
+
+
+def _direction(metric: str, higher_is_better: bool | None) -> bool:
+    """The caller's direction, else the metric's own."""
+    return _higher_is_better(metric) if higher_is_better is None else bool(higher_is_better)
 
 
 def _order(means: np.ndarray, higher_is_better: bool) -> np.ndarray:
@@ -83,19 +93,22 @@ def _column_names(params: list[str], metric: str, headline: list[str]) -> dict[s
     return {p: (f"param:{p}" if p in reserved else p) for p in params}
 
 
-def leaderboard(trials: Sequence[Trial], metric: str, higher_is_better: bool = True, alpha: float = 0.05,
-                n_resamples: int = 2000, n_permutations: int = 5000, seed: int = 0) -> pd.DataFrame:
-    """One row per trial, best first, ranked on the per-query mean of ``metric``.
+def leaderboard(trials: Sequence[Trial], metric: str, higher_is_better: bool | None = None,
+                alpha: float = 0.05, n_resamples: int = 2000, n_permutations: int = 5000,
+                seed: int = 0) -> pd.DataFrame:
+    """One row per trial, best first, ranked on the per-query mean of ``metric``
+    (``higher_is_better`` None: the metric's own direction, ``rag_lab.metrics.names``).
 
-    Columns: ``rank``, ``name``, one per swept param (missing -> None), ``metric`` (per-query mean,
-    NaN skipped: the ``metrics.json`` value), ``ci_low``/``ci_high`` (``1 - alpha`` percentile
-    bootstrap), ``delta_vs_winner`` (mean per-query ``trial - winner`` over shared queries where both
-    are defined), ``p_vs_winner`` (two-sided paired randomisation test on the same pairs; 1.0 for the
-    winner, NaN if no pair), ``indistinguishable`` (``p >= alpha``; True for the winner), then the
-    :data:`HEADLINE` keys of ``metrics.json`` present in any trial (NaN where a trial lacks one).
-    ``metric`` is the ``metrics.json`` key, which is also the per-query column name.
-    ``board.attrs`` records metric, alpha, higher_is_better and the param columns for
-    :func:`to_markdown`. Raises ``KeyError`` if a per-query table lacks ``metric``."""
+    Columns: ``rank``, ``name``, one per swept param (missing -> None), ``metric`` (per-query
+    mean, NaN skipped: the ``metrics.json`` value), ``ci_low``/``ci_high`` (``1 - alpha``
+    percentile bootstrap), ``delta_vs_winner`` (mean per-query ``trial - winner`` over shared
+    queries where both are defined), ``p_vs_winner`` (two-sided paired randomisation test on the
+    same pairs; 1.0 for the winner, NaN if no pair), ``indistinguishable`` (``p >= alpha``; True
+    for the winner), then the :data:`HEADLINE` keys of ``metrics.json`` present in any trial (NaN
+    where a trial lacks one). ``metric`` is the ``metrics.json`` key, which is also the per-query
+    column name. ``board.attrs`` records metric, alpha, higher_is_better and the param columns
+    for :func:`to_markdown`. Raises ``KeyError`` if a per-query table lacks ``metric``."""
+    higher_is_better = _direction(metric, higher_is_better)
     _check(trials, metric)
     stats = _summaries(trials, metric, n_resamples, alpha, seed)
     order = _order(stats[:, 0], higher_is_better)
@@ -164,7 +177,8 @@ def to_markdown(board: pd.DataFrame, metric: str) -> str:
         if col == "indistinguishable":
             ranks = board["rank"].tolist() if "rank" in cols else [None] * len(values)
             headers.append("≈ winner")
-            body.append(["winner" if r == 1 else ("≈" if bool(v) else "") for r, v in zip(ranks, values, strict=True)])
+            body.append(["winner" if r == 1 else ("≈" if bool(v) else "")
+                         for r, v in zip(ranks, values, strict=True)])
         else:
             headers.append(col)
             body.append([_cell(v, col in params) for v in values])
@@ -173,9 +187,11 @@ def to_markdown(board: pd.DataFrame, metric: str) -> str:
     lines = ["| " + " | ".join(headers) + " |",
              "|" + "|".join("---:" if num else "---" for num in numeric) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in zip(*body, strict=True)]
-    direction = "higher" if board.attrs.get("higher_is_better", True) else "lower"
+    hib = board.attrs.get("higher_is_better", _higher_is_better(metric))
+    direction = "higher" if hib else "lower"
     legend = (f"≈ winner: not significantly different from the rank-1 trial on per-query {metric} "
-              f"(two-sided paired randomisation test, p ≥ {alpha:g}; uncorrected for multiple comparisons). "
+              f"(two-sided paired randomisation test, p ≥ {alpha:g}; uncorrected for multiple "
+              "comparisons). "
               f"ci_low/ci_high: {100 * (1 - alpha):g}% percentile bootstrap CI of the mean; "
               f"delta_vs_winner: mean per-query difference to the winner ({direction} is better).")
     return "\n".join(lines) + "\n\n" + legend + "\n"
@@ -201,8 +217,8 @@ def _slug(text: str) -> str:
 
 def _is_numeric(values: list[Any]) -> bool:
     # bools are ints to Python but on/off switches to a reader: plot them as categories
-    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-               for v in values)
+    return all(isinstance(v, (int, float, np.integer, np.floating))
+               and not isinstance(v, (bool, np.bool_)) for v in values)
 
 
 def _yerr(stats: np.ndarray) -> np.ndarray:
@@ -220,7 +236,8 @@ def _best_per_value(keys: list[Any], means: np.ndarray, higher_is_better: bool) 
 
 def _plot_numeric(ax: Any, values: list[Any], stats: np.ndarray, higher_is_better: bool) -> None:
     x = np.asarray(values, dtype=np.float64)
-    ax.errorbar(x, stats[:, 0], yerr=_yerr(stats), fmt="o", capsize=3, alpha=0.7, label="trial (CI)")
+    ax.errorbar(x, stats[:, 0], yerr=_yerr(stats), fmt="o", capsize=3, alpha=0.7,
+                label="trial (CI)")
     # other params vary too, so several trials can share a value: the line follows the best one
     best = _best_per_value(list(x), stats[:, 0], higher_is_better)
     xs = np.array(sorted(best))
@@ -230,12 +247,15 @@ def _plot_numeric(ax: Any, values: list[Any], stats: np.ndarray, higher_is_bette
     ax.legend(fontsize="small")
 
 
-def _plot_categorical(ax: Any, values: list[Any], stats: np.ndarray, higher_is_better: bool) -> None:
+def _plot_categorical(ax: Any, values: list[Any], stats: np.ndarray,
+                      higher_is_better: bool) -> None:
     labels = [str(v) for v in values]
     cats = list(dict.fromkeys(labels))
     best = _best_per_value(labels, stats[:, 0], higher_is_better)
-    ax.bar(range(len(cats)), [best[c] for c in cats], width=0.6, color="C0", alpha=0.2, label="best")
-    # strip: spread a category's trials evenly across the bar instead of random jitter (reproducible)
+    ax.bar(range(len(cats)), [best[c] for c in cats], width=0.6, color="C0", alpha=0.2,
+           label="best")
+    # strip: spread a category's trials evenly across the bar instead of random jitter
+    # (reproducible)
     slot = {c: 0 for c in cats}
     count = {c: labels.count(c) for c in cats}
     x = np.empty(len(labels))
@@ -243,13 +263,15 @@ def _plot_categorical(ax: Any, values: list[Any], stats: np.ndarray, higher_is_b
         n = count[lab]
         x[i] = cats.index(lab) + (0.0 if n == 1 else -0.2 + 0.4 * slot[lab] / (n - 1))
         slot[lab] += 1
-    ax.errorbar(x, stats[:, 0], yerr=_yerr(stats), fmt="o", capsize=3, alpha=0.8, label="trial (CI)")
+    ax.errorbar(x, stats[:, 0], yerr=_yerr(stats), fmt="o", capsize=3, alpha=0.8,
+                label="trial (CI)")
     ax.set_xticks(range(len(cats)), cats, rotation=30 if max(len(c) for c in cats) > 8 else 0)
     ax.legend(fontsize="small")
 
 
-def plot_metric_vs_params(trials: Sequence[Trial], metric: str, out_dir: Path, *, higher_is_better: bool = True,
-                          alpha: float = 0.05, n_resamples: int = 2000, seed: int = 0) -> list[Path]:
+def plot_metric_vs_params(trials: Sequence[Trial], metric: str, out_dir: Path, *,
+                          higher_is_better: bool | None = None, alpha: float = 0.05,
+                          n_resamples: int = 2000, seed: int = 0) -> list[Path]:
     """One PNG per swept param (``<metric>_vs_<param>.png``): trial means with bootstrap CI bars.
 
     Numeric params: scatter at the value plus a line through the best trial per value, sorted by
@@ -258,6 +280,7 @@ def plot_metric_vs_params(trials: Sequence[Trial], metric: str, out_dir: Path, *
     values have a defined mean; nothing is drawn (``[]``) for fewer than two trials."""
     if len(trials) < 2:
         return []
+    higher_is_better = _direction(metric, higher_is_better)
     _check(trials, metric)
     stats = _summaries(trials, metric, n_resamples, alpha, seed)
     plt = _pyplot()
@@ -286,23 +309,26 @@ def plot_metric_vs_params(trials: Sequence[Trial], metric: str, out_dir: Path, *
 
 
 def plot_by_category(trials: Sequence[Trial], metric: str, out_dir: Path, top: int = 8, *,
-                     higher_is_better: bool = True) -> Path | None:
+                     higher_is_better: bool | None = None) -> Path | None:
     """Grouped bar chart ``<metric>_by_category.png``: per-category mean of the per-query ``metric``
     (NaN skipped) for the best ``top`` trials by overall mean, one bar group per category.
 
     Returns None when no trial has a non-null ``category`` or no category mean is defined."""
     if not trials:
         return None
+    higher_is_better = _direction(metric, higher_is_better)
     _check(trials, metric)
     cats = sorted({c for t in trials if "category" in t.per_query.columns
                    for c in t.per_query["category"].dropna().unique()}, key=str)
     if not cats:
         return None
     # pandas' mean skips NaN and gives NaN (no warning) when nothing is defined
-    overall = np.array([t.per_query[metric].astype(np.float64).mean() for t in trials], dtype=np.float64)
+    overall = np.array([t.per_query[metric].astype(np.float64).mean() for t in trials],
+                       dtype=np.float64)
     best = [trials[i] for i in _order(overall, higher_is_better)[:max(top, 1)]]
-    table = np.array([t.per_query.groupby("category")[metric].mean().reindex(cats).to_numpy(dtype=np.float64)
-                      if "category" in t.per_query.columns else np.full(len(cats), np.nan) for t in best])
+    table = np.array([
+        t.per_query.groupby("category")[metric].mean().reindex(cats).to_numpy(dtype=np.float64)
+        if "category" in t.per_query.columns else np.full(len(cats), np.nan) for t in best])
     if not np.isfinite(table).any():
         return None
     plt = _pyplot()
@@ -312,8 +338,10 @@ def plot_by_category(trials: Sequence[Trial], metric: str, out_dir: Path, top: i
         x = np.arange(len(cats))
         width = 0.8 / len(best)
         for j, (trial, row) in enumerate(zip(best, table, strict=True)):
-            ax.bar(x - 0.4 + width * (j + 0.5), row, width, label=trial.name)  # NaN: no bar, not a false 0
-        ax.set_xticks(x, [str(c) for c in cats], rotation=30 if max(len(str(c)) for c in cats) > 8 else 0)
+            # NaN: no bar, not a false 0
+            ax.bar(x - 0.4 + width * (j + 0.5), row, width, label=trial.name)
+        rotation = 30 if max(len(str(c)) for c in cats) > 8 else 0
+        ax.set_xticks(x, [str(c) for c in cats], rotation=rotation)
         ax.set_ylabel(f"mean {metric}")
         ax.set_title(f"{metric} by category (top {len(best)})")
         ax.grid(axis="y", alpha=0.3)
@@ -348,7 +376,7 @@ def write_report(trials: Sequence[Trial], metric: str, out_dir: Path, **kw: Any)
     md_path.write_text(to_markdown(board, metric), encoding="utf-8")
     paths = [csv_path, md_path, *plot_metric_vs_params(trials, metric, out_dir, **ci_kw)]
     by_cat = plot_by_category(trials, metric, out_dir, top=kw.get("top", 8),
-                              higher_is_better=kw.get("higher_is_better", True))
+                              higher_is_better=kw.get("higher_is_better"))
     if by_cat is not None:
         paths.append(by_cat)
     return {p.name: p for p in paths}

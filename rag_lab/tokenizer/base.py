@@ -1,4 +1,5 @@
-"""Tokenizer protocol: the term analysis shared by lexical retrievers (BM25) and the hashing embedder."""
+"""Tokenizer protocol: the term analysis shared by lexical retrievers (BM25) and the hashing
+embedder."""
 
 from __future__ import annotations
 

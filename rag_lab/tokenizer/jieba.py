@@ -27,7 +27,8 @@ class JiebaTokenizer:
         self.lowercase = lowercase
         self.stopwords = frozenset(stopwords or ())
         # jieba splits "HX-200" into "HX", "-", "200"; keep the hyphenated code as one extra term.
-        self._hyphenated = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+") if keep_hyphenated else None
+        self._hyphenated = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+") \
+            if keep_hyphenated else None
 
     def __call__(self, texts: Sequence[str]) -> list[list[str]]:
         out = []

@@ -1,24 +1,35 @@
 """What embedder and reranker training share: the training split and its leakage guard, the dev
-queries, mined candidates, the dev-metric callback with checkpoint selection, MLflow logging."""
+queries, mined candidates, the dev-metric callback with checkpoint selection, the training
+arguments, and the run bookkeeping (output folder, MLflow run, ``train_metrics.json``)."""
 
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from transformers import TrainerCallback
 
-from rag_lab.dataset.base import LabelledQueries
+from rag_lab.build import build_pipeline, build_tracker, instantiate
+from rag_lab.dataset.base import LabelledQueries, SplitAware
 from rag_lab.errors import ConfigError
 from rag_lab.metrics import mean_metrics, run_metrics, to_document_run
-from rag_lab.pipeline import Pipeline, build_pipeline, instantiate
-from rag_lab.train.data import TrainingExample, build_examples, leakage_guard, split_dev, subset
+from rag_lab.metrics.names import metric_key
+from rag_lab.pipeline import Pipeline
+from rag_lab.train.data import (
+    TrainingExample,
+    build_examples,
+    leakage_guard,
+    split_dev,
+    subset,
+)
 from rag_lab.types import Chunk, Run
 
 log = logging.getLogger(__name__)
@@ -40,11 +51,12 @@ class TrainingSetup:
 
 
 def _load_split(cfg: DictConfig, split: str) -> LabelledQueries | None:
+    """``split`` of the configured dataset; None when a ``SplitAware`` dataset lacks it."""
     ds = instantiate(OmegaConf.merge(cfg.dataset, {"split": split}), "dataset")
-    has = getattr(ds, "has_split", None)
-    if has is not None and not has(split):
+    if isinstance(ds, SplitAware) and not ds.has_split(split):
         return None
-    return ds.load()
+    loaded: LabelledQueries = ds.load()
+    return loaded
 
 
 def prepare(cfg: DictConfig) -> TrainingSetup:
@@ -56,7 +68,8 @@ def prepare(cfg: DictConfig) -> TrainingSetup:
     eval_splits = list(tcfg.get("eval_splits", []))
     others = []
     for s in dict.fromkeys([*eval_splits, *([dev_split] if dev_split else [])]):
-        other = data if s == data.split else _load_split(cfg, s)  # the same split: the guard refuses it
+        # the same split: the guard refuses it
+        other = data if s == data.split else _load_split(cfg, s)
         if other is None:
             if s == dev_split:
                 raise ConfigError(f"train.dev_split={s}: the dataset has no qrels/{s}.tsv")
@@ -64,7 +77,8 @@ def prepare(cfg: DictConfig) -> TrainingSetup:
             continue
         others.append(other)
     dropped = leakage_guard(data, others, str(tcfg.get("leakage", "error")))
-    answerable = [q for q, g in data.qrels.items() if any(v > 0 for v in g.values()) and q not in dropped]
+    answerable = [q for q, g in data.qrels.items()
+                  if any(v > 0 for v in g.values()) and q not in dropped]
     dev: LabelledQueries | None
     if dev_split:
         train_ids, dev = answerable, next(o for o in others if o.split == dev_split)
@@ -79,15 +93,14 @@ def prepare(cfg: DictConfig) -> TrainingSetup:
     queries = {q: data.queries[q].text for q in train_ids}
     if dev is not None:
         queries.update({q: x.text for q, x in dev.queries.items()})
-    k = int(cfg.evaluation.retrieve_k)
-    runs = {name: pipe.retriever_run(name, queries, k)[0] for name in pipe.retrievers}
-    mined = pipe.combine(queries, runs, k)
+    # the configured first stage (retrievers, fusion, post-processors), its runs cached
+    mined = pipe.run(queries, int(cfg.evaluation.retrieve_k)).final
     neg = tcfg.negatives
     examples = build_examples(train, train_ids, pipe.chunks, mined, int(neg.num), int(neg.depth),
                               int(neg.skip_top), str(neg.sampling), int(tcfg.seed))
     info = {"n_train_queries": len(train_ids), "n_dev_queries": len(dev.queries) if dev else 0,
-            "n_examples": len(examples), "n_leaky_dropped": len(dropped), "n_chunks": len(chunks),
-            "prepare_seconds": time.perf_counter() - t0}
+            "n_examples": len(examples), "n_leaky_dropped": len(dropped),
+            "n_chunks": len(chunks), "prepare_seconds": time.perf_counter() - t0}
     log.info("training data: %s", info)
     return TrainingSetup(train, dev, pipe, pipe.chunks, mined, examples, info)
 
@@ -103,13 +116,14 @@ def doc_metrics(run: Run, chunks: Mapping[str, Chunk], data: LabelledQueries,
 class DevSelection(TrainerCallback):
     """A ``transformers`` callback: every ``eval_steps`` optimiser steps (and at the end) computes
     the dev metric with ``evaluate_fn``, logs it and the training loss to MLflow, and keeps a copy
-    of the best weights (``state_fn`` names which: LoRA keeps only the adapter's), which
+    of the best weights (``trainable_only``: LoRA keeps only the adapter's), which
     ``restore_best`` puts back. Step 0 (the untrained model) is a candidate too, so training that
     only hurts the dev metric hands back the starting weights."""
 
-    def __init__(self, model: Any, evaluate_fn: Callable[[], dict[str, float]], metric: str, eval_steps: int,
-                 mlflow: Any = None, trainable_only: bool = False) -> None:
-        self.model, self.evaluate_fn, self.metric, self.eval_steps = model, evaluate_fn, metric, max(1, eval_steps)
+    def __init__(self, model: Any, evaluate_fn: Callable[[], dict[str, float]], metric: str,
+                 eval_steps: int, mlflow: Any = None, trainable_only: bool = False) -> None:
+        self.model, self.evaluate_fn, self.metric = model, evaluate_fn, metric
+        self.eval_steps = max(1, eval_steps)
         self.mlflow, self.trainable_only = mlflow, trainable_only
         self.history: list[dict[str, float]] = []
         self.losses: list[tuple[int, float]] = []
@@ -130,7 +144,7 @@ class DevSelection(TrainerCallback):
         value = metrics[self.metric]
         log.info("dev at step %d: %s", step, {k: round(v, 4) for k, v in metrics.items()})
         if self.mlflow is not None:
-            self.mlflow.log_metrics({f"dev/{k.replace('@', '_at_')}": v for k, v in metrics.items()
+            self.mlflow.log_metrics({f"dev/{metric_key(k)}": v for k, v in metrics.items()
                                      if k != "step" and math.isfinite(v)}, step=step)
         if self.best is None or value > self.best[0]:
             self.best = (value, step, self._state())
@@ -167,22 +181,71 @@ class DevSelection(TrainerCallback):
 
 
 def training_args_common(tcfg: DictConfig, out_dir: str) -> dict[str, Any]:
-    """``TrainingArguments`` both trainers share (no checkpoints on disk: DevSelection keeps the best)."""
-    return dict(output_dir=out_dir, num_train_epochs=float(tcfg.epochs), max_steps=int(tcfg.max_steps),
-                per_device_train_batch_size=int(tcfg.batch_size), learning_rate=float(tcfg.learning_rate),
-                warmup_steps=float(tcfg.warmup_ratio),  # a float < 1: a share of the steps weight_decay=float(tcfg.get("weight_decay", 0.0)),
-                seed=int(tcfg.seed), data_seed=int(tcfg.seed), logging_steps=max(1, int(tcfg.logging_steps)),
+    """``TrainingArguments`` both trainers share (no checkpoints on disk: DevSelection keeps the
+    best)."""
+    return dict(output_dir=out_dir, num_train_epochs=float(tcfg.epochs),
+                max_steps=int(tcfg.max_steps), per_device_train_batch_size=int(tcfg.batch_size),
+                learning_rate=float(tcfg.learning_rate),
+                warmup_steps=float(tcfg.warmup_ratio),  # a float < 1: a share of the steps
+                weight_decay=float(tcfg.get("weight_decay", 0.0)),
+                seed=int(tcfg.seed), data_seed=int(tcfg.seed),
+                logging_steps=max(1, int(tcfg.logging_steps)),
                 save_strategy="no", eval_strategy="no", report_to=[], disable_tqdm=True,
                 use_cpu=str(tcfg.get("device", "cpu")) == "cpu", dataloader_num_workers=0)
 
 
-def lora_config(lcfg: DictConfig, task_type: str | None = None):
+def lora_config(lcfg: DictConfig, task_type: str | None = None) -> Any:
     import peft
 
-    return peft.LoraConfig(r=int(lcfg.r), lora_alpha=int(lcfg.alpha), lora_dropout=float(lcfg.dropout),
-                           target_modules=list(lcfg.target_modules), bias="none", task_type=task_type)
+    return peft.LoraConfig(r=int(lcfg.r), lora_alpha=int(lcfg.alpha),
+                           lora_dropout=float(lcfg.dropout),
+                           target_modules=list(lcfg.target_modules), bias="none",
+                           task_type=task_type)
 
 
 def copy_config(cfg: DictConfig) -> dict[str, Any]:
-    out: dict[str, Any] = copy.deepcopy(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    out: dict[str, Any] = copy.deepcopy(
+        OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
     return out
+
+
+# -- run bookkeeping --------------------------------------------------------------------------
+def output_dir(cfg: DictConfig) -> Path:
+    """Seed torch with ``train.seed`` and create ``train.output_dir``; returns the folder."""
+    import torch
+
+    torch.manual_seed(int(cfg.train.seed))
+    out = Path(str(cfg.train.output_dir))
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def tracked_run(cfg: DictConfig, setup: TrainingSetup, task: str, run_name: str,
+                body: Callable[[Any], dict[str, Any]], **params: Any) -> dict[str, Any]:
+    """``body(mlflow)`` inside one MLflow run of the configured tracker (``body(None)`` with
+    ``tracking=none``). Params: the train / dataset / retrievers / chunker configs, ``params``
+    (e.g. the embedder's) and the setup's counts; tags: the task and the training split."""
+    tracker = build_tracker(cfg)
+    if tracker is None:
+        return body(None)
+    all_params = {"train": copy_config(cfg.train), **params,
+                  "dataset": copy_config(cfg.dataset), "retrievers": list(cfg.retrievers),
+                  "chunker": copy_config(cfg.chunker), **setup.info}
+    tags = {"task": task, "dataset": setup.train.name, "split": setup.train.split,
+            "dataset_fingerprint": setup.train.fingerprint}
+    with tracker.active_run(run_name, all_params, tags) as mlflow:
+        return body(mlflow)
+
+
+def write_summary(mlflow: Any, summary: Mapping[str, Any], out_dir: Path,
+                  artifacts: Sequence[Path] = ()) -> Path:
+    """``train_metrics.json`` in ``out_dir``; with a run, its numbers as metrics (``metric_key``
+    names) and the file plus ``artifacts`` as artifacts. Returns the file."""
+    path = out_dir / "train_metrics.json"
+    path.write_text(json.dumps(summary, indent=2, default=float))
+    if mlflow is not None:
+        mlflow.log_metrics({metric_key(k): float(v) for k, v in summary.items()
+                            if isinstance(v, (int, float))})
+        for p in (path, *artifacts):
+            mlflow.log_artifact(str(p))
+    return path

@@ -12,26 +12,28 @@ from __future__ import annotations
 import json
 import logging
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import hydra
 import numpy as np
 from omegaconf import DictConfig
 
-from rag_lab import PROJECT_ROOT
-from rag_lab.errors import ConfigError, RagLabError
-from rag_lab.pipeline import instantiate
+from rag_lab.build import instantiate
+from rag_lab.embedder.sentence_transformer import SentenceTransformerEmbedder
+from rag_lab.errors import ConfigError
+from rag_lab.ranking import ranked
 from rag_lab.train.common import (
     DevSelection,
     TrainingSetup,
     copy_config,
     doc_metrics,
     lora_config,
+    output_dir,
     prepare,
+    tracked_run,
     training_args_common,
+    write_summary,
 )
 from rag_lab.types import Run
 
@@ -42,14 +44,15 @@ ADAPTER_META = "rag_lab_adapter.json"
 def dev_pool(setup: TrainingSetup, size: int, depth: int, seed: int) -> list[str]:
     """Chunk ids the dev evaluation searches: every dev query's mined top ``depth`` and relevant
     chunks, topped up with random chunks to ``size`` (all chunks when the corpus is smaller). A
-    proxy for the full corpus that makes a dev evaluation cost seconds, not the full re-embedding."""
+    proxy for the full corpus that makes a dev evaluation cost seconds, not the full
+    re-embedding."""
     if setup.dev is None:
         return []
     if size <= 0 or size >= len(setup.chunks):  # the whole corpus
         return sorted(setup.chunks)
     pool: set[str] = set()
     for q in setup.dev.queries:
-        pool.update(sorted(setup.mined.get(q, {}), key=lambda c: -setup.mined[q][c])[:depth])
+        pool.update(ranked(setup.mined.get(q, {}))[:depth])
     rel_docs = {d for g in setup.dev.qrels.values() for d, v in g.items() if v > 0}
     pool.update(c for c, ch in setup.chunks.items() if ch.doc_id in rel_docs)
     rest = sorted(set(setup.chunks) - pool)
@@ -61,8 +64,8 @@ def dev_pool(setup: TrainingSetup, size: int, depth: int, seed: int) -> list[str
 def dense_run(st: Any, queries: dict[str, str], texts: dict[str, str], query_prompt: str | None,
               doc_prompt: str | None, batch_size: int, k: int = 100) -> Run:
     ids = list(texts)
-    kw: dict[str, Any] = dict(batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                              show_progress_bar=False)
+    kw: dict[str, Any] = dict(batch_size=batch_size, normalize_embeddings=True,
+                              convert_to_numpy=True, show_progress_bar=False)
     d = st.encode([texts[i] for i in ids], prompt=doc_prompt, **kw)
     qids = list(queries)
     q = st.encode([queries[i] for i in qids], prompt=query_prompt, **kw)
@@ -74,7 +77,6 @@ def dense_run(st: Any, queries: dict[str, str], texts: dict[str, str], query_pro
 def train_embedder(cfg: DictConfig) -> dict[str, Any]:
     """Train, select on dev, save; returns the summary written to ``train_metrics.json`` plus
     ``"model"``, the trained SentenceTransformer (LoRA merged)."""
-    import torch
     from sentence_transformers import (
         SentenceTransformerTrainer,
         SentenceTransformerTrainingArguments,
@@ -84,16 +86,16 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
         MultipleNegativesRankingLoss,
     )
 
-    from datasets import Dataset  # type: ignore[attr-defined]  # mypy sees the project's datasets/ folder
+    # mypy sees the project's datasets/ folder
+    from datasets import Dataset  # type: ignore[attr-defined]
 
     tcfg = cfg.train
-    torch.manual_seed(int(tcfg.seed))
-    out_dir = Path(str(tcfg.output_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_dir(cfg)
     base = instantiate(cfg.embedder, "embedder")
-    if not hasattr(base, "model_name"):
-        raise ConfigError(f"train embedder needs a sentence-transformers embedder, got {type(base).__name__} "
-                          "(embedder=minilm, e5_small or sentence_transformer embedder.model=...)")
+    if not isinstance(base, SentenceTransformerEmbedder):
+        raise ConfigError(f"train embedder needs a sentence-transformers embedder, got "
+                          f"{type(base).__name__} (embedder=minilm, e5_small or "
+                          "sentence_transformer embedder.model=...)")
     setup = prepare(cfg)
     st = base.model
     qp, dp = base.query_prompt, base.document_prompt
@@ -115,7 +117,8 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
     if loss_name == "mnrl":
         loss = MultipleNegativesRankingLoss(st, scale=float(tcfg.scale))
     elif loss_name == "cached_mnrl":
-        loss = CachedMultipleNegativesRankingLoss(st, scale=float(tcfg.scale), mini_batch_size=int(tcfg.mini_batch_size))
+        loss = CachedMultipleNegativesRankingLoss(st, scale=float(tcfg.scale),
+                                                  mini_batch_size=int(tcfg.mini_batch_size))
     else:
         raise ConfigError(f"train.loss must be mnrl or cached_mnrl, got {loss_name!r}")
 
@@ -127,17 +130,10 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
         run = dense_run(st, dev_queries, pool_texts, qp, dp, int(tcfg.eval_batch_size))
         return doc_metrics(run, setup.chunks, setup.dev)  # type: ignore[arg-type]
 
-    tracker = instantiate(cfg.tracking, "tracking") if cfg.get("tracking") else None
-    params = {"train": copy_config(tcfg), "embedder": copy_config(cfg.embedder),
-              "dataset": copy_config(cfg.dataset), "retrievers": list(cfg.retrievers),
-              "chunker": copy_config(cfg.chunker), **setup.info}
-    tags = {"task": "train_embedder", "dataset": setup.train.name, "split": setup.train.split,
-            "dataset_fingerprint": setup.train.fingerprint}
-    run_name = cfg.get("run_name") or f"train embedder {base.model_name} ({'lora' if use_lora else 'full'})"
-
     def run(mlflow: Any) -> dict[str, Any]:
         metric = str(tcfg.dev_metric)
-        sel = DevSelection(st, evaluate_dev, metric, int(tcfg.eval_steps), mlflow, trainable_only=use_lora)
+        sel = DevSelection(st, evaluate_dev, metric, int(tcfg.eval_steps), mlflow,
+                           trainable_only=use_lora)
         if dev_queries:
             sel.evaluate(0)
         args = SentenceTransformerTrainingArguments(
@@ -147,44 +143,47 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
         t0 = time.perf_counter()
         result = trainer.train()
         train_seconds = time.perf_counter() - t0
-        best_step = sel.restore_best() if dev_queries and tcfg.select_best else result.global_step
+        select = dev_queries and tcfg.select_best
+        best_step = sel.restore_best() if select else result.global_step
+        per_second = len(train_ds) * float(tcfg.epochs) / train_seconds if tcfg.max_steps < 0 \
+            else result.global_step * int(tcfg.batch_size) / train_seconds
         summary: dict[str, Any] = {
             "train_seconds": train_seconds, "steps": result.global_step, "best_step": best_step,
-            "train_loss": float(result.training_loss), "trainable_params": n_trainable, "total_params": n_total,
-            "examples_per_second": len(train_ds) * float(tcfg.epochs) / train_seconds if tcfg.max_steps < 0 else
-            result.global_step * int(tcfg.batch_size) / train_seconds,
+            "train_loss": float(result.training_loss), "trainable_params": n_trainable,
+            "total_params": n_total, "examples_per_second": per_second,
             "dev_search_chunks": len(pool), **setup.info}
         if sel.history:
             first, best = sel.history[0], max(sel.history, key=lambda h: h[metric])
-            summary.update({f"dev_start/{metric}": first[metric], f"dev_best/{metric}": best[metric]})
+            summary.update({f"dev_start/{metric}": first[metric],
+                            f"dev_best/{metric}": best[metric]})
             summary["dev_history"] = sel.history
         summary["loss_curve"] = sel.losses
-        save(st, base, out_dir, use_lora, summary)
-        if mlflow is not None:
-            mlflow.log_metrics({k.replace("@", "_at_"): float(v) for k, v in summary.items()
-                                if isinstance(v, (int, float))})
-            mlflow.log_artifact(str(out_dir / "train_metrics.json"))
-            mlflow.log_artifact(str(out_dir / "adapter" / ADAPTER_META if use_lora else
-                                    out_dir / "merged" / ADAPTER_META))
+        save(st, base, out_dir, use_lora)
+        meta = out_dir / "adapter" / ADAPTER_META if use_lora else out_dir / "merged" / ADAPTER_META
+        write_summary(mlflow, summary, out_dir, [meta])
         return summary
 
-    if tracker is not None:
-        with tracker.active_run(run_name, params, tags) as mlflow:
-            summary = run(mlflow)
-    else:
-        summary = run(None)
-    print(f"\ntrained {base.model_name} ({'LoRA' if use_lora else 'full'}) on {setup.info['n_examples']} pairs, "
-          f"{summary['steps']} steps in {summary['train_seconds']:.1f} s; best dev step {summary['best_step']}")
+    run_name = cfg.get("run_name") or \
+        f"train embedder {base.model_name} ({'lora' if use_lora else 'full'})"
+    summary = tracked_run(cfg, setup, "train_embedder", run_name, run,
+                          embedder=copy_config(cfg.embedder))
+    print(f"\ntrained {base.model_name} ({'LoRA' if use_lora else 'full'}) on "
+          f"{setup.info['n_examples']} pairs, {summary['steps']} steps in "
+          f"{summary['train_seconds']:.1f} s; best dev step {summary['best_step']}")
     for key in (k for k in summary if k.startswith(("dev_start", "dev_best"))):
         print(f"  {key}: {summary[key]:.4f}")
     if use_lora:
-        print(f"  adapter: {out_dir / 'adapter'}   (embedder=lora embedder.adapter={out_dir / 'adapter'})")
-    print(f"  merged:  {out_dir / 'merged'}   (embedder=sentence_transformer embedder.model={out_dir / 'merged'})")
-    return {**summary, "model": st}  # the trained model (merged) for in-process callers; not in the JSON
+        print(f"  adapter: {out_dir / 'adapter'}   "
+              f"(embedder=lora embedder.adapter={out_dir / 'adapter'})")
+    print(f"  merged:  {out_dir / 'merged'}   "
+          f"(embedder=sentence_transformer embedder.model={out_dir / 'merged'})")
+    # the trained model (merged) for in-process callers; not in the JSON
+    return {**summary, "model": st}
 
 
-def save(st: Any, base: Any, out_dir: Path, use_lora: bool, summary: dict[str, Any]) -> None:
-    """The adapter (LoRA only) and the merged model, each with the prompts it was trained with."""
+def save(st: Any, base: SentenceTransformerEmbedder, out_dir: Path, use_lora: bool) -> None:
+    """The adapter (LoRA only) and the merged model, each with the prompts it was trained
+    with."""
     meta = {"base_model": base.model_name, "query_prompt": base.query_prompt,
             "document_prompt": base.document_prompt, "max_seq_length": base.max_seq_length,
             "normalize": base.normalize, "trained_with": "rag-lab train embedder"}
@@ -196,17 +195,3 @@ def save(st: Any, base: Any, out_dir: Path, use_lora: bool, summary: dict[str, A
     merged = out_dir / "merged"
     st.save(str(merged))
     (merged / ADAPTER_META).write_text(json.dumps({**meta, "merged": True}, indent=2))
-    (out_dir / "train_metrics.json").write_text(json.dumps(summary, indent=2, default=float))
-
-
-@hydra.main(config_path=str(PROJECT_ROOT / "conf"), config_name="train_embedder", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    try:
-        train_embedder(cfg)
-    except RagLabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    main()

@@ -13,29 +13,18 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-import hydra
 import numpy as np
 from omegaconf import DictConfig
 
-from rag_lab import PROJECT_ROOT
-from rag_lab.embedder.models import resolve_model
-from rag_lab.errors import ConfigError, RagLabError
-from rag_lab.pipeline import instantiate
+from rag_lab.errors import ConfigError
+from rag_lab.models import resolve_model
+from rag_lab.ranking import ranked
 from rag_lab.reranker.cross_encoder import RERANKER_META, interpolate
-from rag_lab.train.common import (
-    DevSelection,
-    TrainingSetup,
-    copy_config,
-    doc_metrics,
-    lora_config,
-    prepare,
-    training_args_common,
-)
+from rag_lab.train import common
+from rag_lab.train.common import DevSelection, TrainingSetup
 from rag_lab.types import Run
 
 log = logging.getLogger("rag_lab.train.reranker")
@@ -49,9 +38,9 @@ class DevReranking:
     def __init__(self, setup: TrainingSetup, depth: int, batch_size: int, metric: str) -> None:
         assert setup.dev is not None
         self.setup, self.depth, self.batch_size, self.metric = setup, depth, batch_size, metric
-        self.heads = {q: sorted(setup.mined.get(q, {}), key=lambda c: -setup.mined[q][c])[:depth]
-                      for q in setup.dev.queries}
-        self.pairs = [(setup.dev.queries[q].text, setup.chunks[c].index_text) for q, h in self.heads.items() for c in h]
+        self.heads = {q: ranked(setup.mined.get(q, {}))[:depth] for q in setup.dev.queries}
+        self.pairs = [(setup.dev.queries[q].text, setup.chunks[c].index_text)
+                      for q, h in self.heads.items() for c in h]
         self.last_scores: np.ndarray | None = None
 
     def run_for(self, scores: np.ndarray, weight: float) -> Run:
@@ -61,23 +50,31 @@ class DevReranking:
             ce = scores[pos:pos + len(head)]
             first = np.array([self.setup.mined[q][c] for c in head])
             pos += len(head)
-            out[q] = {c: float(s) for c, s in zip(head, interpolate(first, ce, weight))} if head else {}
+            out[q] = {c: float(s) for c, s in zip(head, interpolate(first, ce, weight))} \
+                if head else {}
         return out
 
     def sweep_weights(self, scores: np.ndarray) -> dict[float, float]:
         dev = self.setup.dev
         assert dev is not None
-        return {w: doc_metrics(self.run_for(scores, w), self.setup.chunks, dev, (self.metric,))[self.metric]
+        return {w: common.doc_metrics(self.run_for(scores, w), self.setup.chunks, dev,
+                               (self.metric,))[self.metric]
                 for w in WEIGHTS}
 
     def __call__(self, model: Any) -> dict[str, float]:
-        scores = np.asarray(model.predict(self.pairs, batch_size=self.batch_size, show_progress_bar=False,
-                                          convert_to_numpy=True, activation_fn=None), dtype=np.float64).reshape(-1)
+        scores = np.asarray(model.predict(self.pairs, batch_size=self.batch_size,
+                                          show_progress_bar=False, convert_to_numpy=True,
+                                          activation_fn=None), dtype=np.float64).reshape(-1)
         self.last_scores = scores
         by_w = self.sweep_weights(scores)
-        best_w = max(by_w, key=lambda w: (by_w[w], -w))  # ties: the more conservative weight
+        best_w = best_weight(by_w)
         return {self.metric: by_w[1.0], f"{self.metric}_first_stage": by_w[0.0],
                 f"{self.metric}_interpolated": by_w[best_w], "best_interpolation": float(best_w)}
+
+
+def best_weight(by_weight: dict[float, float]) -> float:
+    """The interpolation weight with the best dev metric; ties: the more conservative (lower)."""
+    return max(by_weight, key=lambda w: (by_weight[w], -w))
 
 
 def train_reranker(cfg: DictConfig) -> dict[str, Any]:
@@ -92,22 +89,24 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
         MultipleNegativesRankingLoss,
     )
 
-    from datasets import Dataset  # type: ignore[attr-defined]  # mypy sees the project's datasets/ folder
+    # mypy sees the project's datasets/ folder
+    from datasets import Dataset  # type: ignore[attr-defined]
 
     tcfg = cfg.train
-    torch.manual_seed(int(tcfg.seed))
-    out_dir = Path(str(tcfg.output_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    setup = prepare(cfg)
+    out_dir = common.output_dir(cfg)
+    setup = common.prepare(cfg)
     if setup.dev is None:
-        raise ConfigError("reranker training selects checkpoints on dev: set train.dev_fraction > 0 or train.dev_split")
+        raise ConfigError("reranker training selects checkpoints on dev: set "
+                          "train.dev_fraction > 0 or train.dev_split")
     base_path = resolve_model(str(tcfg.model))
-    ce = CrossEncoder(base_path, num_labels=1, max_length=int(tcfg.max_length), device=str(tcfg.device))
+    ce = CrossEncoder(base_path, num_labels=1, max_length=int(tcfg.max_length),
+                      device=str(tcfg.device))
     use_lora = bool(tcfg.lora.enabled)
     if use_lora:
         import peft
 
-        ce[0].model = peft.get_peft_model(ce[0].model, lora_config(tcfg.lora, task_type="SEQ_CLS"))
+        lora = common.lora_config(tcfg.lora, task_type="SEQ_CLS")
+        ce[0].model = peft.get_peft_model(ce[0].model, lora)
     n_neg = int(tcfg.negatives.num)
     loss_name = str(tcfg.loss)
     if loss_name == "mnrl":
@@ -115,8 +114,9 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
                                       "positive": [e.positive for e in setup.examples]}
         for i in range(n_neg):
             cols[f"negative_{i + 1}"] = [e.negatives[i] for e in setup.examples]
-        loss: Any = MultipleNegativesRankingLoss(ce, num_negatives=int(tcfg.in_batch_negatives),
-                                                scale=float(tcfg.scale))  # type: ignore[arg-type]
+        loss: Any = MultipleNegativesRankingLoss(
+            ce, num_negatives=int(tcfg.in_batch_negatives),
+            scale=float(tcfg.scale))  # type: ignore[arg-type]
         sampler = "no_duplicates"
     elif loss_name == "bce":
         cols = {"query": [], "document": [], "label": []}
@@ -133,20 +133,14 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
     metric = str(tcfg.dev_metric)
     dev_eval = DevReranking(setup, int(tcfg.rerank_depth), int(tcfg.eval_batch_size), metric)
 
-    tracker = instantiate(cfg.tracking, "tracking") if cfg.get("tracking") else None
-    params = {"train": copy_config(tcfg), "dataset": copy_config(cfg.dataset), "retrievers": list(cfg.retrievers),
-              "chunker": copy_config(cfg.chunker), **setup.info}
-    tags = {"task": "train_reranker", "dataset": setup.train.name, "split": setup.train.split,
-            "dataset_fingerprint": setup.train.fingerprint}
-    run_name = cfg.get("run_name") or f"train reranker {tcfg.model} ({loss_name}{', lora' if use_lora else ''})"
-
     def run(mlflow: Any) -> dict[str, Any]:
-        sel = DevSelection(ce, lambda: dev_eval(ce), str(tcfg.select_on), int(tcfg.eval_steps), mlflow,
-                           trainable_only=use_lora)
+        sel = DevSelection(ce, lambda: dev_eval(ce), str(tcfg.select_on), int(tcfg.eval_steps),
+                           mlflow, trainable_only=use_lora)
         sel.evaluate(0)
-        args = CrossEncoderTrainingArguments(**training_args_common(tcfg, str(out_dir / "trainer")),
-                                             batch_sampler=sampler)
-        trainer = CrossEncoderTrainer(model=ce, args=args, train_dataset=train_ds, loss=loss, callbacks=[sel])
+        common_args = common.training_args_common(tcfg, str(out_dir / "trainer"))
+        args = CrossEncoderTrainingArguments(**common_args, batch_sampler=sampler)
+        trainer = CrossEncoderTrainer(model=ce, args=args, train_dataset=train_ds, loss=loss,
+                                      callbacks=[sel])
         t0 = time.perf_counter()
         result = trainer.train()
         train_seconds = time.perf_counter() - t0
@@ -155,55 +149,41 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
         dev_eval(ce)
         assert dev_eval.last_scores is not None
         by_w = dev_eval.sweep_weights(dev_eval.last_scores)
-        weight = max(by_w, key=lambda w: (by_w[w], -w)) if tcfg.interpolation is None else float(tcfg.interpolation)
-        pairs_per_epoch = len(setup.examples) * (1 + n_neg + (int(tcfg.in_batch_negatives) if loss_name == "mnrl" else 0))
+        weight = best_weight(by_w) if tcfg.interpolation is None else float(tcfg.interpolation)
+        in_batch = int(tcfg.in_batch_negatives) if loss_name == "mnrl" else 0
+        pairs_per_epoch = len(setup.examples) * (1 + n_neg + in_batch)
+        epochs = float(tcfg.epochs if tcfg.max_steps < 0 else 1)
         summary: dict[str, Any] = {
             "train_seconds": train_seconds, "steps": result.global_step, "best_step": best_step,
             "train_loss": float(result.training_loss), "interpolation": weight,
-            "pairs_per_second": pairs_per_epoch * result.global_step / max(1, trainer.state.max_steps) *
-            float(tcfg.epochs if tcfg.max_steps < 0 else 1) / train_seconds,
+            "pairs_per_second": pairs_per_epoch * result.global_step
+            / max(1, trainer.state.max_steps) * epochs / train_seconds,
             f"dev/{metric}_first_stage": by_w[0.0], f"dev/{metric}_reranker_only": by_w[1.0],
-            f"dev/{metric}_interpolated": by_w[weight], "dev_by_interpolation": {str(k): v for k, v in by_w.items()},
+            f"dev/{metric}_interpolated": by_w[weight],
+            "dev_by_interpolation": {str(k): v for k, v in by_w.items()},
             "dev_history": sel.history, "loss_curve": sel.losses, **setup.info}
         model_dir = out_dir / "model"
         if use_lora:
             ce[0].model = ce[0].model.merge_and_unload()
         ce.save_pretrained(str(model_dir))
-        meta = {"interpolation": weight, "base_model": str(tcfg.model), "first_stage": list(cfg.retrievers),
-                "rerank_depth": int(tcfg.rerank_depth), "dev_metric": metric,
+        meta = {"interpolation": weight, "base_model": str(tcfg.model),
+                "first_stage": list(cfg.retrievers), "rerank_depth": int(tcfg.rerank_depth),
+                "dev_metric": metric,
                 "dev": {k: v for k, v in summary.items() if k.startswith("dev/")},
                 "trained_with": "rag-lab train reranker"}
         (model_dir / RERANKER_META).write_text(json.dumps(meta, indent=2))
-        (out_dir / "train_metrics.json").write_text(json.dumps(summary, indent=2, default=float))
-        if mlflow is not None:
-            mlflow.log_metrics({k.replace("@", "_at_"): float(v) for k, v in summary.items()
-                                if isinstance(v, (int, float))})
-            mlflow.log_artifact(str(out_dir / "train_metrics.json"))
-            mlflow.log_artifact(str(model_dir / RERANKER_META))
+        common.write_summary(mlflow, summary, out_dir, [model_dir / RERANKER_META])
         return summary
 
-    if tracker is not None:
-        with tracker.active_run(run_name, params, tags) as mlflow:
-            summary = run(mlflow)
-    else:
-        summary = run(None)
-    print(f"\ntrained a cross-encoder from {tcfg.model} on {setup.info['n_examples']} examples ({loss_name}), "
-          f"{summary['steps']} steps in {summary['train_seconds']:.1f} s; kept step {summary['best_step']}")
+    run_name = cfg.get("run_name") or \
+        f"train reranker {tcfg.model} ({loss_name}{', lora' if use_lora else ''})"
+    summary = common.tracked_run(cfg, setup, "train_reranker", run_name, run)
+    print(f"\ntrained a cross-encoder from {tcfg.model} on {setup.info['n_examples']} examples "
+          f"({loss_name}), {summary['steps']} steps in {summary['train_seconds']:.1f} s; "
+          f"kept step {summary['best_step']}")
     for key in (k for k in summary if k.startswith("dev/")):
         print(f"  {key}: {summary[key]:.4f}")
     print(f"  interpolation (chosen on dev): {summary['interpolation']}")
-    print(f"  model: {out_dir / 'model'}   (reranker=cross_encoder reranker.model={out_dir / 'model'})")
+    print(f"  model: {out_dir / 'model'}   "
+          f"(reranker=cross_encoder reranker.model={out_dir / 'model'})")
     return summary
-
-
-@hydra.main(config_path=str(PROJECT_ROOT / "conf"), config_name="train_reranker", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    try:
-        train_reranker(cfg)
-    except RagLabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    main()

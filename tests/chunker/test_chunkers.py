@@ -6,17 +6,19 @@ from __future__ import annotations
 import pytest
 
 from rag_lab.chunker import Chunker, FixedSizeChunker, NoneChunker, RecursiveChunker
-from rag_lab.chunker.fixed_size import TOKEN
 from rag_lab.parser.markdown import heading_sections
+from rag_lab.text import TOKEN
 from rag_lab.types import Document
 
-ZH_SENTENCES = [f"第{i}步：检查主轴轴承润滑和冷却液流量，确认温度低于{60 + i}度。" for i in range(1, 21)]
+ZH_SENTENCES = [f"第{i}步：检查主轴轴承润滑和冷却液流量，确认温度低于{60 + i}度。"
+                for i in range(1, 21)]
 
 BODY = (
     "Service notes for the HX-200 unit. Read them before maintenance.\n\n"
     "# HX-200 液压站\n\n"
     "## E102 油温过高\n\n"
-    "Fault E102 means the hydraulic oil is too hot. The unit stops when oil temperature exceeds 70 °C. "
+    "Fault E102 means the hydraulic oil is too hot. "
+    "The unit stops when oil temperature exceeds 70 °C. "
     "Check the cooling fan and the oil level. Replace the filter if it is clogged.\n\n"
     + "".join(ZH_SENTENCES) + "\n\n"
     "- 检查风扇\n- 检查油位\n- Check the relief valve\n\n"
@@ -48,13 +50,15 @@ def test_span_contract(name):
     docs = [make_doc("a"), make_doc("b/c", "# Other\n\nShort text.\n")]
     chunks = chunker.chunk(docs)
     by_doc = {d.doc_id: [c for c in chunks if c.doc_id == d.doc_id] for d in docs}
-    assert [c.doc_id for c in chunks] == [c.doc_id for d in docs for c in by_doc[d.doc_id]]  # doc order
+    # document order
+    assert [c.doc_id for c in chunks] == [c.doc_id for d in docs for c in by_doc[d.doc_id]]
     for doc in docs:
         mine = by_doc[doc.doc_id]
         assert mine, doc.doc_id
         assert [c.chunk_id for c in mine] == [f"{doc.doc_id}#{i}" for i in range(len(mine))]
         starts = [c.start for c in mine]
-        assert starts == sorted(starts) and len(set(starts)) == len(starts)  # text order, no duplicates
+        # text order, no duplicates
+        assert starts == sorted(starts) and len(set(starts)) == len(starts)
         for c in mine:
             assert c.text == doc.text[c.start:c.end]
             assert c.text and c.text == c.text.strip()
@@ -105,7 +109,8 @@ def test_fixed_tokens_windows_by_formula():
     toks = [m.span() for m in TOKEN.finditer(doc.text)]
     chunks = FixedSizeChunker(size=size, overlap=overlap, unit="tokens").chunk([doc])
     starts = range(0, len(toks) - overlap, size - overlap)
-    assert [(c.start, c.end) for c in chunks] == [(toks[i][0], toks[min(i + size, len(toks)) - 1][1]) for i in starts]
+    assert [(c.start, c.end) for c in chunks] == [
+        (toks[i][0], toks[min(i + size, len(toks)) - 1][1]) for i in starts]
     for a, b in zip(chunks, chunks[1:], strict=False):
         assert len(TOKEN.findall(a.text)) == size
         assert len(TOKEN.findall(doc.text[b.start:a.end])) == overlap
@@ -116,7 +121,8 @@ def test_fixed_tokens_windows_by_formula():
 
 def test_recursive_respects_max_chars_and_headings():
     doc = make_doc()
-    for chunker in (RecursiveChunker(max_chars=150), RecursiveChunker(max_chars=150, overlap_chars=60),
+    for chunker in (RecursiveChunker(max_chars=150),
+                    RecursiveChunker(max_chars=150, overlap_chars=60),
                     RecursiveChunker(max_chars=40)):
         chunks = chunker.chunk([doc])
         assert max(len(c.text) for c in chunks) <= chunker.max_chars
@@ -195,7 +201,8 @@ def test_slicing_chunkers_cover_every_character(name):
 
 
 def test_recursive_covers_all_but_bodyless_headings():
-    text = "Preamble line one.\nPreamble line two.\n\n# A\n## B\n\nbody under B.\n\n## C\n\nbody under C.\n"
+    text = ("Preamble line one.\nPreamble line two.\n\n# A\n## B\n\nbody under B.\n\n"
+            "## C\n\nbody under C.\n")
     doc = Document("d", text, "", {}, heading_sections(text))
     cov = covered(doc, RecursiveChunker(max_chars=30).chunk([doc]))
     bodyless = range(text.index("# A"), text.index("## B"))

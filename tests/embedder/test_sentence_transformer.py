@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rag_lab.cache import StageCache
 from rag_lab.embedder import SentenceTransformerEmbedder, resolve_model
 from rag_lab.errors import ConfigError
 from rag_lab.retrievers import DenseRetriever
@@ -60,10 +61,12 @@ def test_dense_retrieval_on_toy(minilm, toy_chunks):
 
 
 def test_embedding_cache_hit_skips_the_encoder(minilm, toy_chunks, tmp_path):
-    first = DenseRetriever(minilm, cache_dir=str(tmp_path))
+    first = DenseRetriever(minilm)
+    first.attach_cache(StageCache(tmp_path).view("embeddings"))
     first.index(toy_chunks)
     assert first.stats["embedding_cache_hit"] == 0.0
-    second = DenseRetriever(minilm, cache_dir=str(tmp_path))
+    second = DenseRetriever(minilm)
+    second.attach_cache(StageCache(tmp_path).view("embeddings"))
     calls = []
     orig = minilm.encode_documents
     minilm.encode_documents = lambda texts: calls.append(texts) or orig(texts)
@@ -72,5 +75,6 @@ def test_embedding_cache_hit_skips_the_encoder(minilm, toy_chunks, tmp_path):
     finally:
         del minilm.encode_documents
     assert calls == [] and second.stats["embedding_cache_hit"] == 1.0
+    assert second.stats["embedded_chunks"] == 0 and first.stats["embedded_chunks"] == len({c.index_text for c in toy_chunks})
     q = {"q": "compressor filter"}
     assert first.retrieve(q, 3) == second.retrieve(q, 3)

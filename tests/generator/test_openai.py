@@ -31,9 +31,11 @@ def test_sends_the_prompt_with_structured_context_and_settings(monkeypatch):
     en, zh = fake.requests
     assert en["model"] == "fake-model" and en["temperature"] == 0.0 and en["max_tokens"] == 32
     assert en["messages"][0]["content"] == PROMPTS["en"].system
-    assert "[1] doc: hx | section: Faults\nFault E102 means low oil pressure." in en["messages"][1]["content"]
+    block = "[1] doc: hx | section: Faults\nFault E102 means low oil pressure."
+    assert block in en["messages"][1]["content"]
     assert en["messages"][1]["content"].endswith("Question: What does E102 mean?\nAnswer:")
-    assert zh["messages"][0]["content"] == PROMPTS["zh"].system and "[1] 文档: zh" in zh["messages"][1]["content"]
+    assert zh["messages"][0]["content"] == PROMPTS["zh"].system
+    assert "[1] 文档: zh" in zh["messages"][1]["content"]
     assert "authorization" not in {h.lower() for h in fake.headers[0]}  # no key set: none sent
 
 
@@ -42,6 +44,23 @@ def test_no_chunks_refuses_without_a_request():
         assert gen(fake.url).generate("What does E102 mean?", []) == REFUSALS["en"]
         assert gen(fake.url).request("q", []) is None
     assert fake.requests == []
+
+
+def test_request_is_the_body_sent_and_declares_the_cacheable_capability(monkeypatch):
+    """``request`` (``Cacheable``: what the answer stage caches under) is exactly what goes to the
+    endpoint, minus the key; the model-free baseline does not declare the capability."""
+    from rag_lab.generator import Cacheable, ExtractiveGenerator
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAI(lambda body: "ok") as fake:
+        g = gen(fake.url, max_tokens=16)
+        described = g.request("What does E102 mean?", [EN])
+        g.generate("What does E102 mean?", [EN])
+    (sent,) = fake.requests
+    assert described is not None
+    assert described["messages"] == sent["messages"] and described["max_tokens"] == 16
+    assert described["model"] == sent["model"] and described["url"] == g.client.url
+    assert isinstance(g, Cacheable) and not isinstance(ExtractiveGenerator(), Cacheable)
 
 
 def test_api_key_comes_from_the_named_variable_and_is_not_kept(monkeypatch):
@@ -61,7 +80,8 @@ def test_a_key_pasted_where_the_variable_name_belongs_is_refused_without_echo():
 
 
 def test_transient_failures_are_retried():
-    replies = iter([(500, {"error": "busy"}), (200, "{not json"), (200, {"choices": []}), "Low oil pressure."])
+    replies = iter([(500, {"error": "busy"}), (200, "{not json"), (200, {"choices": []}),
+                    "Low oil pressure."])
     with FakeOpenAI(lambda body: next(replies)) as fake:
         g = gen(fake.url, retries=3)
         assert g.generate("q?", [EN]) == "Low oil pressure."
@@ -71,7 +91,8 @@ def test_transient_failures_are_retried():
 def test_retries_spent_raise_naming_the_url():
     with FakeOpenAI(lambda body: (503, "overloaded")) as fake:
         g = gen(fake.url, retries=1)
-        with pytest.raises(EndpointError, match=r"/v1/chat/completions: HTTP 503: overloaded after 2 attempt"):
+        with pytest.raises(EndpointError,
+                           match=r"/v1/chat/completions: HTTP 503: overloaded after 2 attempt"):
             g.generate("q?", [EN])
     assert len(fake.requests) == 2
 
@@ -100,8 +121,8 @@ def test_timeout_is_retried_then_reported():
             gen(fake.url, retries=1, timeout=0.2).generate("q?", [EN])
 
 
-@pytest.mark.parametrize("kw", [{"base_url": "localhost:8000"}, {"max_tokens": 0}, {"language": "fr"},
-                                {"timeout": 0}])
+@pytest.mark.parametrize("kw", [{"base_url": "localhost:8000"}, {"max_tokens": 0},
+                                {"language": "fr"}, {"timeout": 0}])
 def test_bad_arguments(kw):
     args = {"base_url": "http://127.0.0.1:1/v1", "model": "m", **kw}
     with pytest.raises((ConfigError, ValueError)):

@@ -14,7 +14,8 @@ from rag_lab.types import Chunk
 
 torch = pytest.importorskip("torch")
 
-WORDS = "fault e102 means low oil pressure context question answer system user assistant the a".split()
+WORDS = ("fault e102 means low oil pressure context question answer system user assistant "
+         "the a").split()
 TEMPLATE = ("{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} </s> {% endfor %}"
             "{% if add_generation_prompt %}<assistant>{% endif %}")
 EN = Chunk("hx#0", "hx", "Fault E102 means low oil pressure.", 0, 34)
@@ -24,15 +25,16 @@ def build(folder, chat_template: str | None):
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-    vocab = {w: i for i, w in enumerate(["<unk>", "</s>", "<system>", "<user>", "<assistant>", *WORDS])}
+    specials = ["<unk>", "</s>", "<system>", "<user>", "<assistant>"]
+    vocab = {w: i for i, w in enumerate([*specials, *WORDS])}
     raw = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="<unk>", eos_token="</s>")
     if chat_template:
         tok.chat_template = chat_template
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(vocab), n_positions=256, n_embd=16, n_layer=1, n_head=2,
-                                       eos_token_id=1, bos_token_id=1))
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(vocab), n_positions=256, n_embd=16,
+                                       n_layer=1, n_head=2, eos_token_id=1, bos_token_id=1))
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
@@ -50,15 +52,18 @@ def test_generates_greedily_within_the_cap(model_dirs):
     assert isinstance(g, Generator)
     out = g.chat(g.messages("What does E102 mean?", [EN]))
     assert out.completion_tokens <= 5 and out.finish_reason in ("stop", "length")
-    assert g.generate("What does E102 mean?", [EN]) == g.generate("What does E102 mean?", [EN]) == out.text.strip()
+    answer = g.generate("What does E102 mean?", [EN])
+    assert answer == g.generate("What does E102 mean?", [EN]) == out.text.strip()
     assert g.generate("What does E102 mean?", []) == REFUSALS["en"]
 
 
 def test_chat_template_when_present_plain_text_otherwise(model_dirs):
-    msgs = [{"role": "system", "content": "the system"}, {"role": "user", "content": "the question"}]
+    msgs = [{"role": "system", "content": "the system"},
+            {"role": "user", "content": "the question"}]
     chat = TransformersGenerator(model_dirs["chat"], max_new_tokens=1).chat(msgs)
     plain = TransformersGenerator(model_dirs["plain"], max_new_tokens=1).chat(msgs)
-    # template: <system> the system </s> <user> the question </s> <assistant>  (9 tokens); plain: 4 words
+    # template: <system> the system </s> <user> the question </s> <assistant>  (9 tokens);
+    # plain: 4 words
     assert (chat.prompt_tokens, plain.prompt_tokens) == (9, 4)
 
 
@@ -98,10 +103,11 @@ def test_unloadable_model_is_a_config_error(tmp_path):
 
 
 def test_conf_option_instantiates(model_dirs, tmp_path):
-    from rag_lab.pipeline import instantiate
+    from rag_lab.build import instantiate
     from tests.compose import TOY, compose_evaluate
 
     cfg = compose_evaluate(["generator=transformers", f"generator.model={model_dirs['chat']}",
-                            "generator.max_new_tokens=3", "dataset=beir", f"dataset.path={TOY}"], tmp_path)
+                            "generator.max_new_tokens=3", "dataset=beir", f"dataset.path={TOY}"],
+                           tmp_path)
     g = instantiate(cfg.generator, "generator")
     assert isinstance(g, TransformersGenerator) and g.max_new_tokens == 3 and g.gguf_file is None

@@ -11,7 +11,8 @@ from rag_lab.judge.facts import extract_facts
 
 EN = ["The HX-200 pump runs at 70 °C maximum. Replace the seal every 3,000 h. "
       "Fault E102 means low oil pressure, see clause 4.2.1.", "Keep the pressure below 8 MPa."]
-ZH = ["故障码E102表示油压过低，见第3条。最高温度为70 ℃，密封件每3000小时更换。型号HX-200的压力上限为8 MPa。"]
+ZH = ["故障码E102表示油压过低，见第3条。最高温度为70 ℃，密封件每3000小时更换。"
+      "型号HX-200的压力上限为8 MPa。"]
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,8 @@ def test_is_a_judge(judge):
 
 
 @pytest.mark.parametrize("contexts,response", [
-    (EN, "The HX-200 pump runs at 70 °C maximum. Fault E102 means low oil pressure (clause 4.2.1)."),
+    (EN, "The HX-200 pump runs at 70 °C maximum. "
+         "Fault E102 means low oil pressure (clause 4.2.1)."),
     (EN, "Replace the seal every 3000 hours; keep the pressure below 8 MPa."),
     (ZH, "故障码E102表示油压过低，见第3条。"),
     (ZH, "最高温度为70 °C。密封件每3000 h更换。"),  # ℃ == °C (NFKC), 小时 == h
@@ -63,7 +65,8 @@ def test_number_boundaries(judge):
 
 
 @pytest.mark.parametrize("contexts,response", [
-    (EN, "Fault E102 means low oil pressure. The pump was designed in Germany by a famous engineer."),
+    (EN, "Fault E102 means low oil pressure. "
+         "The pump was designed in Germany by a famous engineer."),
     (ZH, "故障码E102表示油压过低。该设备由德国著名工程师设计制造。"),
 ])
 def test_unsupported_extra_sentence_lowers_the_score(judge, contexts, response):
@@ -77,7 +80,8 @@ def test_refusals(judge):
         res = score(judge, EN, text)
         assert res.faithfulness == 1.0 and res.details["refusal"] is True
     mixed = score(judge, EN, f"{REFUSALS['en']} The pump was made by Bosch in 1990.")
-    assert mixed.details["refusal"] is False and mixed.details["n_claims"] == 1 and mixed.faithfulness == 0.0
+    assert mixed.details["refusal"] is False and mixed.details["n_claims"] == 1
+    assert mixed.faithfulness == 0.0
 
 
 def test_missing_scores(judge):
@@ -95,15 +99,17 @@ def test_threshold_is_validated():
 
 
 def test_extract_facts_kinds():
-    facts = {(f.kind, f.text) for f in extract_facts("70 °C, 3000 h, 8 MPa, 2.5, E102, SV0432, HX-200, "
-                                                     "0x1020, 4.2.1, 第3条, 364.6公里")}
+    text = "70 °C, 3000 h, 8 MPa, 2.5, E102, SV0432, HX-200, 0x1020, 4.2.1, 第3条, 364.6公里"
+    facts = {(f.kind, f.text) for f in extract_facts(text)}
     assert {("number", "70 °c"), ("number", "3000 h"), ("number", "8 mpa"), ("number", "2.5"),
             ("code", "e102"), ("code", "sv0432"), ("code", "hx-200"), ("code", "0x1020"),
             ("clause", "4.2.1"), ("clause", "第3条"), ("number", "364.6公里")} <= facts
 
 
-CODES = ["Alarm SV0432 means servo overload. Firmware v2.5 fixes it; register 0x1020 holds the count.",
-         "报警SV0432表示伺服电机过载。固件v2.5修复此问题，计数保存在寄存器0x1020。保养周期为3000小时，电压2.5 V。"]
+CODES = ["Alarm SV0432 means servo overload. Firmware v2.5 fixes it; register 0x1020 holds the "
+         "count.",
+         "报警SV0432表示伺服电机过载。固件v2.5修复此问题，计数保存在寄存器0x1020。"
+         "保养周期为3000小时，电压2.5 V。"]
 
 
 @pytest.mark.parametrize("contexts,response,missing", [

@@ -16,7 +16,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 CTX = ["fault e102 means low oil pressure .", "keep the pressure below 8 mpa ."]
-WORDS = "fault e102 means low oil pressure keep the below 8 mpa pump was made in germany . , 1990".split()
+WORDS = ("fault e102 means low oil pressure keep the below 8 mpa pump was made in germany . , "
+         "1990").split()
 
 
 def build(folder, entail_logit: float, labels=("contradiction", "neutral", "entailment")):
@@ -27,9 +28,10 @@ def build(folder, entail_logit: float, labels=("contradiction", "neutral", "enta
     vocab = folder / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
     tok = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
-    cfg = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=64, num_labels=3,
-                     id2label=dict(enumerate(labels)), label2id={n: i for i, n in enumerate(labels)})
+    cfg = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=16, num_hidden_layers=1,
+                     num_attention_heads=2, intermediate_size=32, max_position_embeddings=64,
+                     num_labels=3, id2label=dict(enumerate(labels)),
+                     label2id={n: i for i, n in enumerate(labels)})
     torch.manual_seed(0)
     model = BertForSequenceClassification(cfg)
     with torch.no_grad():
@@ -58,7 +60,8 @@ def test_entailed_sentences_are_supported(models):
     res = j.judge("q", CTX, "Fault E102 means low oil pressure. Keep the pressure below 8 MPa.")
     assert res.faithfulness == 1.0 and res.details["n_claims"] == 2
     assert res.details["entailment"] == [round(p_entail(6.0), 4)] * 2
-    assert res.details["supported_sentences"] == ["Fault E102 means low oil pressure.", "Keep the pressure below 8 MPa."]
+    assert res.details["supported_sentences"] == ["Fault E102 means low oil pressure.",
+                                                  "Keep the pressure below 8 MPa."]
 
 
 def test_not_entailed_sentences_are_unsupported(models):
@@ -68,8 +71,10 @@ def test_not_entailed_sentences_are_unsupported(models):
 
 def test_threshold_and_label_choice(models):
     # uniform logits: P = 1/3 for every label
-    assert NLIJudge(models["odd"], entailment_label="entailment", threshold=0.3).judge("q", CTX, "Oil.").faithfulness == 1.0
-    assert NLIJudge(models["odd"], entailment_label=0, threshold=0.4).judge("q", CTX, "Oil.").faithfulness == 0.0
+    by_name = NLIJudge(models["odd"], entailment_label="entailment", threshold=0.3)
+    assert by_name.judge("q", CTX, "Oil.").faithfulness == 1.0
+    by_index = NLIJudge(models["odd"], entailment_label=0, threshold=0.4)
+    assert by_index.judge("q", CTX, "Oil.").faithfulness == 0.0
     assert NLIJudge(models["odd"], entailment_label="Entailment").label_index == 0
     with pytest.raises(ConfigError, match="not a class"):
         _ = NLIJudge(models["odd"], entailment_label="entails").label_index
@@ -86,7 +91,8 @@ def test_shared_rules(models):
     j = NLIJudge(models["no"])
     assert j.judge("q", CTX, REFUSALS["zh"]).faithfulness == 1.0
     assert j.judge("q", CTX, "  ").faithfulness is None
-    assert NLIJudge(models["yes"]).judge("q", [], "Fault E102 means low oil pressure.").faithfulness == 0.0
+    res = NLIJudge(models["yes"]).judge("q", [], "Fault E102 means low oil pressure.")
+    assert res.faithfulness == 0.0
 
 
 def test_identity_names_model_weights_and_settings(models):

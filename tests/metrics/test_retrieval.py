@@ -26,12 +26,14 @@ N_DOCS = 400
 
 
 def random_qrels(rng: random.Random) -> dict[str, dict[str, int]]:
-    """1..12 judged-relevant documents per query, grades 1..3, plus 0..3 judged non-relevant (grade 0)."""
+    """1..12 judged-relevant documents per query, grades 1..3, plus 0..3 judged non-relevant
+    (grade 0)."""
     qrels = {}
     for q in range(N_QUERIES):
         n_rel = rng.randint(1, 12)
         docs = rng.sample(range(N_DOCS), n_rel + rng.randint(0, 3))
-        qrels[f"q{q:03d}"] = {f"d{d:03d}": rng.randint(1, 3) if i < n_rel else 0 for i, d in enumerate(docs)}
+        qrels[f"q{q:03d}"] = {f"d{d:03d}": rng.randint(1, 3) if i < n_rel else 0
+                              for i, d in enumerate(docs)}
     return qrels
 
 
@@ -94,7 +96,8 @@ def test_against_ranx_with_ties(graded_qrels):
     n_tied = sum(len(s) - len(set(s.values())) for s in run.values())
     assert n_tied > 1000  # ties everywhere
     ours = run_metrics(run, graded_qrels, RANX_METRICS)
-    assert_matches_ranx(ours, ranx_per_query(graded_qrels, tie_free(run), RANX_METRICS), RANX_METRICS)
+    theirs = ranx_per_query(graded_qrels, tie_free(run), RANX_METRICS)
+    assert_matches_ranx(ours, theirs, RANX_METRICS)
 
 
 def test_ranked_is_descending_score_then_ascending_id():
@@ -105,7 +108,8 @@ def test_ranked_is_descending_score_then_ascending_id():
 def test_tie_at_top_is_broken_by_ascending_id():
     # d1 and d2 tie at the top; the relevant one (d2) has the larger id, so it ranks second
     run = {"q": {"d2": 1.0, "d1": 1.0, "d3": 0.2}}
-    m = run_metrics(run, {"q": {"d2": 1}}, ["mrr@10", "hit_rate@1", "hit_rate@2", "precision@2", "ndcg@10"])["q"]
+    names = ["mrr@10", "hit_rate@1", "hit_rate@2", "precision@2", "ndcg@10"]
+    m = run_metrics(run, {"q": {"d2": 1}}, names)["q"]
     assert m["mrr@10"] == 0.5
     assert m["hit_rate@1"] == 0.0
     assert m["hit_rate@2"] == 1.0
@@ -128,7 +132,8 @@ def test_ndcg_uses_linear_gain():
 def test_map_and_recall_by_formula():
     grades = {"a": 1, "b": 2, "c": 1, "z": 0}  # z is judged non-relevant
     ranking = ["a", "x", "b", "z", "y", "c"]
-    m = query_metrics(ranking, grades, ["map@100", "map@3", "recall@3", "recall@100", "precision@5"])
+    m = query_metrics(ranking, grades,
+                      ["map@100", "map@3", "recall@3", "recall@100", "precision@5"])
     assert m["map@100"] == pytest.approx((1 / 1 + 2 / 3 + 3 / 6) / 3)
     assert m["map@3"] == pytest.approx((1 / 1 + 2 / 3) / 3)
     assert m["recall@3"] == pytest.approx(2 / 3)
@@ -143,7 +148,8 @@ def test_noise_ratio_is_one_minus_precision_when_k_retrieved():
         if not any(g > 0 for g in grades.values()):
             grades["d0"] = 1
         ranking = [f"d{i}" for i in rng.sample(range(40), rng.randint(10, 30))]
-        m = query_metrics(ranking, grades, ["noise_ratio@5", "precision@5", "noise_ratio@10", "precision@10"])
+        m = query_metrics(ranking, grades,
+                          ["noise_ratio@5", "precision@5", "noise_ratio@10", "precision@10"])
         assert m["noise_ratio@5"] == pytest.approx(1 - m["precision@5"])
         assert m["noise_ratio@10"] == pytest.approx(1 - m["precision@10"])
 
@@ -156,7 +162,8 @@ def test_noise_ratio_over_retrieved_units_when_fewer_than_k():
 
 
 def test_unanswerable_query_ranking_metrics_nan_noise_one():
-    names = ["hit_rate@5", "recall@5", "precision@5", "mrr@10", "ndcg@10", "map@100", "noise_ratio@5"]
+    names = ["hit_rate@5", "recall@5", "precision@5", "mrr@10", "ndcg@10", "map@100",
+             "noise_ratio@5"]
     m = query_metrics(["a", "b", "c"], {"a": 0, "b": 0}, names)
     assert m["noise_ratio@5"] == 1.0
     for name in names[:-1]:
@@ -167,7 +174,8 @@ def test_unanswerable_query_ranking_metrics_nan_noise_one():
 
 
 def test_open_set_scores_zero_for_hit_precision_mrr():
-    names = ["hit_rate@5", "precision@5", "mrr@10", "recall@5", "ndcg@10", "map@100", "noise_ratio@5"]
+    names = ["hit_rate@5", "precision@5", "mrr@10", "recall@5", "ndcg@10", "map@100",
+             "noise_ratio@5"]
     m = query_metrics(["a", "b"], {}, names, open_set=True)
     assert m["hit_rate@5"] == 0.0 and m["precision@5"] == 0.0 and m["mrr@10"] == 0.0
     assert math.isnan(m["recall@5"]) and math.isnan(m["ndcg@10"]) and math.isnan(m["map@100"])
@@ -194,8 +202,8 @@ def test_query_missing_from_run_ranks_nothing():
     assert math.isnan(per_query["q"]["noise_ratio@5"])
 
 
-@pytest.mark.parametrize("name", ["ndcg", "ndcg@", "@10", "NDCG@10", "foo@10", "ndcg@-1", "ndcg@1.5",
-                                  "ndcg 10", "ndcg_at_10", "ndcg@10x", ""])
+@pytest.mark.parametrize("name", ["ndcg", "ndcg@", "@10", "NDCG@10", "foo@10", "ndcg@-1",
+                                  "ndcg@1.5", "ndcg 10", "ndcg_at_10", "ndcg@10x", ""])
 def test_parse_metric_rejects_bad_names(name):
     with pytest.raises(ValueError, match="unknown metric"):
         parse_metric(name)

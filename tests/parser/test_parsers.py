@@ -85,8 +85,8 @@ def test_markdown_front_matter_becomes_metadata(tmp_path):
 def test_markdown_heading_sections_with_paths(tmp_path):
     doc = parse_one(MarkdownParser(), write(tmp_path / "m.md", MD), tmp_path)
     paths = [s.path for s in doc.sections]
-    assert paths == [(), ("HX-200",), ("HX-200", "E102 油温过高"), ("HX-200", "E102 油温过高", "Causes"),
-                     ("HX-200", "E105")]
+    assert paths == [(), ("HX-200",), ("HX-200", "E102 油温过高"),
+                     ("HX-200", "E102 油温过高", "Causes"), ("HX-200", "E105")]
     # sections tile the body in order, each starting at its heading
     assert doc.sections[0].start == 0
     for a, b in zip(doc.sections, doc.sections[1:], strict=False):
@@ -106,7 +106,8 @@ def test_hash_inside_code_fence_is_not_a_heading():
 
 
 def test_markdown_without_front_matter_uses_path_and_h1(tmp_path):
-    doc = parse_one(MarkdownParser(), write(tmp_path / "sub" / "notes.md", "# Pump notes\n\nbody\n"), tmp_path)
+    path = write(tmp_path / "sub" / "notes.md", "# Pump notes\n\nbody\n")
+    doc = parse_one(MarkdownParser(), path, tmp_path)
     assert doc.doc_id == "sub/notes" and doc.title == "Pump notes"
     assert dict(doc.metadata) == {"source": "sub/notes.md"}
     doc = parse_one(MarkdownParser(), write(tmp_path / "plain.md", "no heading here\n"), tmp_path)
@@ -144,12 +145,15 @@ def test_jsonl_records_extra_fields_become_metadata(tmp_path):
              "priority": 2, "site": "Plant A", "metadata": {"language": "en"}},
             {"ticket": "T-2", "subject": "Leak", "notes": "hose"}]
     path = write(tmp_path / "tickets.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n\n")
-    parser = JsonlRecordsParser(id_field="ticket", text_fields=("body", "notes"), title_field="subject")
+    parser = JsonlRecordsParser(id_field="ticket", text_fields=("body", "notes"),
+                                title_field="subject")
     d1, d2 = parser.parse(path, tmp_path)
     assert (d1.doc_id, d1.title, d1.text) == ("T-1", "Pump noise", "Grinding noise\n\nbearing")
-    assert dict(d1.metadata) == {"priority": 2, "site": "Plant A", "language": "en", "source": "tickets.jsonl"}
+    assert dict(d1.metadata) == {"priority": 2, "site": "Plant A", "language": "en",
+                                 "source": "tickets.jsonl"}
     assert d2.text == "hose"  # missing text fields are skipped
-    no_extra = JsonlRecordsParser(id_field="ticket", text_fields=("body",), extra_fields_as_metadata=False)
+    no_extra = JsonlRecordsParser(id_field="ticket", text_fields=("body",),
+                                  extra_fields_as_metadata=False)
     d = next(iter(no_extra.parse(path, tmp_path)))
     assert dict(d.metadata) == {"language": "en", "source": "tickets.jsonl"}
 
@@ -207,7 +211,8 @@ def test_auto_parser_dispatches_by_suffix(tmp_path):
     txt = write(tmp_path / "b.txt", "text body\n")
     jl = write(tmp_path / "c.jsonl", '{"_id": "rec1", "text": "record body"}\n')
     other = write(tmp_path / "d.csv", "x,y\n")
-    auto = AutoParser({".md": MarkdownParser(), "txt": PlainTextParser(), ".jsonl": JsonlRecordsParser()})
+    auto = AutoParser({".md": MarkdownParser(), "txt": PlainTextParser(),
+                       ".jsonl": JsonlRecordsParser()})
     assert set(auto.suffixes) == {".md", ".txt", ".jsonl"}
     docs = parse_corpus(auto, [md, txt, jl, other], tmp_path)
     assert [(d.doc_id, d.title) for d in docs] == [("a", "Title A"), ("b", "b"), ("rec1", "")]

@@ -61,8 +61,9 @@ def test_randomization_matches_scipy_permutation_test() -> None:
     base = rng.random(40)
     a, b = base + rng.normal(0.015, 0.1, 40), base
     p = randomization_test(a, b, n_permutations=20000, seed=9)
-    ref = sps.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), vectorized=True,
-                               permutation_type="samples", alternative="two-sided", n_resamples=20000,
+    ref = sps.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis),
+                               vectorized=True, permutation_type="samples",
+                               alternative="two-sided", n_resamples=20000,
                                random_state=np.random.default_rng(10)).pvalue
     assert 0.05 < ref < 0.5  # a sample where the p-value is neither saturated nor trivially small
     assert p == pytest.approx(ref, abs=0.02)
@@ -86,7 +87,8 @@ def test_nan_pairs_are_dropped() -> None:
     b = np.array([0.1, 0.5, np.nan, 0.2, 0.3, np.nan])
     keep = np.isfinite(a) & np.isfinite(b)
     assert paired_bootstrap_ci(a)[0] == pytest.approx(np.nanmean(a))
-    assert paired_bootstrap_diff_ci(a, b, seed=1) == paired_bootstrap_diff_ci(a[keep], b[keep], seed=1)
+    assert paired_bootstrap_diff_ci(a, b, seed=1) == paired_bootstrap_diff_ci(a[keep], b[keep],
+                                                                              seed=1)
     assert randomization_test(a, b, seed=1) == randomization_test(a[keep], b[keep], seed=1)
     assert all(math.isnan(v) for v in paired_bootstrap_ci(np.array([np.nan, np.nan])))
     assert math.isnan(randomization_test(np.array([np.nan]), np.array([1.0])))
@@ -112,9 +114,11 @@ def test_chunked_draws_match_a_single_block(monkeypatch: pytest.MonkeyPatch) -> 
 
     rng = np.random.default_rng(14)
     a, b = rng.random(64), rng.random(64) - 0.05
-    big = st.randomization_test(a, b, n_permutations=4000, seed=0), st.paired_bootstrap_ci(a, seed=0)
+    big = (st.randomization_test(a, b, n_permutations=4000, seed=0),
+           st.paired_bootstrap_ci(a, seed=0))
     monkeypatch.setattr(st, "_CHUNK_ELEMENTS", 64 * 7)  # 7 rows per block, 572 blocks
-    small = st.randomization_test(a, b, n_permutations=4000, seed=0), st.paired_bootstrap_ci(a, seed=0)
+    small = (st.randomization_test(a, b, n_permutations=4000, seed=0),
+             st.paired_bootstrap_ci(a, seed=0))
     assert small[0] == pytest.approx(big[0], abs=0.03)
     assert small[1][1:] == pytest.approx(big[1][1:], abs=0.02)
 

@@ -18,9 +18,9 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
 
 
 def sweep(tmp_path: Path, *args: str, name: str = "sweep") -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "rag_lab.cli", "evaluate", "-m", "dataset=beir", f"dataset.path={TOY}",
-           "tokenizer=jieba", "embedder=hashing", f"hydra.sweep.dir={tmp_path / name}",
-           f"paths.experiments={tmp_path / 'exp'}", *args]
+    cmd = [sys.executable, "-m", "rag_lab.cli", "evaluate", "-m", "dataset=beir",
+           f"dataset.path={TOY}", "tokenizer=jieba", "embedder=hashing",
+           f"hydra.sweep.dir={tmp_path / name}", f"paths.experiments={tmp_path / 'exp'}", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
 
 
@@ -63,13 +63,24 @@ def test_selecting_on_the_test_split_is_refused(tmp_path):
     assert not (tmp_path / "sweep" / "0" / "metrics.json").exists()
 
 
+def test_optuna_direction_against_the_metric_is_refused(tmp_path):
+    """``ndcg@10`` with ``direction=minimize`` would search for the worst configuration."""
+    proc = sweep(tmp_path, "hparams_search=fusion_weights", "dataset.split=dev",
+                 "hydra.sweeper.n_trials=1", "hydra.sweeper.direction=minimize")
+    assert proc.returncode != 0
+    assert "hydra.sweeper.direction=minimize contradicts optimized_metric=ndcg@10" in proc.stderr
+    assert not (tmp_path / "sweep" / "0" / "metrics.json").exists()
+
+
 def test_optuna_two_trials(tmp_path):
-    proc = sweep(tmp_path, "hparams_search=fusion_weights", "dataset.split=dev", "hydra.sweeper.n_trials=2")
+    proc = sweep(tmp_path, "hparams_search=fusion_weights", "dataset.split=dev",
+                 "hydra.sweeper.n_trials=2")
     assert proc.returncode == 0, proc.stderr[-3000:]
     _, parents, children = runs(tmp_path)
     assert len(parents) == 1 and len(children) == 2
     for c in children:
-        assert {"fusion.weights.dense", "fusion.weights.bm25", "fusion.normalization"} <= set(c.data.params)
+        swept = {"fusion.weights.dense", "fusion.weights.bm25", "fusion.normalization"}
+        assert swept <= set(c.data.params)
     assert len(pd.read_csv(tmp_path / "sweep" / "report" / "leaderboard.csv")) == 2
 
 
@@ -78,12 +89,16 @@ def job_metrics(sdir: Path) -> list[dict]:
 
 
 def test_chunker_sweep_embeds_each_chunk_set_once_and_rerun_is_all_hits(tmp_path):
-    args = ("dataset.split=dev", "sweep.report_winner=false", "retrievers=[dense,bm25]", "chunker=fixed_size",
-            "chunker.overlap=5", "chunker.size=40,60,80", "fusion=rrf")
+    args = ("dataset.split=dev", "sweep.report_winner=false", "retrievers=[dense,bm25]",
+            "chunker=fixed_size", "chunker.overlap=5", "chunker.size=40,60,80", "fusion=rrf")
     assert sweep(tmp_path, *args, name="a").returncode == 0
     first = job_metrics(tmp_path / "a")
-    assert sum(m["cache/embeddings/misses"] for m in first) == 3  # three distinct chunk sets
-    assert sum(m["cache/chunks/misses"] for m in first) == 3 and sum(m["cache/documents/misses"] for m in first) == 1
+    # three distinct chunk sets: each embeds its new chunk texts once (one row per text)
+    for m in first:
+        looked_up = m["cache/embeddings/misses"] + m["cache/embeddings/hits"]
+        assert m["cache/embeddings/misses"] > 0 and looked_up <= m["n_chunks"]
+    assert sum(m["cache/chunks/misses"] for m in first) == 3
+    assert sum(m["cache/documents/misses"] for m in first) == 1
     assert sweep(tmp_path, *args, "fusion=weighted", name="b").returncode == 0
     fused = job_metrics(tmp_path / "b")
     assert sum(m["cache_misses"] for m in fused) == 0  # fusion replays cached runs

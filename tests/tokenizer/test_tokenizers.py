@@ -15,7 +15,8 @@ def jieba_tok():
 def test_english_stems_and_drops_stopwords():
     tok = EnglishTokenizer()
     assert tok(["The pumps are running"]) == [["pump", "run"]]
-    assert tok(["Fault E102 means the OIL is hot", ""]) == [["fault", "e102", "mean", "oil", "hot"], []]
+    assert tok(["Fault E102 means the OIL is hot", ""]) == [
+        ["fault", "e102", "mean", "oil", "hot"], []]
 
 
 def test_english_options():

@@ -1,7 +1,6 @@
-"""Answer-side text analysis shared by generators, judges and answer metrics.
+"""Content terms of a text and which of them a context supports (generators, judges, answer
+metrics).
 
-- ``split_sentences``: lines, then the recursive chunker's sentence rule (``. ! ?`` + space,
-  Chinese ``。！？；``), so a "sentence" means the same thing when chunking and when judging.
 - ``ContentTerms``: content terms of a text (jieba exact segmentation, lower-cased, stopwords and
   punctuation dropped, English words stemmed so "pumps" matches "pump").
 - ``TermSupport``: which terms of a sentence a context contains. A Chinese term counts when it is a
@@ -14,41 +13,30 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from rag_lab.chunker.fixed_size import _CJK
-from rag_lab.chunker.recursive import BOUNDARIES
-from rag_lab.metrics.relevance import normalise_text
-from rag_lab.tokenizer.base import Tokenizer
+from rag_lab.text.normalise import normalise_text
+from rag_lab.text.patterns import has_cjk
 
-CJK_CHAR = re.compile(f"[{_CJK}]")
-_SENTENCE = BOUNDARIES[4]  # the recursive chunker's sentence boundary
+if TYPE_CHECKING:
+    from rag_lab.tokenizer.base import Tokenizer
+
 _LATIN_WORD = re.compile(r"[a-z]+")
 
 # Function words that carry no claim. "no"/"not"/"不"/"没有" are deliberately absent: a negation
 # added to an answer must count as an unsupported term.
 _STOP_EN = frozenset((
-    "a an and are as at be been but by can could did do does for from had has have how if in into is it "
-    "its may might must of on or shall should so such than that the their them then there these they "
-    "this those to was were what when where which who whom whose why will with would you your i we our"
+    "a an and are as at be been but by can could did do does for from had has have how if in into "
+    "is it its may might must of on or shall should so such than that the their them then there "
+    "these they this those to was were what when where which who whom whose why will with would "
+    "you your i we our"
 ).split())
 _STOP_ZH = frozenset((
-    "的 地 得 了 着 过 是 在 和 与 及 或 而 并 也 都 就 又 被 把 将 对 从 向 于 以 为 由 其 之 这 那 这个 那个 "
-    "这些 那些 该 此 吗 呢 吧 啊 呀 么 什么 哪 哪个 哪些 哪里 哪儿 谁 多少 几 怎么 怎样 如何 为什么 请 "
-    "一个 一种 有 个 所 则 即 等 上 中 下"
+    "的 地 得 了 着 过 是 在 和 与 及 或 而 并 也 都 就 又 被 把 将 对 从 向 于 以 为 "
+    "由 其 之 这 那 这个 那个 这些 那些 该 此 吗 呢 吧 啊 呀 么 什么 哪 哪个 哪些 "
+    "哪里 哪儿 谁 多少 几 怎么 怎样 如何 为什么 请 一个 一种 有 个 所 则 即 等 上 中 下"
 ).split())
 STOPWORDS: frozenset[str] = _STOP_EN | _STOP_ZH
-
-
-def split_sentences(text: str) -> list[str]:
-    """Non-empty, stripped sentences in order; line breaks always end a sentence."""
-    out: list[str] = []
-    for line in text.splitlines():
-        out.extend(s.strip() for s in _SENTENCE.split(line) if s.strip())
-    return out
-
-
-def has_cjk(text: str) -> bool:
-    return CJK_CHAR.search(text) is not None
 
 
 class ContentTerms:
@@ -57,7 +45,7 @@ class ContentTerms:
 
     def __init__(self, tokenizer: Tokenizer | None = None) -> None:
         if tokenizer is None:
-            from rag_lab.tokenizer import JiebaTokenizer
+            from rag_lab.tokenizer.jieba import JiebaTokenizer
 
             # exact mode: search mode would add sub-words and count one claim several times
             tokenizer = JiebaTokenizer(mode="exact", keep_hyphenated=False)
@@ -70,7 +58,8 @@ class ContentTerms:
     def many(self, texts: Sequence[str]) -> list[list[str]]:
         out = []
         for toks in self.tokenizer([normalise_text(t) for t in texts]):
-            terms = (self._stem(t) if _LATIN_WORD.fullmatch(t) else t for t in toks if t not in STOPWORDS)
+            terms = (self._stem(t) if _LATIN_WORD.fullmatch(t) else t
+                     for t in toks if t not in STOPWORDS)
             out.append(list(dict.fromkeys(terms)))
         return out
 

@@ -1,0 +1,30 @@
+"""Metric names, their logged keys and their direction: the one source every consumer reads
+(evaluate's console table, MLflow, sweeps and Optuna, the gate, the leaderboard, export cards).
+
+Names are ranx-style ``<metric>@<k>``; logged keys replace ``@`` with ``_at_`` and any other
+character MLflow rejects with ``_`` (``ndcg@10`` → ``ndcg_at_10``).
+"""
+
+from __future__ import annotations
+
+import re
+
+_BAD = re.compile(r"[^A-Za-z0-9_\-. /:]")
+
+# the metrics a person looks at first, in this order (tables, cards, gate summaries, leaderboards)
+HEADLINE = ("ndcg_at_10", "hit_rate_at_5", "noise_ratio_at_5", "recall_at_100", "mrr_at_10", "map_at_100")
+
+# keys where lower is better, matched on the last path segment (``evidence_noise_ratio_at_5``,
+# ``by_category/x/noise_ratio_at_5``, ``answer/wrong_refusal_rate``, ``query_p95_ms``)
+_LOWER_IS_BETTER = re.compile(
+    r"(^|_)noise_ratio(_at_\d+)?$|wrong_refusal_rate$|_ms$|_seconds$|^cache_misses$|n_judge_failures$")
+
+
+def metric_key(name: str) -> str:
+    """``ndcg@10`` → ``ndcg_at_10``; any other character MLflow rejects → ``_``."""
+    return _BAD.sub("_", name.replace("@", "_at_"))
+
+
+def higher_is_better(key: str) -> bool:
+    """Direction of a metric, given as a name (``noise_ratio@5``) or a logged key."""
+    return _LOWER_IS_BETTER.search(metric_key(key).rsplit("/", 1)[-1]) is None
