@@ -25,12 +25,13 @@ Contracts:
 - ``export_pipeline`` never re-embeds what the run's stage cache holds (it builds the pipeline
   from the run's resolved config, cache included) and refuses when the dataset on disk no longer
   has the fingerprint the run recorded (the export's chunks would not be what was scored).
-- ``load_pipeline`` refuses any ``_target_`` outside ``rag_lab.pipeline.ALLOWED_TARGET_PREFIXES``
+- ``load_pipeline`` refuses any ``_target_`` outside ``rag_lab.build.ALLOWED_TARGET_PREFIXES``
   anywhere in ``pipeline.yaml`` before instantiating anything, builds the stages with
-  ``build_pipeline`` and restores chunks and indexes from disk (no encoding of documents).
-- ``ExportedPipeline.retrieve*`` runs every retriever at ``retrieve_k`` and fuses with the same
-  ``Pipeline.combine`` as evaluation, then cuts to ``k``: for ``k <= retrieve_k`` the ranking is
-  the evaluation's ranking (ties by ascending chunk id, rag_lab's one rule).
+  ``build_pipeline`` and restores chunks and indexes from disk (``Pipeline.restore``: no
+  encoding of documents).
+- ``ExportedPipeline.retrieve*`` runs the same ``Pipeline.run`` as evaluation at ``retrieve_k``,
+  then cuts to ``k``: for ``k <= retrieve_k`` the ranking is the evaluation's ranking (ties by
+  ascending chunk id, rag_lab's one rule).
 """
 
 from __future__ import annotations
@@ -51,9 +52,13 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from rag_lab.build import build_dataset, build_pipeline, check_targets, instantiate
 from rag_lab.errors import ConfigError, DataError
-from rag_lab.metrics import ranked
-from rag_lab.pipeline import Pipeline, build_pipeline, check_targets, instantiate
+from rag_lab.metrics.names import HEADLINE
+from rag_lab.metrics.score import check_labels, score_split
+from rag_lab.outputs import FINGERPRINT_FILE, METRICS_FILE, PER_QUERY_FILE, write_scores
+from rag_lab.pipeline import Pipeline
+from rag_lab.ranking import ranked
 from rag_lab.retrievers.base import PersistentRetriever
 from rag_lab.types import Chunk, chunk_from_dict, chunk_to_dict
 
@@ -63,12 +68,11 @@ FORMAT_VERSION = 1
 PIPELINE_FILE = "pipeline.yaml"
 CHUNKS_FILE = "chunks.json.gz"
 INDEXES_DIR = "indexes"
-FINGERPRINT_FILE = "dataset_fingerprint"
 # sections of an evaluate config that describe where a run read and wrote, not the pipeline
 DROPPED_SECTIONS = ("dataset", "tracking", "paths", "hydra", "sweep", "cache")
 # what defines the rankings: compared between the exported run and its test run
-PIPELINE_SECTIONS = ("parser", "chunker", "retrievers", "fusion", "reranker", "retrieve_k")
-HEADLINE = ("ndcg_at_10", "hit_rate_at_5", "noise_ratio_at_5", "recall_at_100", "mrr_at_10", "map_at_100")
+PIPELINE_SECTIONS = ("parser", "chunker", "query_transforms", "retrievers", "fusion", "reranker",
+                     "postprocess", "retrieve_k")
 # distribution names tried in order for each package the card reports
 VERSIONED_PACKAGES: dict[str, tuple[str, ...]] = {
     "rag_lab": ("rag_lab", "rag-lab"),
@@ -88,7 +92,7 @@ def _read_resolved(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "config_resolved.yaml"
     if not path.is_file():
         raise ConfigError(f"{run_dir}: no config_resolved.yaml (not a finished `rag-lab evaluate` run folder)")
-    for name in ("metrics.json", "per_query.parquet", FINGERPRINT_FILE):
+    for name in (METRICS_FILE, PER_QUERY_FILE, FINGERPRINT_FILE):
         if not (run_dir / name).is_file():
             raise ConfigError(f"{run_dir}: no {name} (not a finished `rag-lab evaluate` run folder)")
     resolved = yaml.safe_load(path.read_text())
@@ -137,7 +141,7 @@ def _bundle_models(config: dict[str, Any], staging: Path) -> dict[str, str]:
     """Copy every dense embedder whose ``model`` is a local folder (and not an offline id), every LoRA
     ``adapter`` and a cross-encoder reranker's ``model`` folder into ``staging``; rewrite the config to the export-relative path. Returns ``{config key: relative
     path}`` (``load_pipeline`` makes those absolute again)."""
-    from rag_lab.embedder.models import OFFLINE_MODELS
+    from rag_lab.models import OFFLINE_MODELS
 
     local: dict[str, Path] = {}
     for name, rcfg in (config.get("retrievers") or {}).items():
@@ -168,8 +172,9 @@ def _bundle_models(config: dict[str, Any], staging: Path) -> dict[str, str]:
     reranker = config.get("reranker")
     if isinstance(reranker, dict) and isinstance(reranker.get("model"), str):
         extra.append(("reranker.model", reranker, "model", "reranker"))
-        if "cache_dir" in reranker:
-            reranker["cache_dir"] = None
+    for name, node in (config.get("postprocess") or {}).items():  # e.g. a cross-encoder in the list
+        if isinstance(node, dict) and isinstance(node.get("model"), str):
+            extra.append((f"postprocess.{name}.model", node, "model", f"postprocess/{name}"))
     adapters = {str(Path(e[1]["adapter"]).expanduser().resolve()) for e in extra if e[2] == "adapter"}
     for dotted, node, key, rel in extra:
         src = Path(node[key]).expanduser()
@@ -193,9 +198,11 @@ def _pipeline_config(resolved: Mapping[str, Any]) -> dict[str, Any]:
     """The resolved config minus the run's I/O sections; retrievers no longer point at a cache."""
     config = {k: v for k, v in resolved.items() if k not in DROPPED_SECTIONS}
     config = json.loads(json.dumps(config))  # a deep, plain copy
-    for rcfg in (config.get("retrievers") or {}).values():
-        if isinstance(rcfg, dict) and "cache_dir" in rcfg:
-            rcfg["cache_dir"] = None
+    stages = [*(config.get("retrievers") or {}).values(), config.get("reranker"),
+              *(config.get("postprocess") or {}).values()]
+    for node in stages:  # runs before 0.2 named the cache in stages; an export has none
+        if isinstance(node, dict):
+            node.pop("cache_dir", None)
     config["retrieve_k"] = int(resolved["evaluation"]["retrieve_k"])
     return config
 
@@ -258,15 +265,14 @@ def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None =
     if test_run_dir is not None:
         _check_same_pipeline(resolved, Path(test_run_dir))
     cfg = OmegaConf.create(resolved)
-    data = instantiate(cfg.dataset, "dataset").load()
+    data = build_dataset(cfg).load()
     recorded = (run_dir / FINGERPRINT_FILE).read_text().strip()
     if data.fingerprint != recorded:
         raise DataError(f"the dataset at {cfg.dataset.get('path')} has fingerprint {data.fingerprint}, but the run "
                         f"{run_dir} scored {recorded}: the data changed since the run; re-run evaluate, then export")
     pipe = build_pipeline(cfg)
     chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
-    for name in pipe.retrievers:
-        pipe._ensure_indexed(name)
+    pipe.index_all()
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
@@ -286,7 +292,7 @@ def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None =
             fh.write(json.dumps([chunk_to_dict(c) for c in chunks], ensure_ascii=False).encode("utf-8"))
         config = _pipeline_config(resolved)
         bundled = _bundle_models(config, staging)
-        for name in ("metrics.json", "per_query.parquet", FINGERPRINT_FILE):
+        for name in (METRICS_FILE, PER_QUERY_FILE, FINGERPRINT_FILE):
             shutil.copy2(run_dir / name, staging / name)
         test_metrics = None
         if test_run_dir is not None:
@@ -316,28 +322,6 @@ def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None =
     return out_dir
 
 
-def materialize_mlflow_run(run_id: str, tracking_uri: str, dest: Path) -> Path:
-    """Rebuild a run folder from an MLflow run logged by ``rag-lab evaluate`` (its
-    ``config_resolved.yaml``, ``metrics/metrics.json`` and ``tables/per_query.parquet`` artifacts
-    and its ``dataset_fingerprint`` tag) so it can be exported like a local run."""
-    from mlflow.exceptions import MlflowException
-
-    from rag_lab.tracking.mlflow import fetch_run
-
-    client, run = fetch_run(run_id, tracking_uri)
-    dest.mkdir(parents=True, exist_ok=True)
-    for artifact in ("config_resolved.yaml", "metrics/metrics.json", "tables/per_query.parquet"):
-        try:
-            got = Path(client.download_artifacts(run_id, artifact, str(dest / "_download")))
-        except (MlflowException, OSError):
-            raise ConfigError(f"MLflow run {run_id} has no {artifact} artifact (not a rag-lab evaluate run?)") from None
-        shutil.move(str(got), str(dest / got.name))
-    shutil.rmtree(dest / "_download", ignore_errors=True)
-    (dest / "dataset_fingerprint").write_text(run.data.tags.get("dataset_fingerprint", ""))
-    (dest / "mlflow_run_id").write_text(run_id)
-    return dest
-
-
 def export_sweep(sweep_dir: Path, out_dir: Path, *, overwrite: bool = False) -> Path:
     """Export a sweep's winner: the job named by ``<sweep_dir>/winner.json``, with the winner's
     report-split run (``winner_<sweep.report_split>``, default ``winner_test``) as the test metrics
@@ -363,7 +347,7 @@ def export_sweep(sweep_dir: Path, out_dir: Path, *, overwrite: bool = False) -> 
 @dataclass
 class ExportedPipeline:
     """A loaded export: the built ``pipeline`` (chunks set, every retriever's index restored) and
-    the ``config`` it was built from. ``chunks`` maps chunk id → chunk (what ``score_run`` needs)."""
+    the ``config`` it was built from. ``chunks`` maps chunk id → chunk (what ``score`` needs)."""
 
     path: Path
     config: DictConfig
@@ -380,8 +364,7 @@ class ExportedPipeline:
     def run(self, queries: Mapping[str, str], k: int | None = None) -> dict[str, dict[str, float]]:
         """The fused run over ``queries`` at depth ``max(k, retrieve_k)`` (scores as evaluation's)."""
         depth = max(int(k or 0), self.pipeline.retrieve_k)
-        final, _ = self.pipeline.retrieve(dict(queries), depth)
-        return final
+        return self.pipeline.run(dict(queries), depth).final
 
     def _rows(self, scores: Mapping[str, float], k: int) -> list[dict[str, Any]]:
         out = []
@@ -448,16 +431,11 @@ def load_pipeline(path: str | os.PathLike[str]) -> ExportedPipeline:
     config.evaluation.retrieve_k = int(raw["retrieve_k"])
     pipe = build_pipeline(config)  # cache.dir absent: no stage cache
     with gzip.open(root / CHUNKS_FILE, "rt", encoding="utf-8") as fh:
-        pipe._set_chunks([chunk_from_dict(d) for d in json.load(fh)])
-    for name, retriever in pipe.retrievers.items():
-        index_dir = root / INDEXES_DIR / name
-        if not index_dir.is_dir() or not isinstance(retriever, PersistentRetriever):
-            raise ConfigError(f"{root}: no saved index for retriever {name!r} ({index_dir})")
-        retriever.load_index(index_dir)
-        missing = set(getattr(retriever, "_ids", ())) - set(pipe.chunks)
-        if missing:
-            raise ConfigError(f"{index_dir}: index names {len(missing)} chunk(s) not in {CHUNKS_FILE}")
-        pipe._indexed.add(name)
+        chunks = [chunk_from_dict(d) for d in json.load(fh)]
+    try:
+        pipe.restore(chunks, {name: root / INDEXES_DIR / name for name in pipe.retrievers})
+    except ConfigError as exc:
+        raise ConfigError(f"{root}: {exc}") from None
     return ExportedPipeline(root, config, pipe)
 
 
@@ -466,7 +444,7 @@ def load_pipeline(path: str | os.PathLike[str]) -> ExportedPipeline:
 
 def evaluate_exported(path: str | os.PathLike[str], dataset: Mapping[str, Any] | DictConfig | None = None,
                       *, out_dir: Path | None = None, **dataset_overrides: Any) -> dict[str, float]:
-    """Score an export on a labelled split and return ``score_run``'s flat metrics (the quality
+    """Score an export on a labelled split and return ``score``'s flat metrics (the quality
     metrics of ``evaluate``, per category and counts, plus ``n_documents`` / ``n_chunks``; no
     timings). ``dataset`` is a dataset config node (``_target_`` + arguments, allow-listed); by
     default the export's own source run's dataset is re-read from ``<source_run>/config_resolved.yaml``.
@@ -474,8 +452,6 @@ def evaluate_exported(path: str | os.PathLike[str], dataset: Mapping[str, Any] |
     export's ``evaluation`` settings. With ``out_dir``, writes ``metrics.json``,
     ``per_query.parquet`` and ``dataset_fingerprint`` there (a gate side). A corpus fingerprint
     different from the export's is logged as a warning: the labels may not match the chunks."""
-    from rag_lab.evaluate import check_labels, score_run
-
     exported = load_pipeline(path)
     export = OmegaConf.select(exported.config, "export", default=None) or {}
     if dataset is None:
@@ -493,17 +469,10 @@ def evaluate_exported(path: str | os.PathLike[str], dataset: Mapping[str, Any] |
         log.warning("corpus fingerprint %s differs from the export's %s: scoring the export's chunks against "
                     "labels of another corpus", data.corpus_fingerprint, recorded)
     check_labels(data, {c.doc_id for c in exported.chunks.values()})
-    ecfg = exported.config.evaluation
-    names = list(ecfg.metrics)
-    queries = {q: x.text for q, x in data.queries.items()}
-    final = exported.run(queries)
-    metrics, table = score_run(data, exported, final, names, ecfg)  # type: ignore[arg-type]
+    final = exported.run({q: x.text for q, x in data.queries.items()})
+    metrics, table = score_split(final, exported.chunks, data, exported.config.evaluation)
     metrics["n_documents"] = len({c.doc_id for c in exported.chunks.values()})
     metrics["n_chunks"] = len(exported.chunks)
     if out_dir is not None:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True, allow_nan=True))
-        (out_dir / FINGERPRINT_FILE).write_text(data.fingerprint)
-        table.to_parquet(out_dir / "per_query.parquet", index=False)
+        write_scores(Path(out_dir), metrics, table, data.fingerprint)
     return metrics

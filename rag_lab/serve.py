@@ -86,7 +86,7 @@ def log_export(export_dir: str | Path, tracking_uri: str, registered_name: str |
         # as conf/tracking/mlflow.yaml: artifacts beside the store, not in the working directory
         artifact_location = str(Path(tracking_uri[len("sqlite:///"):]).parent / "mlartifacts")
     exported = load_pipeline(export_dir)  # refuse a broken or tampered export before logging it
-    mlflow, exp_id = MlflowTracker(tracking_uri, experiment, artifact_location)._setup()
+    mlflow, exp_id = MlflowTracker(tracking_uri, experiment, artifact_location).connect()
     with mlflow.start_run(experiment_id=exp_id, run_name=f"export {export_dir.name}"):
         export = exported.config.get("export") or {}
         mlflow.set_tags({"rag_lab.export": str(export_dir),

@@ -7,7 +7,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
-from rag_lab.evaluate import CONFIG_DIR
+from rag_lab.paths import CONFIG_DIR
 
 TOY = Path(__file__).parent / "data" / "toy"
 TOY_OVERRIDES = ["dataset=beir", f"dataset.path={TOY}", "embedder=hashing", "tokenizer=jieba"]  # bilingual toy

@@ -71,13 +71,15 @@ def run(tmp_path: Path, data: Path, *extra: str) -> dict:
 
 
 def counts(m: dict) -> dict[str, tuple[int, int]]:
+    """(hits, misses) per namespace; embeddings count one per chunk text (a row each)."""
     return {ns: (int(m[f"cache/{ns}/hits"]), int(m[f"cache/{ns}/misses"]))
             for ns in ("documents", "chunks", "embeddings", "runs")}
 
 
 def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_copy):
     cold = run(tmp_path, toy_copy)
-    assert counts(cold) == {"documents": (0, 1), "chunks": (0, 1), "embeddings": (0, 1), "runs": (0, 2)}
+    n = int(cold["n_chunks"])  # the toy's chunk texts are all different
+    assert counts(cold) == {"documents": (0, 1), "chunks": (0, 1), "embeddings": (0, n), "runs": (0, 2)}
     warm = run(tmp_path, toy_copy)  # nothing changed: chunks and both runs read back, nothing embedded
     assert counts(warm) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (0, 0), "runs": (2, 0)}
     assert warm["dense/run_from_cache"] == warm["bm25/run_from_cache"] == 1.0
@@ -88,10 +90,13 @@ def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_cop
     assert counts(fused)["runs"] == (2, 0) and counts(fused)["embeddings"] == (0, 0)
     # a chunker parameter: documents hit; chunks, embeddings and both runs recompute
     rechunk = run(tmp_path, toy_copy, "chunker=fixed_size", "chunker.size=60", "chunker.overlap=10")
-    assert counts(rechunk) == {"documents": (1, 0), "chunks": (0, 1), "embeddings": (0, 1), "runs": (0, 2)}
+    c = counts(rechunk)
+    assert (c["documents"], c["chunks"], c["runs"]) == ((1, 0), (0, 1), (0, 2))
+    # every new chunk text is looked up once; texts the old chunking also had are not re-embedded
+    assert sum(c["embeddings"]) == rechunk["n_chunks"] and c["embeddings"][1] > 0
     # the model: chunks and the BM25 run hit; embeddings and the dense run recompute
     remodel = run(tmp_path, toy_copy, "embedder.dimension=512")
-    assert counts(remodel) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (0, 1), "runs": (1, 1)}
+    assert counts(remodel) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (0, n), "runs": (1, 1)}
     assert remodel["bm25/run_from_cache"] == 1.0 and remodel["dense/run_from_cache"] == 0.0
     # labels only: the corpus fingerprint is unchanged, so everything hits
     with open(toy_copy / "qrels" / "test.tsv", "a") as fh:
@@ -101,14 +106,16 @@ def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_cop
     # restored from the cache: nothing is re-encoded or re-tokenised
     assert counts(relabel) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (0, 0), "runs": (0, 2)}
     assert (relabel["cache/indexes/hits"], relabel["cache/indexes/misses"]) == (2, 0)
-    # one edited document: everything downstream of the corpus recomputes
+    # one edited document: documents, chunks, indexes and runs recompute, but only that
+    # document's chunk is embedded again; the others are read from the embedding table
     lines = (toy_copy / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     rec = json.loads(lines[6])
     rec["text"] += " Check the drain valve weekly."
     lines[6] = json.dumps(rec, ensure_ascii=False)
     (toy_copy / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     edited = run(tmp_path, toy_copy)
-    assert counts(edited) == {"documents": (0, 1), "chunks": (0, 1), "embeddings": (0, 1), "runs": (0, 2)}
+    assert counts(edited) == {"documents": (0, 1), "chunks": (0, 1), "embeddings": (n - 1, 1), "runs": (0, 2)}
+    assert edited["dense/embedded_chunks"] == 1.0
 
 
 def test_killed_run_resumes_with_identical_metrics(tmp_path, toy_copy, monkeypatch):
@@ -153,3 +160,70 @@ def test_rank_bm25_backend_is_rebuilt_not_persisted(tmp_path, toy_copy):
     clear(tmp_path / "cache", ["runs"])
     second = run(tmp_path, toy_copy, "retrievers=[bm25]", "retrievers.bm25.backend=rank_bm25")
     assert second["cache/indexes/hits"] == 0 and second["ndcg_at_10"] == first["ndcg_at_10"]
+
+
+def test_tables_views_and_every_namespace_is_managed(tmp_path):
+    from rag_lab.cache import NAMESPACES
+    from rag_lab.cache.keys import model_table, pair_key, text_key
+
+    c = StageCache(tmp_path)
+    scores, vectors = c.view("rerank_scores"), c.view("embeddings")
+    table = model_table({"kind": "cross_encoder", "model": "m"})
+    keys = [pair_key("q", "a"), pair_key("q", "b")]
+    assert scores.get_floats(table, keys) == {}
+    scores.put_floats(table, {keys[0]: -1.25})
+    assert scores.get_floats(table, keys) == {keys[0]: -1.25}
+    vec = np.arange(4, dtype=np.float32)
+    vectors.put_vectors(model_table({"m": 1}), {text_key("t"): vec})
+    np.testing.assert_array_equal(vectors.get_vectors(model_table({"m": 1}), [text_key("t")])[text_key("t")], vec)
+    s = c.stats()
+    # rows count one each: 2 misses then 1 hit + 1 miss for scores, 1 hit for vectors
+    assert (s["cache/rerank_scores/hits"], s["cache/rerank_scores/misses"]) == (1, 3)
+    assert (s["cache/embeddings/hits"], s["cache/embeddings/misses"]) == (1, 0)
+    assert pair_key("q", "ab") != pair_key("qa", "b")  # the pair's parts are length-prefixed
+    with pytest.raises(ValueError, match="unknown cache namespace"):
+        c.view("nope")
+    inv = inventory(tmp_path)
+    assert set(inv) == {"rerank_scores", "embeddings"} <= set(NAMESPACES)
+    assert clear(tmp_path, ["rerank_scores"]) > 0 and set(inventory(tmp_path)) == {"embeddings"}
+
+
+SCIFACT = Path(__import__("os").environ.get("RAG_LAB_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "scifact"
+
+
+@pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").is_file(), reason="SciFact not on this machine")
+def test_editing_one_scifact_document_reembeds_only_its_chunks(tmp_path):
+    """Per-chunk-text embedding cache on a real corpus: 5,183 abstracts, recursive chunks."""
+    from rag_lab.build import build_dataset, build_pipeline
+
+    data_dir = tmp_path / "scifact"
+    shutil.copytree(SCIFACT, data_dir)
+    overrides = ["dataset=beir", f"dataset.path={data_dir}", "chunker=recursive", "embedder=hashing",
+                 "retrievers=[dense]", "tracking=none", f"cache.dir={tmp_path / 'cache'}"]
+
+    def index() -> tuple[dict, dict]:
+        cfg = compose_evaluate(overrides, tmp_path)
+        data = build_dataset(cfg).load()
+        pipe = build_pipeline(cfg)
+        before = pipe.cache.stats()
+        pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
+        pipe.index_all()
+        after = pipe.cache.stats()
+        return pipe.chunks, {k: after[k] - before.get(k, 0) for k in after}
+
+    cold_chunks, cold = index()
+    texts = {c.index_text for c in cold_chunks.values()}
+    assert cold["cache/embeddings/misses"] == len(texts) > 5183
+    lines = (data_dir / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    rec = json.loads(lines[100])
+    rec["text"] = "Editorial note: this abstract was revised. " + rec["text"]
+    lines[100] = json.dumps(rec, ensure_ascii=False)
+    (data_dir / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    chunks, edited = index()
+    doc_chunks = [c for c in chunks.values() if c.doc_id == str(rec["_id"])]
+    new_texts = {c.index_text for c in chunks.values()} - texts
+    assert 0 < len(new_texts) <= len(doc_chunks)
+    assert all(c.index_text in texts for c in chunks.values() if c.doc_id != str(rec["_id"]))
+    assert edited["cache/embeddings/misses"] == len(new_texts)
+    assert edited["cache/embeddings/hits"] == len({c.index_text for c in chunks.values()}) - len(new_texts)
+    assert edited["cache/indexes/misses"] == 1  # the corpus changed: the faiss index is rebuilt

@@ -2,69 +2,39 @@
 
 Any sequence-classification checkpoint with one output works: one trained with ``rag-lab train
 reranker``, or a pretrained reranker a user has (``BAAI/bge-reranker-base``, ms-marco MiniLM...).
-Scores are cached per (model, query text, chunk text) in SQLite, so sweeping ``depth`` or the
-interpolation weight never re-scores a pair.
+Scores are cached per (model, query text, chunk text) in the stage cache's ``rerank_scores``
+namespace, so sweeping ``depth`` or the interpolation weight never re-scores a pair.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_lab.embedder.models import resolve_model, weights_hash
+from rag_lab.cache.keys import model_table, pair_key
 from rag_lab.errors import ConfigError
+from rag_lab.models import resolve_model, weights_hash
+from rag_lab.ranking import minmax, ranked
 from rag_lab.types import Chunk, Run
+
+if TYPE_CHECKING:
+    from rag_lab.cache import CacheView
 
 log = logging.getLogger(__name__)
 RERANKER_META = "rag_lab_reranker.json"
 
 
-def _minmax(x: np.ndarray) -> np.ndarray:
-    span = float(x.max() - x.min()) if x.size else 0.0
-    return (x - x.min()) / span if span > 0 else np.zeros_like(x)
-
-
 def interpolate(first: np.ndarray, rerank: np.ndarray, weight: float) -> np.ndarray:
     """``weight`` · minmax(reranker) + (1 − weight) · minmax(first stage), per query: 1 trusts the
     reranker alone, 0 keeps the first-stage order (a weak reranker can only nudge it)."""
-    return weight * _minmax(rerank) + (1.0 - weight) * _minmax(first)
-
-
-class ScoreCache:
-    """(model, query, chunk text) → score, in one SQLite file per model under ``root``."""
-
-    def __init__(self, root: str | Path, model_key: str) -> None:
-        path = Path(root) / "rerank_scores" / f"{model_key}.sqlite"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.db = sqlite3.connect(str(path), timeout=60)
-        self.db.execute("CREATE TABLE IF NOT EXISTS scores (k TEXT PRIMARY KEY, s REAL NOT NULL)")
-        self.db.commit()
-
-    @staticmethod
-    def key(query: str, text: str) -> str:
-        return hashlib.blake2b(f"{query}\x1f{text}".encode(), digest_size=16).hexdigest()
-
-    def get(self, keys: Sequence[str]) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for i in range(0, len(keys), 500):
-            part = list(keys[i:i + 500])
-            rows = self.db.execute(f"SELECT k, s FROM scores WHERE k IN ({','.join('?' * len(part))})", part)
-            out.update(dict(rows.fetchall()))
-        return out
-
-    def put(self, items: Mapping[str, float]) -> None:
-        self.db.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?)", list(items.items()))
-        self.db.commit()
+    return weight * minmax(rerank) + (1.0 - weight) * minmax(first)
 
 
 class CrossEncoderReranker:
@@ -77,9 +47,12 @@ class CrossEncoderReranker:
             the model's ``rag_lab_reranker.json``, else 1.0 (pure reranker order).
         batch_size: pairs per forward pass (pairs of all queries are batched together, sorted by length).
         max_length: truncate pairs to this many model tokens (``None`` = the model's setting).
-        cache_dir: stage cache root for pair scores (``None`` = no cache).
+        cache_dir: deprecated and ignored (configs written before 0.2 set it): the pipeline
+            hands the reranker a view of the stage cache's ``rerank_scores`` namespace.
         device: ``cpu``, ``cuda``, ``mps`` or ``None`` (auto).
     """
+
+    cache_namespace = "rerank_scores"
 
     def __init__(self, model: str, depth: int = 100, interpolation: float | None = None, batch_size: int = 32,
                  max_length: int | None = None, cache_dir: str | None = None, device: str | None = "cpu") -> None:
@@ -88,7 +61,10 @@ class CrossEncoderReranker:
         if interpolation is not None and not 0.0 <= interpolation <= 1.0:
             raise ConfigError(f"reranker.interpolation must be in [0, 1], got {interpolation}")
         self.model_name, self.depth, self.batch_size = model, depth, batch_size
-        self.max_length, self.cache_dir, self.device = max_length, cache_dir, device
+        self.max_length, self.device = max_length, device
+        if cache_dir:
+            log.warning("reranker.cache_dir is ignored: the stage cache is set by cache.dir")
+        self._cache: CacheView | None = None
         self._interpolation = interpolation
         self.flush_every = 2048  # pairs scored between writes to the score cache
         self.stats: dict[str, float] = {}
@@ -123,17 +99,14 @@ class CrossEncoderReranker:
         return {"kind": "cross_encoder", "model": self.model_name, "weights": weights_hash(self.path),
                 "max_length": self.max_length}
 
-    @cached_property
-    def _cache(self) -> ScoreCache | None:
-        if not self.cache_dir:
-            return None
-        key = hashlib.blake2b(json.dumps(self.identity, sort_keys=True).encode(), digest_size=12).hexdigest()
-        return ScoreCache(self.cache_dir, key)
+    def attach_cache(self, view: CacheView) -> None:
+        self._cache = view
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Raw scores of (query, text) pairs: cached ones read back, the rest batched through the model."""
-        keys = [ScoreCache.key(q, t) for q, t in pairs]
-        known = self._cache.get(keys) if self._cache else {}
+        keys = [pair_key(q, t) for q, t in pairs]
+        table = model_table(self.identity) if self._cache is not None else ""
+        known = self._cache.get_floats(table, keys) if self._cache is not None else {}
         todo = sorted({k: i for i, k in enumerate(keys) if k not in known}.values(),
                       key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         fresh: dict[str, float] = {}
@@ -142,8 +115,8 @@ class CrossEncoderReranker:
             scores = self.model.predict([pairs[i] for i in part], batch_size=self.batch_size,
                                         show_progress_bar=False, convert_to_numpy=True, activation_fn=None)
             new = {keys[i]: float(s) for i, s in zip(part, np.asarray(scores).reshape(-1))}
-            if self._cache:
-                self._cache.put(new)
+            if self._cache is not None:
+                self._cache.put_floats(table, new)
             fresh.update(new)
             if len(todo) > self.flush_every:
                 log.info("reranker: scored %d / %d new pairs", len(fresh), len(todo))
@@ -152,6 +125,7 @@ class CrossEncoderReranker:
         return np.array([known.get(k, fresh.get(k, np.nan)) for k in keys], dtype=np.float64)
 
     def rerank(self, queries: Mapping[str, str], run: Run, chunks: Mapping[str, Chunk]) -> Run:
+        """Re-score the head of each query's ranking (see the ``Reranker`` contract)."""
         if self.depth == 0:
             return {q: dict(r) for q, r in run.items()}
         _ = self.model  # loading is not reranking time
@@ -159,8 +133,7 @@ class CrossEncoderReranker:
         heads: dict[str, list[str]] = {}
         pairs: list[tuple[str, str]] = []
         for qid, scores in run.items():
-            ranked = sorted(scores, key=lambda c: -scores[c])
-            heads[qid] = ranked[: self.depth]
+            heads[qid] = ranked(scores)[: self.depth]
             pairs.extend((queries[qid], chunks[c].index_text) for c in heads[qid])
         raw = self.score(pairs) if pairs else np.zeros(0)
         weight = self.interpolation
@@ -174,7 +147,7 @@ class CrossEncoderReranker:
             combined = interpolate(first, ce, weight)
             # head scores sit in [1, 2]; the tail keeps its order below them
             new = {c: 1.0 + float(s) for c, s in zip(head, combined)}
-            tail = sorted((c for c in scores if c not in new), key=lambda c: -scores[c])
+            tail = [c for c in ranked(scores) if c not in new]
             new.update({c: 0.9 * (1.0 - i / max(len(tail), 1)) for i, c in enumerate(tail)})
             out[qid] = new
         elapsed = time.perf_counter() - t0
@@ -182,3 +155,6 @@ class CrossEncoderReranker:
         self.stats["ms_per_query"] = 1000 * elapsed / max(len(run), 1)
         self.stats["interpolation"] = weight
         return out
+
+    def process(self, queries: Mapping[str, str], run: Run, chunks: Mapping[str, Chunk]) -> Run:
+        return self.rerank(queries, run, chunks)

@@ -28,7 +28,11 @@ class Retriever(Protocol):
 @runtime_checkable
 class PersistentRetriever(Retriever, Protocol):
     """A retriever whose index can be written to and restored from a folder (stage cache, exports).
-    ``save_index`` may raise ``NotImplementedError`` for a variant that cannot be persisted."""
+    ``save_index`` may raise ``NotImplementedError`` for a variant that cannot be persisted.
+    ``chunk_ids`` are the ids the index holds (checked against the corpus on restore)."""
+
+    @property
+    def chunk_ids(self) -> list[str]: ...
 
     def save_index(self, directory: Path) -> None: ...
 

@@ -32,6 +32,10 @@ class BM25Retriever:
         self.stats: dict[str, float] = {}
         self._ids: list[str] = []
 
+    @property
+    def chunk_ids(self) -> list[str]:
+        return list(self._ids)
+
     def index(self, chunks: Sequence[Chunk]) -> None:
         t0 = time.perf_counter()
         self._ids = [c.chunk_id for c in chunks]

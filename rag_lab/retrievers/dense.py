@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag_lab.cache.keys import model_table, text_key
 from rag_lab.embedder.base import Embedder
 from rag_lab.retrievers.base import topk_to_run
 from rag_lab.types import Chunk, Run
+
+if TYPE_CHECKING:
+    from rag_lab.cache import CacheView
+
+log = logging.getLogger(__name__)
+ENCODE_BLOCK = 2048  # texts encoded between writes to the cache: an interrupted encode keeps its work
 
 
 class DenseRetriever:
@@ -19,10 +28,15 @@ class DenseRetriever:
         embedder: the query/document encoder.
         index_type: ``flat`` (exact inner product), ``hnsw`` (graph ANN) or ``ivf`` (inverted lists,
             ``nlist`` centroids, ``nprobe`` searched). ANN trades recall for speed on large corpora.
-        cache_dir: stage cache folder for document embeddings (``rag_lab.cache``); ``None`` = off.
-            The key is the embedder's identity (model, weights hash, prompts, ...) plus the chunk
-            texts, so re-running with another index type, fusion or metric never re-embeds.
+        cache_dir: deprecated and ignored (configs written before 0.2 set it): the pipeline
+            hands the retriever a view of the stage cache's ``embeddings`` namespace instead.
+
+    Embeddings are cached one per chunk text, in a table named by the embedder's identity (model,
+    weights hash, prompts, ...): another index type, fusion or metric never re-embeds, and an
+    edited document re-embeds only its own chunks.
     """
+
+    cache_namespace = "embeddings"
 
     def __init__(self, embedder: Embedder, index_type: str = "flat", hnsw_m: int = 32,
                  ef_search: int = 128, nlist: int = 256, nprobe: int = 16, cache_dir: str | None = None) -> None:
@@ -31,12 +45,21 @@ class DenseRetriever:
         self.embedder = embedder
         self.index_type, self.hnsw_m, self.ef_search = index_type, hnsw_m, ef_search
         self.nlist, self.nprobe = nlist, nprobe
-        self.cache_dir = cache_dir
+        if cache_dir:
+            log.warning("retrievers.*.cache_dir is ignored: the stage cache is set by cache.dir")
         self.stats: dict[str, float] = {}
         self._ids: list[str] = []
+        self._cache: CacheView | None = None
+
+    def attach_cache(self, view: CacheView) -> None:
+        self._cache = view
 
     @property
-    def identity(self) -> dict:
+    def chunk_ids(self) -> list[str]:
+        return list(self._ids)
+
+    @property
+    def identity(self) -> dict[str, Any]:
         """What defines this retriever's results beyond its config: the embedder's identity."""
         return {"embedder": self.embedder.identity}
 
@@ -58,28 +81,37 @@ class DenseRetriever:
         index.add(vecs)
         return index
 
+    def _embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        """Vectors of ``texts`` in order, and how many were encoded (the rest read from the cache)."""
+        keys = [text_key(t) for t in texts]
+        table = model_table(self.embedder.identity) if self._cache is not None else ""
+        known = self._cache.get_vectors(table, keys) if self._cache is not None else {}
+        todo = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in known))
+        for start in range(0, len(todo), ENCODE_BLOCK):
+            block = todo[start:start + ENCODE_BLOCK]
+            vecs = np.asarray(self.embedder.encode_documents(block), dtype=np.float32)
+            fresh = {text_key(t): v for t, v in zip(block, vecs)}
+            if self._cache is not None:
+                self._cache.put_vectors(table, fresh)
+            known.update(fresh)
+            if len(todo) > ENCODE_BLOCK:
+                log.info("dense: encoded %d / %d new chunk texts", start + len(block), len(todo))
+        if not texts:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32), 0
+        return np.stack([known[k] for k in keys]), len(todo)
+
     def index(self, chunks: Sequence[Chunk]) -> None:
         t0 = time.perf_counter()
         self._ids = [c.chunk_id for c in chunks]
-        texts = [c.index_text for c in chunks]
-        vecs, cached = None, False
-        if self.cache_dir:
-            from rag_lab.cache import content_key, open_cache
-
-            cache = open_cache(self.cache_dir)
-            key = content_key(self.embedder.identity, texts)
-            vecs = cache.get_array("embeddings", key)
-            cached = vecs is not None
-        if vecs is None:
-            vecs = self.embedder.encode_documents(texts)
-            if self.cache_dir:
-                cache.put_array("embeddings", key, np.asarray(vecs, dtype=np.float32))
+        vecs, encoded = self._embed([c.index_text for c in chunks])
         t1 = time.perf_counter()
         self._index = self._build(np.ascontiguousarray(vecs, dtype=np.float32))
         t2 = time.perf_counter()
-        self.stats = {"embed_seconds": t1 - t0, "index_seconds": t2 - t0, "embedding_cache_hit": float(cached)}
-        if not cached:  # a cache hit measures the disk, not the encoder
-            self.stats["embed_docs_per_second"] = len(chunks) / max(t1 - t0, 1e-9)
+        self.stats = {"embed_seconds": t1 - t0, "index_seconds": t2 - t0,
+                      "embedded_chunks": float(encoded),
+                      "embedding_cache_hit": float(encoded == 0)}
+        if encoded:  # a cache hit measures the disk, not the encoder
+            self.stats["embed_docs_per_second"] = encoded / max(t1 - t0, 1e-9)
 
     def save_index(self, directory: Path) -> None:
         """Write chunk ids and the faiss index into an empty ``directory``."""

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rag_lab.metrics.names import metric_key
+
 log = logging.getLogger(__name__)
-_BAD = re.compile(r"[^A-Za-z0-9_\-. /:]")
 MAX_PARAM_LEN = 6000
 
 
-def sanitize_key(key: str) -> str:
-    """``ndcg@10`` → ``ndcg_at_10``; any other character MLflow rejects → ``_``."""
-    return _BAD.sub("_", key.replace("@", "_at_"))
+sanitize_key = metric_key  # the one sanitiser (rag_lab.metrics.names); kept under this name
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -71,7 +69,9 @@ class MlflowTracker:
         self.uri, self.experiment, self.artifact_location = uri, experiment, artifact_location
         self.tags = dict(tags or {})
 
-    def _setup(self):
+    def connect(self) -> tuple[Any, str]:
+        """``(mlflow module, experiment id)`` with the tracking URI set and the experiment created
+        if needed (a new sqlite store's folder too)."""
         import mlflow
 
         if self.uri.startswith("sqlite:///"):
@@ -88,14 +88,14 @@ class MlflowTracker:
 
     def start_parent(self, run_name: str, tags: Mapping[str, str]) -> dict[str, str]:
         """Create a sweep's parent run (left open: children attach to it by id)."""
-        mlflow, exp_id = self._setup()
+        mlflow, exp_id = self.connect()
         client = mlflow.tracking.MlflowClient(self.uri)
         run = client.create_run(exp_id, run_name=run_name, tags={**self.tags, **tags, "sweep": "parent"})
         return {"run_id": run.info.run_id, "experiment_id": exp_id, "uri": self.uri}
 
     def finish_parent(self, run_id: str, metrics: Mapping[str, float], tags: Mapping[str, str],
                       artifacts: list[Path]) -> None:
-        mlflow, _ = self._setup()
+        mlflow, _ = self.connect()
         client = mlflow.tracking.MlflowClient(self.uri)
         for k, v in metrics.items():
             if isinstance(v, (int, float)) and math.isfinite(v):
@@ -121,7 +121,7 @@ class MlflowTracker:
     def active_run(self, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str]) -> Iterator[Any]:
         """An open run for step-wise logging (training: loss curves, dev metrics per step). Yields
         the ``mlflow`` module with the run active; use ``mlflow.log_metric(k, v, step=...)``."""
-        mlflow, exp_id = self._setup()
+        mlflow, exp_id = self.connect()
         with mlflow.start_run(experiment_id=exp_id, run_name=run_name):
             mlflow.set_tags({**self.tags, **tags})
             self._log_params(mlflow, params)
@@ -131,7 +131,7 @@ class MlflowTracker:
                 tags: Mapping[str, str], artifacts: Mapping[str, Path], parent_run_id: str | None = None) -> str:
         """Log one run (a child of ``parent_run_id`` when given); returns its run id. Non-finite
         metrics are skipped (MLflow stores NaN poorly)."""
-        mlflow, exp_id = self._setup()
+        mlflow, exp_id = self.connect()
         if parent_run_id:
             tags = {**tags, "mlflow.parentRunId": parent_run_id}
         with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:

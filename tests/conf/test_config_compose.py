@@ -9,7 +9,7 @@ from hydra.utils import get_object
 from omegaconf import OmegaConf
 
 from rag_lab.errors import ConfigError
-from rag_lab.evaluate import CONFIG_DIR
+from rag_lab.paths import CONFIG_DIR
 from rag_lab.pipeline import build_pipeline, check_targets, instantiate
 from tests.compose import TOY, compose_evaluate
 

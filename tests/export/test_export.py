@@ -70,7 +70,7 @@ def test_layout_config_and_card(hybrid):
     assert sorted(p.name for p in (export_dir / "indexes").iterdir()) == ["bm25", "dense"]
     config = yaml.safe_load((export_dir / "pipeline.yaml").read_text())
     assert not {"dataset", "tracking", "paths", "hydra", "sweep", "cache"} & set(config)
-    assert config["retrieve_k"] == 100 and config["retrievers"]["dense"]["cache_dir"] is None
+    assert config["retrieve_k"] == 100 and "cache_dir" not in config["retrievers"]["dense"]
     for name in ("metrics.json", "per_query.parquet", "dataset_fingerprint"):
         assert (export_dir / name).read_bytes() == (run_dir / name).read_bytes()
     with gzip.open(export_dir / "chunks.json.gz", "rt") as fh:
@@ -290,7 +290,7 @@ def test_cli_export_and_lazy_package_export(hybrid, tmp_path):
     from rag_lab.cli import COMMANDS
     from rag_lab.export_cli import run
 
-    assert COMMANDS["export"][0] == "rag_lab.export_cli"
+    assert COMMANDS["export"][0] == "rag_lab.cli.export"
     out = tmp_path / "cli_export"
     assert run(["--run", str(hybrid[1]), "--out", str(out)]) == 0
     assert (out / "pipeline.yaml").is_file()
@@ -409,3 +409,26 @@ def test_export_from_an_mlflow_run_id(tmp_path):
     q = "hydraulic oil too hot"
     assert [h["chunk_id"] for h in remote.retrieve(q, 5)] == [h["chunk_id"] for h in local.retrieve(q, 5)]
     assert run(["--mlflow-run", "0" * 32, "--tracking-uri", cfg.tracking.uri, "--out", str(tmp_path / "x")]) == 2
+
+
+OLD_EXPORT = Path(__file__).resolve().parents[1] / "data" / "export_v0_1"
+
+
+def test_an_export_written_by_rag_lab_0_1_still_loads_and_ranks_the_same(tmp_path):
+    """tests/data/export_v0_1 was written by rag_lab 0.1.0 (before the pipeline/cache reshaping:
+    stages named a cache_dir, the allow-list was wider) from the toy hybrid run; its rankings
+    were recorded then, by 0.1.0's load_pipeline."""
+    expected = json.loads((OLD_EXPORT.parent / "export_v0_1_expected_run.json").read_text())
+    copy = tmp_path / "export"
+    shutil.copytree(OLD_EXPORT, copy)  # read-only checkouts: loading must not need to write
+    exported = load_pipeline(copy)
+    run = exported.run(expected["queries"])
+    assert run.keys() == expected["run"].keys()
+    for qid, scores in expected["run"].items():
+        assert list(run[qid]) == list(scores)  # same ids, same order
+        assert [run[qid][c] for c in scores] == pytest.approx(list(scores.values()), abs=1e-6)
+    dataset = {"_target_": "rag_lab.dataset.BeirDataset", "path": str(TOY), "split": "test"}
+    metrics = evaluate_exported(copy, dataset)
+    old = json.loads((OLD_EXPORT / "metrics.json").read_text())
+    for key in CHECKED:
+        assert same(metrics[key], old[key]), key

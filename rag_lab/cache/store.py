@@ -1,11 +1,10 @@
-"""Content-addressed on-disk cache of stage outputs: parsed documents, chunks, document
-embeddings, per-retriever runs, and the answer stage's model calls (generated answers, judge
-verdicts).
+"""Content-addressed on-disk cache of stage outputs: parsed documents, chunks, per-chunk
+embeddings, retriever indexes, per-retriever runs, cross-encoder pair scores, and the answer
+stage's model calls (generated answers, judge verdicts). Keys come from ``rag_lab.cache.keys``.
 
-A stage's key hashes what defines its output: its resolved config subtree, the key of its input
-(or the corpus fingerprint), and the identity of any model it runs (name or path plus a hash of
-the weights). Change one of those and exactly that stage and the ones downstream miss; anything
-else (fusion, reranker depth, metrics) replays cached entries.
+Entries are files (JSON, arrays, folders) or rows of per-model SQLite tables (embeddings, pair
+scores: one row per chunk text or pair, so an edit recomputes only what it touched). Counters
+count entries, and rows for tables.
 
 Writes go to a temporary file in the entry's folder and are renamed into place, so a killed run
 leaves no partial entry and parallel jobs (Hydra's joblib launcher) can share the folder; two jobs
@@ -15,14 +14,14 @@ that compute the same entry write identical bytes, and the last rename wins.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import logging
 import os
 import shutil
+import sqlite3
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,28 +29,9 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-NAMESPACES = ("documents", "chunks", "embeddings", "indexes", "runs", "generations", "judge")
-
-
-def _canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def stage_key(stage: str, config: Any, *inputs: str) -> str:
-    """Key of a stage: its name, its resolved config and the keys/fingerprints of its inputs."""
-    return hashlib.blake2b(_canonical({"stage": stage, "config": config, "inputs": list(inputs)}),
-                           digest_size=20).hexdigest()
-
-
-def content_key(identity: Any, texts: Iterable[str]) -> str:
-    """Key of an encoding: the encoder's identity and the exact texts, in order."""
-    h = hashlib.blake2b(digest_size=20)
-    h.update(_canonical(identity))
-    for t in texts:
-        b = t.encode("utf-8")
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
-    return h.hexdigest()
+# every namespace the cache holds; `rag-lab cache list|clear` and the counters read this
+NAMESPACES = ("documents", "chunks", "embeddings", "indexes", "runs", "rerank_scores",
+              "generations", "judge")
 
 
 class StageCache:
@@ -64,6 +44,7 @@ class StageCache:
         self.misses: Counter[str] = Counter()
         self.bytes_read: Counter[str] = Counter()
         self.bytes_written: Counter[str] = Counter()
+        self._tables: dict[tuple[str, str], sqlite3.Connection] = {}
 
     def path(self, namespace: str, key: str, ext: str) -> Path:
         return self.root / namespace / key[:2] / f"{key}.{ext}"
@@ -155,6 +136,41 @@ class StageCache:
         self.bytes_written[namespace] += sum(f.stat().st_size for f in final.rglob("*") if f.is_file())
         return final
 
+    # -- tables (per-item values: embeddings, pair scores) ---------------------------------
+    def _table(self, namespace: str, table: str) -> sqlite3.Connection:
+        if (namespace, table) not in self._tables:
+            path = self.root / namespace / f"{table}.sqlite"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(path), timeout=60)  # parallel jobs wait for each other's writes
+            db.execute("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BLOB NOT NULL)")
+            db.commit()
+            self._tables[(namespace, table)] = db
+        return self._tables[(namespace, table)]
+
+    def get_many(self, namespace: str, table: str, keys: Sequence[str]) -> dict[str, bytes]:
+        """The rows of ``keys`` that ``table`` holds; each key found counts a hit, each absent a miss."""
+        db = self._table(namespace, table)
+        out: dict[str, bytes] = {}
+        unique = list(dict.fromkeys(keys))
+        for i in range(0, len(unique), 500):
+            part = unique[i:i + 500]
+            rows = db.execute(f"SELECT k, v FROM kv WHERE k IN ({','.join('?' * len(part))})", part)
+            out.update(rows.fetchall())
+        self.hits[namespace] += len(out)
+        self.misses[namespace] += len(unique) - len(out)
+        self.bytes_read[namespace] += sum(len(v) for v in out.values())
+        return out
+
+    def put_many(self, namespace: str, table: str, items: Mapping[str, bytes]) -> None:
+        """Store rows in one transaction (a killed run keeps every batch committed before it)."""
+        db = self._table(namespace, table)
+        with db:
+            db.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?)", list(items.items()))
+        self.bytes_written[namespace] += sum(len(v) for v in items.values())
+
+    def view(self, namespace: str) -> CacheView:
+        return CacheView(self, namespace)
+
     def stats(self) -> dict[str, float]:
         out: dict[str, float] = {
             "cache_hits": float(sum(self.hits.values())), "cache_misses": float(sum(self.misses.values())),
@@ -165,6 +181,50 @@ class StageCache:
             out[f"cache/{ns}/hits"] = float(self.hits[ns])
             out[f"cache/{ns}/misses"] = float(self.misses[ns])
         return out
+
+
+class CacheView:
+    """One namespace of a ``StageCache``: what the pipeline hands a stage (``CacheAware``), so a
+    stage stores and reads its own entries without opening a cache or naming a namespace."""
+
+    def __init__(self, cache: StageCache, namespace: str) -> None:
+        if namespace not in NAMESPACES:
+            raise ValueError(f"unknown cache namespace {namespace!r} (known: {', '.join(NAMESPACES)})")
+        self.cache, self.namespace = cache, namespace
+
+    def get_json(self, key: str) -> Any | None:
+        return self.cache.get_json(self.namespace, key)
+
+    def put_json(self, key: str, value: Any) -> None:
+        self.cache.put_json(self.namespace, key, value)
+
+    def get_dir(self, key: str) -> Path | None:
+        return self.cache.get_dir(self.namespace, key)
+
+    def put_dir(self, key: str, writer: Callable[[Path], None]) -> Path:
+        return self.cache.put_dir(self.namespace, key, writer)
+
+    def get_many(self, table: str, keys: Sequence[str]) -> dict[str, bytes]:
+        return self.cache.get_many(self.namespace, table, keys)
+
+    def put_many(self, table: str, items: Mapping[str, bytes]) -> None:
+        self.cache.put_many(self.namespace, table, items)
+
+    def get_floats(self, table: str, keys: Sequence[str]) -> dict[str, float]:
+        """Rows stored by ``put_floats`` (one float64 each)."""
+        return {k: float(np.frombuffer(v, dtype=np.float64)[0])
+                for k, v in self.get_many(table, keys).items()}
+
+    def put_floats(self, table: str, items: Mapping[str, float]) -> None:
+        self.put_many(table, {k: np.float64(v).tobytes() for k, v in items.items()})
+
+    def get_vectors(self, table: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """Rows stored by ``put_vectors`` (float32 vectors)."""
+        return {k: np.frombuffer(v, dtype=np.float32) for k, v in self.get_many(table, keys).items()}
+
+    def put_vectors(self, table: str, items: Mapping[str, np.ndarray]) -> None:
+        self.put_many(table, {k: np.ascontiguousarray(v, dtype=np.float32).tobytes()
+                              for k, v in items.items()})
 
 
 _OPEN: dict[Path, StageCache] = {}

@@ -1,0 +1,174 @@
+"""The one place that instantiates anything named by a config: dataset, pipeline stages,
+generator, judge and tracker.
+
+Every ``_target_`` is checked against ``ALLOWED_TARGET_PREFIXES`` before anything is built
+(configs may come from disk: exports, sweeps), and stages are instantiated with
+``_convert_="all"`` so they receive plain dicts and lists.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rag_lab.cache import open_cache
+from rag_lab.errors import ConfigError
+from rag_lab.paths import CONFIG_DIR
+from rag_lab.pipeline import Pipeline
+
+log = logging.getLogger(__name__)
+
+# Packages whose classes a config may name: the shipped configs and exports name only rag_lab's
+# own classes (which wrap the libraries).
+ALLOWED_TARGET_PREFIXES = ("rag_lab.",)
+
+# a stage argument that the shipped configs fill with a whole group (``tokenizer: ${tokenizer}``);
+# a plain option name there (``retrievers.bm25.tokenizer=jieba``) means that group's option
+GROUP_ARGUMENTS = ("tokenizer", "embedder")
+
+
+def check_targets(node: Any, where: str = "") -> None:
+    """Raise ``ConfigError`` unless every ``_target_`` in ``node`` names a *class* defined under
+    ``ALLOWED_TARGET_PREFIXES``.
+
+    The name alone is not enough: Hydra resolves dotted paths through a module's imports, so
+    ``rag_lab.build.Path.write_text`` starts with an allowed prefix yet is ``pathlib``'s
+    function. Every stage is a class, so targets must resolve to one, defined in an allowed
+    package."""
+    if isinstance(node, Mapping):
+        target = node.get("_target_")
+        if target is not None:
+            here = f"{where or '<root>'}._target_={target!r}"
+            if not str(target).startswith(ALLOWED_TARGET_PREFIXES):
+                allowed = ", ".join(p + "*" for p in ALLOWED_TARGET_PREFIXES)
+                raise ConfigError(f"{here} is not allowed (allowed: {allowed})")
+            from hydra.utils import get_class
+
+            try:
+                cls = get_class(str(target))
+            except Exception as exc:
+                raise ConfigError(f"{here} is not allowed: it does not name a class "
+                                  f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+                                  ) from None
+            module = str(getattr(cls, "__module__", ""))
+            if not module.startswith(ALLOWED_TARGET_PREFIXES):
+                raise ConfigError(f"{here} is not allowed: it resolves to {module}."
+                                  f"{cls.__qualname__}, outside the allowed packages")
+        for k, v in node.items():
+            check_targets(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(node, (list, tuple)):
+        for i, v in enumerate(node):
+            check_targets(v, f"{where}[{i}]")
+
+
+def instantiate(node: Any, where: str, **kwargs: Any) -> Any:
+    """``hydra.utils.instantiate`` behind the allow-list; a constructor's error becomes a one-line
+    ``ConfigError`` naming ``where``."""
+    from hydra.utils import instantiate as hydra_instantiate
+
+    check_targets(node, where)
+    try:
+        return hydra_instantiate(node, _convert_="all", **kwargs)
+    except Exception as exc:
+        cause: BaseException = exc
+        while cause.__cause__ is not None:  # hydra wraps the constructor's own error
+            cause = cause.__cause__
+        if isinstance(cause, ConfigError):
+            raise cause from None
+        raise ConfigError(f"cannot build {where}: {type(cause).__name__}: {cause}") from exc
+
+
+def _plain(node: Any) -> Any:
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+def _group_option(group: str, value: str, where: str) -> dict[str, Any]:
+    path = Path(CONFIG_DIR) / group / f"{value}.yaml"
+    if not path.is_file():
+        options = sorted(p.stem for p in (Path(CONFIG_DIR) / group).glob("*.yaml"))
+        raise ConfigError(f"{where}={value}: no {group} option {value!r} "
+                          f"(options: {', '.join(options)}; or set the whole group: {group}={value})")
+    node = OmegaConf.load(path)
+    return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+
+
+def _stage_nodes(group: Any, where: str) -> dict[str, dict[str, Any]]:
+    """A choose-many group (``retrievers``, ``postprocess``, ``query_transforms``) as plain
+    ``{name: config}``, each a mapping with a ``_target_``; option names given for a group
+    argument (``tokenizer=jieba`` inside a retriever) are expanded to that option's config."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, node in (_plain(group) or {}).items():
+        if node is None:
+            continue
+        if not isinstance(node, Mapping) or "_target_" not in node:
+            raise ConfigError(f"{where}.{name}: expected a stage config with a _target_, got {node!r}")
+        node = dict(node)
+        for arg in GROUP_ARGUMENTS:
+            if isinstance(node.get(arg), str):
+                node[arg] = _group_option(arg, node[arg], f"{where}.{name}.{arg}")
+        out[str(name)] = node
+    return out
+
+
+def build_dataset(cfg: DictConfig) -> Any:
+    """The configured dataset (``load()`` gives the labelled split)."""
+    return instantiate(cfg.dataset, "dataset")
+
+
+def build_pipeline(cfg: DictConfig) -> Pipeline:
+    """Instantiate every stage named by ``cfg`` (an ``evaluate``-shaped config, an export's
+    ``pipeline.yaml`` or a training config) and the pipeline they form."""
+    retriever_cfgs = _stage_nodes(cfg.get("retrievers"), "retrievers")
+    if not retriever_cfgs:
+        raise ConfigError("no retriever selected: set retrievers=[bm25], [dense] or [dense,bm25]")
+    parser = instantiate(cfg.parser, "parser")
+    chunker = instantiate(cfg.chunker, "chunker")
+    # a dense retriever's `embedder: ${embedder}` (and a stage's `tokenizer: ${tokenizer}`) are
+    # interpolations, so overriding the top-level group changes every stage that uses it.
+    retrievers = {n: instantiate(c, f"retrievers.{n}") for n, c in retriever_cfgs.items()}
+    fusion = instantiate(cfg.fusion, "fusion") if cfg.get("fusion") and len(retrievers) > 1 else None
+    post_cfgs: dict[str, Any] = {}
+    if cfg.get("reranker"):  # the single-choice group runs first, under the name "reranker"
+        post_cfgs["reranker"] = _plain(cfg.reranker)
+    for name, node in _stage_nodes(cfg.get("postprocess"), "postprocess").items():
+        if name in post_cfgs:
+            raise ConfigError(f"postprocess.{name}: the name is taken by the reranker group")
+        post_cfgs[name] = node
+    postprocessors = {n: instantiate(c, "reranker" if n == "reranker" else f"postprocess.{n}")
+                      for n, c in post_cfgs.items()}
+    transforms = {n: instantiate(c, f"query_transforms.{n}")
+                  for n, c in _stage_nodes(cfg.get("query_transforms"), "query_transforms").items()}
+    for node in retriever_cfgs.values():
+        node.pop("cache_dir", None)  # where the cache lives does not change what is in it
+    stage_configs = {"parser": _plain(cfg.parser), "chunker": _plain(cfg.chunker),
+                     "retrievers": retriever_cfgs}
+    cache_dir = OmegaConf.select(cfg, "cache.dir", default=None)
+    retrieve_k = OmegaConf.select(cfg, "evaluation.retrieve_k", default=None) or cfg.get("retrieve_k")
+    if retrieve_k is None:
+        raise ConfigError("missing setting evaluation.retrieve_k")
+    pipe = Pipeline(parser, chunker, retrievers, fusion, postprocessors, transforms, int(retrieve_k),
+                    open_cache(cache_dir) if cache_dir else None, stage_configs)
+    log.info("pipeline: parser=%s chunker=%s query_transforms=%s retrievers=%s fusion=%s "
+             "postprocess=%s", type(parser).__name__, type(chunker).__name__,
+             {n: type(t).__name__ for n, t in transforms.items()},
+             {n: type(r).__name__ for n, r in retrievers.items()},
+             type(fusion).__name__ if fusion else None,
+             {n: type(p).__name__ for n, p in postprocessors.items()})
+    return pipe
+
+
+def build_generator(cfg: DictConfig) -> Any | None:
+    return instantiate(cfg.generator, "generator") if cfg.get("generator") else None
+
+
+def build_judge(cfg: DictConfig) -> Any | None:
+    return instantiate(cfg.judge, "judge") if cfg.get("judge") else None
+
+
+def build_tracker(cfg: DictConfig) -> Any | None:
+    """The configured tracker; ``None`` with ``tracking=none``."""
+    return instantiate(cfg.tracking, "tracking") if cfg.get("tracking") else None

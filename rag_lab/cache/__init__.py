@@ -1,0 +1,19 @@
+"""The stage cache: one owner of keys (``keys``), storage (``store``) and namespaces.
+
+Stages never open a cache: the pipeline hands each ``CacheAware`` stage a ``CacheView`` of its
+namespace. ``rag-lab cache list|clear`` and the run's counters see every namespace.
+"""
+
+from rag_lab.cache.keys import canonical, content_key, stage_key
+from rag_lab.cache.store import (
+    NAMESPACES,
+    CacheView,
+    StageCache,
+    clear,
+    diff_stats,
+    inventory,
+    open_cache,
+)
+
+__all__ = ["NAMESPACES", "CacheView", "StageCache", "canonical", "clear", "content_key",
+           "diff_stats", "inventory", "open_cache", "stage_key"]

@@ -1,0 +1,94 @@
+"""Every cache key recipe, and the one canonical form they hash.
+
+A stage's key hashes what defines its output: its resolved config subtree, the keys of its inputs
+(or the corpus fingerprint) and the identity of any model it runs (name or path plus a hash of
+the weights). Change one of those and exactly that stage and the ones downstream miss.
+
+Per-item keys (one embedding per chunk text, one score per (query, chunk text) pair) live in a
+table named by the model's identity, so an edited document re-encodes only its own chunks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def canonical(obj: Any) -> bytes:
+    """Key order, whitespace and non-ASCII spelling do not change the bytes; anything JSON cannot
+    hold is written with ``str``."""
+    return json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False,
+                      separators=(",", ":")).encode()
+
+
+def _digest(*parts: bytes, size: int = 20) -> str:
+    h = hashlib.blake2b(digest_size=size)
+    for p in parts:  # length-prefixed: ("ab", "c") and ("a", "bc") differ
+        h.update(len(p).to_bytes(8, "little"))
+        h.update(p)
+    return h.hexdigest()
+
+
+def stage_key(stage: str, config: Any, *inputs: str) -> str:
+    """Key of a stage: its name, its resolved config and the keys/fingerprints of its inputs."""
+    return hashlib.blake2b(canonical({"stage": stage, "config": config, "inputs": list(inputs)}),
+                           digest_size=20).hexdigest()
+
+
+def content_key(identity: Any, texts: Iterable[str]) -> str:
+    """Key of an ordered list of texts under an encoder's identity."""
+    return _digest(canonical(identity), *(t.encode("utf-8") for t in texts))
+
+
+# -- corpus stages ------------------------------------------------------------------------------
+def documents_key(parser_config: Any, corpus_fingerprint: str) -> str:
+    return stage_key("documents", parser_config, corpus_fingerprint)
+
+
+def chunks_key(chunker_config: Any, documents: str) -> str:
+    return stage_key("chunks", chunker_config, documents)
+
+
+def index_key(retriever_config: Any, identity: Any, chunks: str) -> str:
+    return stage_key("index", {"retriever": retriever_config, "identity": identity}, chunks)
+
+
+def queries_key(queries: Mapping[str, str]) -> str:
+    return stage_key("queries", sorted(queries.items()))
+
+
+def run_key(retriever_config: Any, identity: Any, k: int, chunks: str,
+            queries: Mapping[str, str]) -> str:
+    return stage_key("run", {"retriever": retriever_config, "identity": identity, "k": k},
+                     chunks, queries_key(queries))
+
+
+# -- per-item tables ----------------------------------------------------------------------------
+def model_table(identity: Any) -> str:
+    """Name of the table holding one model's per-item values (embeddings, pair scores)."""
+    return _digest(canonical(identity), size=12)
+
+
+def text_key(text: str) -> str:
+    """One chunk text's row in an embedding table."""
+    return _digest(text.encode("utf-8"), size=16)
+
+
+def pair_key(query: str, text: str) -> str:
+    """One (query, chunk text) pair's row in a score table."""
+    return _digest(query.encode("utf-8"), text.encode("utf-8"), size=16)
+
+
+# -- answer stage -------------------------------------------------------------------------------
+def generation_key(request: Any) -> str:
+    """A generated answer: everything the generator sends (model, prompt, sampling settings)."""
+    return _digest(b"generation", canonical(request))
+
+
+def judge_key(identity: Any, query: str, contexts: Iterable[str], response: str,
+              reference: str | None) -> str:
+    """A judge's verdict on one answer."""
+    return _digest(b"judge", canonical(identity), canonical(
+        {"query": query, "contexts": list(contexts), "response": response, "reference": reference}))

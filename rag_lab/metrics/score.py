@@ -1,0 +1,143 @@
+"""Scoring a run: a pure function of (run, chunks, labels) used by evaluate, export, the gate's
+sides, training's dev evaluation and ``rag-lab judge``.
+
+Chunk runs are aggregated to documents (a document scores its best chunk) before the document
+metrics; where queries carry gold strings, chunks are also judged by the evidence they hold
+(``evidence_*`` metrics, open-set: only retrieved chunks have labels).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rag_lab.errors import ConfigError, DataError
+from rag_lab.metrics.names import metric_key
+from rag_lab.metrics.relevance import evidence_qrels, to_document_run
+from rag_lab.metrics.retrieval import mean_metrics, parse_metric, run_metrics
+from rag_lab.ranking import ranked
+from rag_lab.types import Chunk, Qrels, Query, Run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rag_lab.dataset.base import LabelledQueries
+
+log = logging.getLogger(__name__)
+
+EVIDENCE_METRICS = ("hit_rate", "precision", "noise_ratio", "mrr")
+# per-query table columns that are not metrics
+ID_COLUMNS = ("query_id", "text", "category", "n_relevant", "retrieved_doc_ids", "retrieved_chunk_ids")
+
+
+def check_metric_names(names: Sequence[str]) -> None:
+    """``ConfigError`` naming ``evaluation.metrics`` for a name that is not ``<metric>@<k>``."""
+    for n in names:
+        try:
+            parse_metric(n)
+        except ValueError as exc:
+            raise ConfigError(f"evaluation.metrics: {exc}") from None
+
+
+def check_labels(data: LabelledQueries, doc_ids: set[str]) -> list[str]:
+    """Warn (with counts) about judgments naming documents the corpus lacks; refuse when none match."""
+    rows = [(q, d) for q, grades in data.qrels.items() for d in grades]
+    unknown = [(q, d) for q, d in rows if d not in doc_ids]
+    if unknown and len(unknown) == len(rows):
+        raise DataError(f"none of the {len(rows)} judgments in qrels/{data.split}.tsv names a "
+                        f"document of the corpus (e.g. {unknown[0][1]!r}): wrong corpus or id field?")
+    warnings = []
+    if unknown:
+        n_q = len({q for q, _ in unknown})
+        warnings.append(f"{len(unknown)} of {len(rows)} judgments ({n_q} queries) name documents "
+                        f"not in the corpus (e.g. {unknown[0][1]!r}); they stay in the denominators "
+                        "of recall/nDCG")
+    for w in warnings:
+        log.warning(w)
+    return warnings
+
+
+def score(run: Run, chunks: Mapping[str, Chunk], qrels: Qrels, names: Sequence[str], *,
+          queries: Mapping[str, Query] | None = None, evidence_k: Sequence[int] = (1, 5, 10),
+          evidence_within_relevant_docs: bool = True, report_depth: int = 100,
+          ) -> tuple[dict[str, float], pd.DataFrame]:
+    """``(flat metrics, per-query table)`` of a chunk ``run`` against document ``qrels``.
+
+    ``names`` are ranx-style (``ndcg@10``); keys come out logged-style (``ndcg_at_10``), plus
+    ``evidence_*`` when ``queries`` carry gold strings, ``by_category/<c>/<key>`` when they have
+    categories, and the query counts. The table has one row per query (``queries`` order, else
+    ``qrels`` order) with its metrics and the top ``report_depth`` retrieved doc and chunk ids."""
+    import pandas as pd
+
+    queries = queries if queries is not None else {q: Query(q, "") for q in qrels}
+    chunk_doc = {cid: c.doc_id for cid, c in chunks.items()}
+    doc_run = to_document_run(run, chunk_doc)
+    per_query = run_metrics(doc_run, qrels, names)
+    answerable = {q for q, g in qrels.items() if any(v > 0 for v in g.values())}
+    metrics = mean_metrics(per_query, names)
+    per_query_ev: dict[str, dict[str, float]] = {}
+    if any(queries[q].evidence for q in answerable if q in queries):
+        ev_names = [f"{m}@{k}" for m in EVIDENCE_METRICS for k in evidence_k]
+        ev_qrels = evidence_qrels(run, chunks, queries, qrels, max(evidence_k),
+                                  evidence_within_relevant_docs)
+        ev_qrels = {q: labels for q, labels in ev_qrels.items() if q in answerable}
+        # labels exist only for retrieved chunks: score the chunk run itself, open-set
+        per_query_ev = run_metrics(run, ev_qrels, ev_names, open_set=True)
+        metrics.update({f"evidence_{k}": v for k, v in mean_metrics(per_query_ev, ev_names).items()})
+    top = max(int(report_depth), 1)
+    rows = []
+    for qid, q in queries.items():
+        row: dict[str, Any] = {"query_id": qid, "text": q.text, "category": q.category,
+                               "n_relevant": sum(1 for g in qrels[qid].values() if g > 0)}
+        row.update({metric_key(n): v for n, v in per_query[qid].items()})
+        row.update({f"evidence_{metric_key(n)}": v for n, v in per_query_ev.get(qid, {}).items()})
+        row["retrieved_doc_ids"] = ranked(doc_run.get(qid, {}))[:top]
+        row["retrieved_chunk_ids"] = ranked(run.get(qid, {}))[:top]
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    flat = {metric_key(k): v for k, v in metrics.items()}
+    flat.update(category_means(table))
+    flat["n_queries"] = len(queries)
+    flat["n_answerable"] = len(answerable)
+    flat["n_unanswerable"] = len(queries) - len(answerable)
+    return flat, table
+
+
+def category_means(table: pd.DataFrame) -> dict[str, float]:
+    """``by_category/<category>/<column>`` means of every metric column of a per-query table."""
+    out: dict[str, float] = {}
+    if "category" not in table or not table["category"].notna().any():
+        return out
+    cols = [c for c in table.columns if c not in ID_COLUMNS]
+    for cat, grp in table.groupby("category"):
+        for c in cols:
+            vals = grp[c].dropna()
+            if len(vals):
+                out[f"by_category/{cat}/{c}"] = float(vals.mean())
+    return out
+
+
+def score_split(run: Run, chunks: Mapping[str, Chunk], data: LabelledQueries,
+                evaluation: Mapping[str, Any]) -> tuple[dict[str, float], pd.DataFrame]:
+    """``score`` with a dataset split and an ``evaluation`` config section (metrics,
+    evidence_k, evidence_within_relevant_docs, report_depth)."""
+    return score(run, chunks, data.qrels, list(evaluation["metrics"]), queries=data.queries,
+                 evidence_k=list(evaluation["evidence_k"]),
+                 evidence_within_relevant_docs=bool(evaluation["evidence_within_relevant_docs"]),
+                 report_depth=int(evaluation["report_depth"]))
+
+
+ANSWER_COLUMNS = ("response", "faithfulness", "refusal", "exact_match", "f1", "contained",
+                  "context_utilisation")
+OPTIONAL_ANSWER_COLUMNS = ("context_precision", "context_recall", "judge_error")
+
+
+def with_answers(table: pd.DataFrame, rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """The per-query table plus ``answer_<column>`` of the answer stage's per-query rows (optional
+    columns only where some row has them)."""
+    out = table.copy()
+    optional = [c for c in OPTIONAL_ANSWER_COLUMNS if any(c in r for r in rows.values())]
+    for col in (*ANSWER_COLUMNS, *optional):
+        out[f"answer_{col}"] = [rows[q].get(col) for q in out["query_id"]]
+    return out

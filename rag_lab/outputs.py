@@ -1,0 +1,37 @@
+"""The files of a run folder, written in one place: what ``rag-lab gate`` and ``rag-lab export``
+read back as a side (``metrics.json``, ``per_query.parquet``, ``dataset_fingerprint``), plus the
+resolved config of an evaluate run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+METRICS_FILE = "metrics.json"
+PER_QUERY_FILE = "per_query.parquet"
+FINGERPRINT_FILE = "dataset_fingerprint"
+CONFIG_FILE = "config_resolved.yaml"
+MLFLOW_RUN_FILE = "mlflow_run_id"
+
+
+def write_scores(out_dir: Path, metrics: Mapping[str, Any], table: pd.DataFrame,
+                 fingerprint: str) -> None:
+    """``metrics.json`` (NaN kept), ``per_query.parquet`` and ``dataset_fingerprint``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / METRICS_FILE).write_text(json.dumps(dict(metrics), indent=2, sort_keys=True,
+                                                   allow_nan=True))
+    (out_dir / FINGERPRINT_FILE).write_text(fingerprint)
+    table.to_parquet(out_dir / PER_QUERY_FILE, index=False)
+
+
+def write_config(out_dir: Path, resolved: Mapping[str, Any]) -> Path:
+    from omegaconf import OmegaConf
+
+    path = out_dir / CONFIG_FILE
+    path.write_text(OmegaConf.to_yaml(dict(resolved)))
+    return path

@@ -1,0 +1,7 @@
+"""Post-retrieval stages, run in order on the fused run: ``postprocess=[cross_encoder,freshness]``.
+Rerankers (``rag_lab.reranker``) are post-processors too."""
+
+from rag_lab.postprocess.base import PostProcessor
+from rag_lab.postprocess.freshness import FreshnessFilter
+
+__all__ = ["FreshnessFilter", "PostProcessor"]
