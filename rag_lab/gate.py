@@ -1,4 +1,5 @@
-"""``rag-lab gate``: compare a candidate run against a baseline; exit 1 on a regression.
+"""The regression gate: compare a candidate run against a baseline (``rag-lab gate``, whose
+command line is :mod:`rag_lab.cli.gate`).
 
 A *side* (baseline or candidate) is any of: an evaluate run folder (or an export folder) holding
 ``metrics.json`` and, optionally, ``per_query.parquet`` and a ``dataset_fingerprint`` file; a path
@@ -8,42 +9,40 @@ to a ``metrics.json`` (the per-query table is read from the same folder); or an 
 Contract:
 
 - Both sides must carry the same dataset fingerprint (a ``dataset_fingerprint`` key in
-  ``metrics.json``, else the ``dataset_fingerprint`` file, else the MLflow tag); a mismatch or a
-  missing fingerprint is refused unless ``allow_fingerprint_mismatch``.
+  ``metrics.json``, else the ``dataset_fingerprint`` file, which for an MLflow run is its tag;
+  key and file must agree); a mismatch or a missing fingerprint is refused unless
+  ``allow_fingerprint_mismatch``.
 - ``--max-drop m=t`` regresses when ``candidate - baseline < -t``; ``--max-rise m=t`` when
   ``candidate - baseline > t``. When both sides have per-query scores for ``m``, a breach only
   fails if the paired randomisation test gives ``p < alpha``; a breach with ``p >= alpha`` is a
   warning ("within noise"). ``--no-significance`` fails on the tolerance alone. Without per-query
   scores the tolerance alone decides.
-- Metrics not named are not checked; the headline ones are listed for information.
-- Exit codes: 0 no regression (warnings allowed), 1 at least one regression, 2 refusal or usage
-  error (unresolvable side, fingerprint mismatch, unknown or non-finite checked metric, bad flag).
+- Metrics not named are not checked; the headline ones (``rag_lab.metrics.names.HEADLINE``) are
+  listed for information, with whether they moved the better or the worse way.
+- :attr:`GateResult.exit_code`: 0 no regression (warnings allowed), 1 at least one regression;
+  a refusal raises :class:`GateError` (the command exits 2).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
 import re
-import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import pandas as pd
 
-from rag_lab import PROJECT_ROOT
-from rag_lab.errors import RagLabError
+from rag_lab.errors import ConfigError, RagLabError
+from rag_lab.metrics.names import HEADLINE, higher_is_better
 from rag_lab.stats import align, randomization_test
+from rag_lab.tracking.fetch import FINGERPRINT as FINGERPRINT_FILE
+from rag_lab.tracking.fetch import METRICS, download_run, resolve_tracking_uri
 
-HEADLINE = ("ndcg_at_10", "hit_rate_at_5", "noise_ratio_at_5", "recall_at_100", "mrr_at_10")
-DEFAULT_TRACKING_URI = f"sqlite:///{PROJECT_ROOT / 'experiments' / 'mlflow.db'}"
-FINGERPRINT_FILE = "dataset_fingerprint"
 N_PERMUTATIONS = 10000
 _RUN_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -52,7 +51,7 @@ Direction = Literal["drop", "rise"]
 
 
 class GateError(RagLabError):
-    """The gate refuses to compare (unresolvable side, fingerprint mismatch, unknown metric): exit 2."""
+    """The gate refuses to compare (unresolvable side, fingerprint mismatch, unknown metric)."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +66,8 @@ class Side:
 
 @dataclass(frozen=True)
 class Row:
-    """One metric of the comparison. ``direction``/``tolerance`` are ``None`` for informational rows;
-    ``p_value`` is ``None`` when per-query scores are unavailable on either side."""
+    """One metric of the comparison. ``direction``/``tolerance`` are ``None`` for informational
+    rows; ``p_value`` is ``None`` when per-query scores are unavailable on either side."""
 
     metric: str
     baseline: float
@@ -133,64 +132,53 @@ def _folder_fingerprint(metrics: Mapping[str, object], folder: Path) -> str | No
     file = folder / FINGERPRINT_FILE
     on_disk = file.read_text().strip() if file.is_file() else None
     if key is not None and on_disk is not None and str(key) != on_disk:
-        raise GateError(f"{folder}: metrics.json says dataset_fingerprint={key} but {file} says {on_disk}")
+        raise GateError(f"{folder}: metrics.json says dataset_fingerprint={key} "
+                        f"but {file} says {on_disk}")
     return str(key) if key is not None else on_disk or None
 
 
 def load_metrics_file(path: Path, ref: str | None = None) -> Side:
-    """A side from a ``metrics.json`` path; ``per_query.parquet`` and the fingerprint file beside it."""
+    """A side from a ``metrics.json`` path; ``per_query.parquet`` and the fingerprint file
+    beside it."""
     metrics = _read_json(path)
     return Side(ref or str(path), metrics, _read_table(path.parent / "per_query.parquet"),
                 _folder_fingerprint(metrics, path.parent))
 
 
 def load_mlflow_run(run_id: str, tracking_uri: str) -> Side:
-    """A side from an MLflow run: its ``metrics/metrics.json`` and ``tables/per_query.parquet``
-    artifacts and its ``dataset_fingerprint`` tag. Raises :class:`GateError` if the run or its
-    metrics artifact cannot be found."""
-    from mlflow.exceptions import MlflowException
-
-    from rag_lab.errors import ConfigError
-    from rag_lab.tracking.mlflow import fetch_run
-
-    try:
-        client, run = fetch_run(run_id, tracking_uri)
-    except ConfigError as exc:
-        raise GateError(str(exc)) from None
+    """A side from an MLflow run logged by ``rag-lab evaluate``, read as the run folder it wrote
+    (:func:`rag_lab.tracking.fetch.download_run`: ``metrics.json`` required, ``per_query.parquet``
+    when logged, the ``dataset_fingerprint`` tag as the fingerprint file). Raises
+    :class:`GateError` if the store, the run or its metrics artifact cannot be found."""
     with tempfile.TemporaryDirectory(prefix="rag_lab_gate_") as tmp:
         try:
-            metrics_path = Path(client.download_artifacts(run_id, "metrics/metrics.json", tmp))
-        except (MlflowException, OSError):
-            raise GateError(f"MLflow run {run_id} has no metrics/metrics.json artifact") from None
-        try:
-            table = _read_table(Path(client.download_artifacts(run_id, "tables/per_query.parquet", tmp)))
-        except (MlflowException, OSError):
-            table = None
-        metrics = _read_json(metrics_path)
-    fingerprint = run.data.tags.get(FINGERPRINT_FILE) or metrics.get(FINGERPRINT_FILE)
-    return Side(run_id, metrics, table, str(fingerprint) if fingerprint else None)
+            folder = download_run(run_id, tracking_uri, Path(tmp), required=(METRICS,))
+        except ConfigError as exc:
+            raise GateError(str(exc)) from None
+        return load_metrics_file(folder / "metrics.json", run_id)
 
 
 def resolve_side(ref: str | Path, tracking_uri: str | None = None) -> Side:
     """A run folder, a ``metrics.json`` path or an MLflow run id → :class:`Side`.
 
-    ``tracking_uri`` defaults to ``$MLFLOW_TRACKING_URI``, else the project's sqlite store.
+    ``tracking_uri`` defaults to ``$MLFLOW_TRACKING_URI``, else ``experiments/mlflow.db``.
     Raises :class:`GateError` with a one-line reason when ``ref`` is none of these."""
     ref = str(ref)
     path = Path(ref)
     if path.is_dir():
         if not (path / "metrics.json").is_file():
-            raise GateError(f"{ref}: folder has no metrics.json (not an evaluate run or export folder)")
+            raise GateError(f"{ref}: folder has no metrics.json "
+                            f"(not an evaluate run or export folder)")
         return load_metrics_file(path / "metrics.json", ref)
     if path.is_file():
         return load_metrics_file(path, ref)
-    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
     if not _RUN_ID.match(ref):
         raise GateError(f"{ref}: no such run folder or metrics.json, and not an MLflow run id")
     try:
-        return load_mlflow_run(ref, uri)
+        return load_mlflow_run(ref, resolve_tracking_uri(tracking_uri))
     except GateError as exc:
-        raise GateError(f"{ref}: not a run folder or metrics.json, nor a usable MLflow run id: {exc}") from None
+        raise GateError(f"{ref}: not a run folder or metrics.json, "
+                        f"nor a usable MLflow run id: {exc}") from None
 
 
 # ---------------------------------------------------------------- comparing
@@ -214,24 +202,29 @@ def _value(side: Side, metric: str, role: str) -> float:
     """The finite numeric value of ``metric`` on one side; :class:`GateError` otherwise."""
     if metric not in side.metrics:
         known = [k for k in HEADLINE if k in side.metrics] or sorted(side.metrics)[:5]
-        raise GateError(f"metric {metric!r} not in the {role} metrics ({side.ref}); known e.g.: {', '.join(known)}")
+        raise GateError(f"metric {metric!r} not in the {role} metrics ({side.ref}); "
+                        f"known e.g.: {', '.join(known)}")
     value = side.metrics[metric]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise GateError(f"metric {metric!r} is not a finite number in the {role} metrics: {value!r}")
+        raise GateError(f"metric {metric!r} is not a finite number in the {role} metrics: "
+                        f"{value!r}")
     return float(value)
 
 
-def p_value(baseline: Side, candidate: Side, metric: str, n_permutations: int = N_PERMUTATIONS) -> float | None:
+def p_value(baseline: Side, candidate: Side, metric: str,
+            n_permutations: int = N_PERMUTATIONS) -> float | None:
     """Paired randomisation-test p of ``metric`` over the queries both per-query tables share;
     ``None`` when either table or column is missing or no pair is usable."""
     b, c = baseline.per_query, candidate.per_query
-    if b is None or c is None or any(metric not in t.columns or "query_id" not in t.columns for t in (b, c)):
+    if b is None or c is None or any(metric not in t.columns or "query_id" not in t.columns
+                                     for t in (b, c)):
         return None
     try:
         wide = align({"baseline": b, "candidate": c}, metric)
     except ValueError as exc:
         raise GateError(f"per-query table for {metric!r}: {exc}") from None
-    p = randomization_test(wide["candidate"].to_numpy(), wide["baseline"].to_numpy(), n_permutations)
+    p = randomization_test(wide["candidate"].to_numpy(), wide["baseline"].to_numpy(),
+                           n_permutations)
     return None if math.isnan(p) else p
 
 
@@ -265,7 +258,8 @@ def _info_row(baseline: Side, candidate: Side, metric: str) -> Row | None:
         b, c = _value(baseline, metric, "baseline"), _value(candidate, metric, "candidate")
     except GateError:
         return None
-    return Row(metric, b, c, c - b, None, None, p_value(baseline, candidate, metric), "info", "not checked")
+    p = p_value(baseline, candidate, metric)
+    return Row(metric, b, c, c - b, None, None, p, "info", "not checked")
 
 
 def gate(baseline: Side | str | Path, candidate: Side | str | Path, max_drop: Mapping[str, float],
@@ -283,22 +277,34 @@ def gate(baseline: Side | str | Path, candidate: Side | str | Path, max_drop: Ma
     cand = candidate if isinstance(candidate, Side) else resolve_side(candidate, tracking_uri)
     note = check_fingerprints(base, cand, allow_fingerprint_mismatch)
     rows: list[Row] = []
-    checks: tuple[tuple[Direction, Mapping[str, float]], ...] = (("drop", max_drop), ("rise", max_rise))
+    checks: tuple[tuple[Direction, Mapping[str, float]], ...] = (
+        ("drop", max_drop), ("rise", max_rise))
     for direction, limits in checks:
         for metric, tolerance in limits.items():
             if not (tolerance >= 0 and math.isfinite(tolerance)):
-                raise GateError(f"--max-{direction} {metric}: tolerance must be a finite number >= 0")
+                raise GateError(f"--max-{direction} {metric}: "
+                                f"tolerance must be a finite number >= 0")
             b, c = _value(base, metric, "baseline"), _value(cand, metric, "candidate")
-            rows.append(judge(metric, b, c, direction, tolerance, p_value(base, cand, metric), alpha,
-                              significance))
+            p = p_value(base, cand, metric)
+            rows.append(judge(metric, b, c, direction, tolerance, p, alpha, significance))
     checked = {r.metric for r in rows}
-    rows += [r for m in HEADLINE if m not in checked and (r := _info_row(base, cand, m)) is not None]
+    rows += [r for m in HEADLINE
+             if m not in checked and (r := _info_row(base, cand, m)) is not None]
     return GateResult(base, cand, rows, alpha, significance, note)
 
 
 # ---------------------------------------------------------------- reporting
 
 _STATUS_TEXT = {"pass": "pass", "warn": "warn (within noise)", "fail": "**FAIL**", "info": "info"}
+
+
+def _status_text(row: Row) -> str:
+    """The status cell; an informational row also says which way its metric moved."""
+    if row.status != "info":
+        return _STATUS_TEXT[row.status]
+    if row.delta == 0:
+        return "info (same)"
+    return "info (better)" if (row.delta > 0) == higher_is_better(row.metric) else "info (worse)"
 
 
 def _tolerance_text(row: Row) -> str:
@@ -313,27 +319,32 @@ def render_markdown(result: GateResult) -> str:
     sig = (f"a breach fails only if significant (paired randomisation test, alpha={result.alpha:g})"
            if result.significance else "--no-significance: a breach of tolerance fails on its own")
     lines = [f"## rag-lab gate: {verdict}", "",
-             f"- baseline: `{result.baseline.ref}` (dataset fingerprint `{result.baseline.fingerprint}`)",
-             f"- candidate: `{result.candidate.ref}` (dataset fingerprint `{result.candidate.fingerprint}`)",
+             f"- baseline: `{result.baseline.ref}` "
+             f"(dataset fingerprint `{result.baseline.fingerprint}`)",
+             f"- candidate: `{result.candidate.ref}` "
+             f"(dataset fingerprint `{result.candidate.fingerprint}`)",
              f"- rule: {sig}", ""]
     if result.fingerprint_note:
-        lines += [f"> **Warning:** {result.fingerprint_note} (compared anyway: --allow-fingerprint-mismatch)", ""]
+        lines += [f"> **Warning:** {result.fingerprint_note} "
+                  f"(compared anyway: --allow-fingerprint-mismatch)", ""]
     lines += ["| metric | baseline | candidate | delta | tolerance | p | status |",
               "|---|---:|---:|---:|---|---:|---|"]
     for r in result.rows:
         p = "-" if r.p_value is None else f"{r.p_value:.3g}"
         lines.append(f"| {r.metric} | {r.baseline:.4f} | {r.candidate:.4f} | {r.delta:+.4f} | "
-                     f"{_tolerance_text(r)} | {p} | {_STATUS_TEXT[r.status]} |")
+                     f"{_tolerance_text(r)} | {p} | {_status_text(r)} |")
     lines.append("")
     if result.regressions:
         lines.append(f"**Verdict: FAIL** — {len(result.regressions)} regression(s): "
                      + "; ".join(f"{r.metric} {r.reason}" for r in result.regressions))
     else:
-        lines.append(f"**Verdict: PASS** — {len(result.checked)} checked metric(s), no regression.")
+        lines.append(f"**Verdict: PASS** — {len(result.checked)} checked metric(s), "
+                     f"no regression.")
     for r in result.warnings:
         lines.append(f"\n- Warning: {r.metric} {r.reason} — reported, not a failure.")
     if not result.checked:
-        lines.append("\nNo metric was checked (give --max-drop / --max-rise); the rows above are informational.")
+        lines.append("\nNo metric was checked (give --max-drop / --max-rise); "
+                     "the rows above are informational.")
     return "\n".join(lines) + "\n"
 
 
@@ -343,11 +354,15 @@ def render_junit(result: GateResult) -> str:
     suite = ET.Element("testsuite", name="rag-lab gate", tests=str(len(result.checked)),
                        failures=str(len(result.regressions)), errors="0", skipped="0")
     for r in result.checked:
-        case = ET.SubElement(suite, "testcase", classname="rag_lab.gate", name=f"{r.metric} (max-{r.direction})")
+        case = ET.SubElement(suite, "testcase", classname="rag_lab.gate",
+                             name=f"{r.metric} (max-{r.direction})")
+        p = "n/a" if r.p_value is None else f"{r.p_value:.3g}"
         detail = (f"baseline={r.baseline:.6g} candidate={r.candidate:.6g} delta={r.delta:+.6g} "
-                  f"tolerance={r.tolerance:g} p={'n/a' if r.p_value is None else f'{r.p_value:.3g}'}")
+                  f"tolerance={r.tolerance:g} p={p}")
         if r.status == "fail":
-            ET.SubElement(case, "failure", message=f"{r.metric} {r.reason}", type="regression").text = detail
+            failure = ET.SubElement(case, "failure", message=f"{r.metric} {r.reason}",
+                                    type="regression")
+            failure.text = detail
         else:
             ET.SubElement(case, "system-out").text = f"{r.status}: {r.reason}; {detail}"
     root = ET.Element("testsuites")
@@ -355,83 +370,3 @@ def render_junit(result: GateResult) -> str:
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
-
-# ---------------------------------------------------------------- command line
-
-
-def _tolerance(text: str) -> tuple[str, float]:
-    """``name=0.01`` → ``("name", 0.01)``; argparse turns a ValueError into a usage error (exit 2)."""
-    name, sep, value = text.partition("=")
-    try:
-        tol = float(value)
-    except ValueError:
-        tol = math.nan
-    if not sep or not name or not (math.isfinite(tol) and tol >= 0):
-        raise argparse.ArgumentTypeError(f"expected METRIC=TOLERANCE with TOLERANCE >= 0, got {text!r}")
-    return name, tol
-
-
-def _alpha(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"alpha must be in (0, 1), got {text}")
-    return value
-
-
-def _as_dict(pairs: Sequence[tuple[str, float]], flag: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for name, tol in pairs:
-        if name in out:
-            raise GateError(f"{flag} {name} given twice")
-        out[name] = tol
-    return out
-
-
-def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="rag-lab gate", description="Compare a candidate run against a baseline; exit 1 on regression.",
-        epilog="exit codes: 0 no regression (warnings allowed), 1 regression, 2 refusal or usage error")
-    side = "run folder, metrics.json path or MLflow run id"
-    ap.add_argument("--baseline", required=True, help=side)
-    ap.add_argument("--candidate", required=True, help=side)
-    ap.add_argument("--max-drop", type=_tolerance, action="extend", nargs="+", default=[], metavar="METRIC=TOL",
-                    help="fail if candidate - baseline < -TOL (and significant), e.g. ndcg_at_10=0.01")
-    ap.add_argument("--max-rise", type=_tolerance, action="extend", nargs="+", default=[], metavar="METRIC=TOL",
-                    help="fail if candidate - baseline > TOL (and significant), e.g. noise_ratio_at_5=0.02")
-    ap.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
-    ap.add_argument("--no-significance", action="store_true",
-                    help="fail on the tolerance alone, even when the change is within noise")
-    ap.add_argument("--allow-fingerprint-mismatch", action="store_true",
-                    help="compare even if the dataset fingerprints differ or are missing")
-    ap.add_argument("--tracking-uri", default=None,
-                    help=f"MLflow store for run ids (default $MLFLOW_TRACKING_URI or {DEFAULT_TRACKING_URI})")
-    ap.add_argument("--junit", type=Path, help="write JUnit XML here")
-    ap.add_argument("--summary", type=Path, help="write the Markdown summary here")
-    return ap
-
-
-def run(argv: Sequence[str]) -> int:
-    """Parse ``argv``, gate, print and write the reports; returns the exit code (2 on refusal)."""
-    args = parser().parse_args(list(argv))
-    try:
-        result = gate(args.baseline, args.candidate, _as_dict(args.max_drop, "--max-drop"),
-                      _as_dict(args.max_rise, "--max-rise"), args.alpha, significance=not args.no_significance,
-                      allow_fingerprint_mismatch=args.allow_fingerprint_mismatch, tracking_uri=args.tracking_uri)
-    except GateError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    summary = render_markdown(result)
-    print(summary, end="")
-    for path, text in ((args.summary, summary), (args.junit, render_junit(result))):
-        if path:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    return result.exit_code
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    sys.exit(run(sys.argv[1:] if argv is None else argv))
-
-
-if __name__ == "__main__":
-    main()

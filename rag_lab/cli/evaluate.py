@@ -1,0 +1,29 @@
+"""``rag-lab evaluate [key=value ...] [-m]``: the Hydra task around
+:func:`rag_lab.evaluate.evaluate`.
+
+Returns the optimised metric (``optimized_metric`` in the config), which is what a sweeper
+(``-m``, ``hparams_search=...``) optimises; ``None`` when the config names none.
+"""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from rag_lab.cli._errors import user_errors
+from rag_lab.metrics.names import metric_key
+from rag_lab.paths import CONFIG_DIR
+
+
+@hydra.main(config_path=CONFIG_DIR, config_name="evaluate", version_base="1.3")
+@user_errors
+def main(cfg: DictConfig) -> float | None:
+    from rag_lab.evaluate import evaluate  # the pipeline's imports wait until a run starts
+
+    metrics = evaluate(cfg)
+    opt = cfg.get("optimized_metric")
+    return metrics.get(metric_key(opt)) if opt else None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""``rag-lab serve EXPORT [--tracking-uri URI] [--register NAME]``: log an export folder as an
+MLflow pyfunc model (:func:`rag_lab.serve.log_export`) and print how to serve it.
+
+Exit codes: 0 logged, 2 refusal (a broken export, an unreachable store) or usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rag_lab.cli._errors import user_errors
+from rag_lab.cli._options import tracking_uri_option
+from rag_lab.tracking.fetch import resolve_tracking_uri
+
+
+def log_model(export_dir: Path, uri: str, register: str | None) -> str:
+    """Log ``export_dir`` at ``uri`` (registered as ``register`` when given); prints the model URI
+    and the ``mlflow models serve`` line. Also ``rag-lab export --log-model``."""
+    from rag_lab.serve import log_export  # mlflow loads here
+
+    model_uri = log_export(export_dir, uri, register)
+    print(f"logged model: {model_uri} ({uri})\n"
+          f"serve: MLFLOW_TRACKING_URI={uri} mlflow models serve -m {model_uri} "
+          f"--env-manager local")
+    return model_uri
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="rag-lab serve", epilog="layout and serving: docs/export.md",
+        description="Log an export folder as an MLflow pyfunc model and print how to serve it.")
+    ap.add_argument("export", type=Path, help="a folder written by `rag-lab export`")
+    tracking_uri_option(ap, "the model")
+    ap.add_argument("--register", metavar="NAME", help="register the model under NAME")
+    return ap
+
+
+@user_errors
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    log_model(args.export, resolve_tracking_uri(args.tracking_uri), args.register)

@@ -1,0 +1,41 @@
+"""``rag-lab train embedder|reranker [key=value ...]``: the Hydra tasks around
+:func:`rag_lab.train.embedder.train_embedder` and :func:`rag_lab.train.reranker.train_reranker`
+(configs ``conf/train_embedder.yaml`` and ``conf/train_reranker.yaml``). Both write into
+``train.output_dir`` and return nothing: there is no train sweep to optimise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import hydra
+from omegaconf import DictConfig
+
+from rag_lab.cli._errors import user_errors
+from rag_lab.paths import CONFIG_DIR
+
+
+@hydra.main(config_path=CONFIG_DIR, config_name="train_embedder", version_base="1.3")
+@user_errors
+def embedder(cfg: DictConfig) -> None:
+    from rag_lab.train.embedder import train_embedder  # torch and transformers load here
+
+    train_embedder(cfg)
+
+
+@hydra.main(config_path=CONFIG_DIR, config_name="train_reranker", version_base="1.3")
+@user_errors
+def reranker(cfg: DictConfig) -> None:
+    from rag_lab.train.reranker import train_reranker
+
+    train_reranker(cfg)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``rag-lab train <task> ...`` (what the old ``rag_lab.train.cli.main`` was): the command
+    table picks the task."""
+    import sys
+
+    from rag_lab.cli import COMMANDS, dispatch
+
+    dispatch(COMMANDS, ["train", *(sys.argv[1:] if argv is None else argv)])

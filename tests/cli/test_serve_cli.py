@@ -1,0 +1,43 @@
+"""``rag-lab serve EXPORT``: log an export as an MLflow pyfunc model; a folder that is not an
+export is refused with one line, before anything is logged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_lab.cli._errors import exit_status
+from rag_lab.cli.serve import main
+from tests.cli.helpers import error_line, rag_lab
+from tests.compose import TOY_OVERRIDES, compose_evaluate
+
+
+@pytest.fixture(scope="module")
+def export_dir(tmp_path_factory) -> Path:
+    from rag_lab.evaluate import evaluate
+    from rag_lab.export import export_pipeline
+
+    root = tmp_path_factory.mktemp("serve")
+    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none"], root)
+    evaluate(cfg)
+    return export_pipeline(Path(cfg.paths.output_dir), root / "export")
+
+
+def test_logs_and_registers_the_export(export_dir, tmp_path, capsys):
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert exit_status(main, [str(export_dir), "--tracking-uri", uri, "--register", "toy"]) == 0
+    out = capsys.readouterr().out
+    assert "logged model: models:/toy/1" in out
+    assert f"MLFLOW_TRACKING_URI={uri} mlflow models serve -m models:/toy/1" in out
+    assert str(MlflowClient(uri).get_registered_model("toy").latest_versions[0].version) == "1"
+
+
+def test_not_an_export_is_refused(tmp_path):
+    (tmp_path / "empty").mkdir()
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = rag_lab("serve", str(tmp_path / "empty"), "--tracking-uri", uri, timeout=120)
+    assert proc.returncode == 2 and "not a rag_lab export folder" in error_line(proc)
+    assert not (tmp_path / "mlflow.db").exists()
