@@ -8,6 +8,16 @@ import pytest
 
 TOY = Path(__file__).parent / "data" / "toy"
 
+# pyproject's `timeout` (300 s) is the limit for the default run; a model-heavy `slow` test (a real
+# training run, a GGUF server, a benchmark-sized set) gets this much unless it sets its own.
+SLOW_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
 
 @pytest.fixture(scope="session")
 def toy_path() -> Path:
