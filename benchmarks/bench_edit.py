@@ -45,12 +45,17 @@ def index(overrides: list[str], work: Path) -> tuple[float, dict[str, float], in
     pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
     pipe.index_all()
     after = pipe.cache.stats()
-    return time.perf_counter() - t0, {k: after[k] - before.get(k, 0.0) for k in after}, len(pipe.chunks)
+    return (
+        time.perf_counter() - t0,
+        {k: after[k] - before.get(k, 0.0) for k in after},
+        len(pipe.chunks),
+    )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--data", default=os.environ.get("RAG_LAB_DATA", "../shared/data"))
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--chunker", default="recursive")
@@ -67,13 +72,22 @@ def main() -> None:
     if args.docs:
         lines = lines[: args.docs]
         corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    overrides = ["dataset=beir", f"dataset.path={work / 'scifact'}", f"chunker={args.chunker}",
-                 f"embedder={args.embedder}", "retrievers=[dense]", "tracking=none",
-                 f"cache.dir={work / 'cache'}"]
+    overrides = [
+        "dataset=beir",
+        f"dataset.path={work / 'scifact'}",
+        f"chunker={args.chunker}",
+        f"embedder={args.embedder}",
+        "retrievers=[dense]",
+        "tracking=none",
+        f"cache.dir={work / 'cache'}",
+    ]
     res: dict = {"embedder": args.embedder, "chunker": args.chunker, "documents": len(lines)}
     cold_s, cold, n_chunks = index(overrides, work)
     res.update(cold_seconds=cold_s, cold_encoded=cold["cache/embeddings/misses"], chunks=n_chunks)
-    print(f"cold: {cold_s:.1f} s, {cold['cache/embeddings/misses']:.0f} chunk texts encoded", flush=True)
+    print(
+        f"cold: {cold_s:.1f} s, {cold['cache/embeddings/misses']:.0f} chunk texts encoded",
+        flush=True,
+    )
     warm_s, warm, _ = index(overrides, work)
     res.update(warm_seconds=warm_s, warm_encoded=warm["cache/embeddings/misses"])
     print(f"warm: {warm_s:.1f} s, {warm['cache/embeddings/misses']:.0f} encoded", flush=True)
@@ -82,12 +96,20 @@ def main() -> None:
     lines[100] = json.dumps(rec, ensure_ascii=False)
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
     edit_s, edit, _ = index(overrides, work)
-    res.update(edit_seconds=edit_s, edit_encoded=edit["cache/embeddings/misses"],
-               edit_reused=edit["cache/embeddings/hits"], edit_over_cold=edit_s / cold_s,
-               peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    print(f"edit one document: {edit_s:.1f} s, {edit['cache/embeddings/misses']:.0f} encoded, "
-          f"{edit['cache/embeddings/hits']:.0f} read back; edit / cold = {res['edit_over_cold']:.3f}; "
-          f"peak RSS {res['peak_rss_mb']:.0f} MB", flush=True)
+    res.update(
+        edit_seconds=edit_s,
+        edit_encoded=edit["cache/embeddings/misses"],
+        edit_reused=edit["cache/embeddings/hits"],
+        edit_over_cold=edit_s / cold_s,
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    )
+    print(
+        f"edit one document: {edit_s:.1f} s, {edit['cache/embeddings/misses']:.0f} encoded, "
+        f"{edit['cache/embeddings/hits']:.0f} read back; "
+        f"edit / cold = {res['edit_over_cold']:.3f}; "
+        f"peak RSS {res['peak_rss_mb']:.0f} MB",
+        flush=True,
+    )
     if args.out:
         Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
 

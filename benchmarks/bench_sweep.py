@@ -33,15 +33,21 @@ SWEEPS = [
 
 def cli(args: list[str], env: dict) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "rag_lab.cli", "evaluate", *args], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_lab.cli", "evaluate", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         sys.exit(f"failed: rag-lab evaluate {' '.join(args)}\n{proc.stderr[-4000:]}")
     return time.perf_counter() - t0
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--data", default=os.environ.get("RAG_LAB_DATA", "../shared/data"))
     ap.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     ap.add_argument("--out", default=None)
@@ -50,19 +56,31 @@ def main() -> None:
     env = {**os.environ, "RAG_LAB_DATA": str(Path(args.data).resolve()), "HF_HUB_OFFLINE": "1"}
 
     def common(name: str, exp: str) -> list[str]:
-        return [f"paths.experiments={work / exp}", f"hydra.run.dir={work / name}", f"hydra.sweep.dir={work / name}"]
+        return [
+            f"paths.experiments={work / exp}",
+            f"hydra.run.dir={work / name}",
+            f"hydra.sweep.dir={work / name}",
+        ]
 
     res: dict = {}
     shutil.rmtree(work / "single_exp", ignore_errors=True)
     res["cold_single_seconds"] = cli([*BASE, *common("single", "single_exp")], env)
     print(f"cold single configuration: {res['cold_single_seconds']:.1f} s", flush=True)
     shutil.rmtree(work / "sweep_exp", ignore_errors=True)
-    cold = [cli(["-m", *BASE, *s, *common(f"sweep_cold_{i}", "sweep_exp")], env) for i, s in enumerate(SWEEPS)]
+    cold = [
+        cli(["-m", *BASE, *s, *common(f"sweep_cold_{i}", "sweep_exp")], env)
+        for i, s in enumerate(SWEEPS)
+    ]
     res["cold_sweep_seconds"] = sum(cold)
-    print(f"cold 12-configuration sweep: {res['cold_sweep_seconds']:.1f} s ({' + '.join(f'{c:.1f}' for c in cold)})")
-    warm = [cli(["-m", *BASE, *s, *common(f"sweep_warm_{i}", "sweep_exp")], env) for i, s in enumerate(SWEEPS)]
+    cold_parts = " + ".join(f"{c:.1f}" for c in cold)
+    print(f"cold 12-configuration sweep: {res['cold_sweep_seconds']:.1f} s ({cold_parts})")
+    warm = [
+        cli(["-m", *BASE, *s, *common(f"sweep_warm_{i}", "sweep_exp")], env)
+        for i, s in enumerate(SWEEPS)
+    ]
     res["warm_sweep_seconds"] = sum(warm)
-    print(f"warm rerun of the sweep:     {res['warm_sweep_seconds']:.1f} s ({' + '.join(f'{c:.1f}' for c in warm)})")
+    warm_parts = " + ".join(f"{c:.1f}" for c in warm)
+    print(f"warm rerun of the sweep:     {res['warm_sweep_seconds']:.1f} s ({warm_parts})")
     res["cold_sweep_over_single"] = res["cold_sweep_seconds"] / res["cold_single_seconds"]
     res["cold_over_warm_sweep"] = res["cold_sweep_seconds"] / res["warm_sweep_seconds"]
     n_jobs = sum(1 for p in work.glob("sweep_cold_*/*/metrics.json"))

@@ -1,7 +1,8 @@
-"""Issue 5 acceptance on BEIR SciFact (train split → test split): LoRA-tuned all-MiniLM-L6-v2 vs the
-base model, a trained cross-encoder reranking BM25's top 100 vs BM25, the stacked grid (base/tuned
-embedder × no/trained reranker, hybrid) as one MLflow sweep, reranker latency by depth, training
-wall times. Each step is a ``rag-lab`` command; a step whose output exists is not re-run (resumable).
+"""Issue 5 acceptance on BEIR SciFact (train split → test split): LoRA-tuned all-MiniLM-L6-v2 vs
+the base model, a trained cross-encoder reranking BM25's top 100 vs BM25, the stacked grid
+(base/tuned embedder × no/trained reranker, hybrid) as one MLflow sweep, reranker latency by
+depth, training wall times. Each step is a ``rag-lab`` command; a step whose output exists is not
+re-run (resumable).
 
     python benchmarks/bench_training.py --data ../shared/data --work /tmp/bench_training \\
         --out benchmarks/results/training.json
@@ -45,17 +46,27 @@ def per_query(run_dir: Path, metric: str = "ndcg_at_10") -> pd.Series:
 
 
 def compare(a_dir: Path, b_dir: Path, metric: str = "ndcg_at_10") -> dict:
-    """b − a on the queries both scored: mean difference, paired-bootstrap 95% CI, randomisation p."""
+    """b − a on the queries both scored: mean difference, paired-bootstrap 95% CI,
+    randomisation p."""
     a, b = per_query(a_dir, metric), per_query(b_dir, metric)
     common = a.index.intersection(b.index)
     x, y = a[common].to_numpy(), b[common].to_numpy()
     mean, lo, hi = paired_bootstrap_diff_ci(y, x, n_resamples=5000, seed=0)
-    return {"a": float(x.mean()), "b": float(y.mean()), "diff": float(mean), "ci95": [float(lo), float(hi)],
-            "p_value": float(randomization_test(y, x, n_permutations=10000, seed=0)), "n_queries": int(len(common))}
+    return {
+        "a": float(x.mean()),
+        "b": float(y.mean()),
+        "diff": float(mean),
+        "ci95": [float(lo), float(hi)],
+        "p_value": float(randomization_test(y, x, n_permutations=10000, seed=0)),
+        "n_queries": int(len(common)),
+    }
 
 
-def rerank_latency(model: str, data: Path, work: Path, depths=(10, 20, 50, 100), n_queries: int = 10) -> dict:
-    """Per-query reranking time (no score cache) at each depth, BM25 candidates, one query at a time."""
+def rerank_latency(
+    model: str, data: Path, work: Path, depths=(10, 20, 50, 100), n_queries: int = 10
+) -> dict:
+    """Per-query reranking time (no score cache) at each depth, BM25 candidates, one query at a
+    time."""
     from rag_lab.dataset import BeirDataset
     from rag_lab.reranker import CrossEncoderReranker
     from rag_lab.retrievers.bm25 import BM25Retriever
@@ -64,7 +75,10 @@ def rerank_latency(model: str, data: Path, work: Path, depths=(10, 20, 50, 100),
 
     ds = BeirDataset(str(data / "scifact"), "test").load()
     rows = [json.loads(line) for line in open(ds.corpus_sources[0])]
-    chunks = {r["_id"]: Chunk(r["_id"], r["_id"], r["text"], 0, len(r["text"]), r.get("title", "")) for r in rows}
+    chunks = {
+        r["_id"]: Chunk(r["_id"], r["_id"], r["text"], 0, len(r["text"]), r.get("title", ""))
+        for r in rows
+    }
     bm25 = BM25Retriever(EnglishTokenizer())
     bm25.index(list(chunks.values()))
     qids = list(ds.queries)[:n_queries]
@@ -80,23 +94,38 @@ def rerank_latency(model: str, data: Path, work: Path, depths=(10, 20, 50, 100),
             t0 = time.perf_counter()
             rr.rerank({q: queries[q]}, {q: run[q]}, chunks)
             times.append(1000 * (time.perf_counter() - t0))
-        out[str(d)] = {"ms_per_query_mean": float(np.mean(times)), "ms_per_query_p95": float(np.percentile(times, 95))}
+        out[str(d)] = {
+            "ms_per_query_mean": float(np.mean(times)),
+            "ms_per_query_p95": float(np.percentile(times, 95)),
+        }
         print(f"  rerank depth {d}: {out[str(d)]['ms_per_query_mean']:.0f} ms/query", flush=True)
     return out
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--data", type=Path, required=True, help="folder holding scifact/")
-    ap.add_argument("--work", type=Path, required=True, help="scratch folder (runs, models, cache, MLflow)")
+    ap.add_argument(
+        "--work", type=Path, required=True, help="scratch folder (runs, models, cache, MLflow)"
+    )
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/training.json"))
     ap.add_argument("--grid-depth", type=int, default=30, help="rerank depth in the stacked grid")
-    ap.add_argument("--rerank-depth", type=int, default=100, help="rerank depth of BM25's candidates")
-    ap.add_argument("--embedder-args", help="train embedder overrides (space separated; default: the README's run)",
-                    default="train.leakage=drop train.eval_steps=13 train.learning_rate=2e-4")
-    ap.add_argument("--reranker-args", help="train reranker overrides (space separated; default: the README's run)",
-                    default="train.leakage=drop train.max_length=128 train.learning_rate=2e-4 train.max_steps=40 "
-                            "train.eval_steps=20 train.warmup_ratio=0.05")
+    ap.add_argument(
+        "--rerank-depth", type=int, default=100, help="rerank depth of BM25's candidates"
+    )
+    ap.add_argument(
+        "--embedder-args",
+        help="train embedder overrides (space separated; default: the README's run)",
+        default="train.leakage=drop train.eval_steps=13 train.learning_rate=2e-4",
+    )
+    ap.add_argument(
+        "--reranker-args",
+        help="train reranker overrides (space separated; default: the README's run)",
+        default="train.leakage=drop train.max_length=128 train.learning_rate=2e-4 "
+        "train.max_steps=40 train.eval_steps=20 train.warmup_ratio=0.05",
+    )
     args = ap.parse_args()
     w = args.work.resolve()
     (w / "logs").mkdir(parents=True, exist_ok=True)
@@ -108,48 +137,152 @@ def main() -> None:
     timings.update(prev.get("timings_seconds", {}))
 
     emb, rr = w / "train_embedder", w / "train_reranker"
-    step("train_embedder", ["train", "embedder", "dataset=scifact", "dataset.split=train", "embedder=minilm",
-                            f"hydra.run.dir={emb}", *common, *args.embedder_args.split()],
-         emb / "train_metrics.json", w / "logs", timings)
-    step("eval_minilm", ["evaluate", "experiment=scifact_minilm", f"hydra.run.dir={w / 'eval_minilm'}", *common],
-         w / "eval_minilm" / "metrics.json", w / "logs", timings)
-    step("eval_minilm_lora", ["evaluate", "experiment=scifact_minilm", "embedder=lora",
-                              f"embedder.adapter={emb / 'adapter'}", "run_name=scifact minilm+lora",
-                              f"hydra.run.dir={w / 'eval_minilm_lora'}", *common],
-         w / "eval_minilm_lora" / "metrics.json", w / "logs", timings)
-    step("train_reranker", ["train", "reranker", "dataset=scifact", "dataset.split=train", "retrievers=[bm25]",
-                            "train.model=sentence-transformers/all-MiniLM-L6-v2", f"hydra.run.dir={rr}", *common,
-                            *args.reranker_args.split()],
-         rr / "train_metrics.json", w / "logs", timings)
-    step("eval_bm25", ["evaluate", "experiment=scifact_bm25", f"hydra.run.dir={w / 'eval_bm25'}", *common],
-         w / "eval_bm25" / "metrics.json", w / "logs", timings)
-    for name, extra in [("eval_bm25_rerank", []), ("eval_bm25_rerank_pure", ["reranker.interpolation=1.0"])]:
-        step(name, ["evaluate", "experiment=scifact_bm25", "reranker=cross_encoder", f"reranker.model={rr / 'model'}",
-                    f"reranker.depth={args.rerank_depth}", f"run_name='scifact bm25 + reranker {' '.join(extra)}'", f"hydra.run.dir={w / name}",
-                    *common, *extra], w / name / "metrics.json", w / "logs", timings)
+    step(
+        "train_embedder",
+        [
+            "train",
+            "embedder",
+            "dataset=scifact",
+            "dataset.split=train",
+            "embedder=minilm",
+            f"hydra.run.dir={emb}",
+            *common,
+            *args.embedder_args.split(),
+        ],
+        emb / "train_metrics.json",
+        w / "logs",
+        timings,
+    )
+    step(
+        "eval_minilm",
+        ["evaluate", "experiment=scifact_minilm", f"hydra.run.dir={w / 'eval_minilm'}", *common],
+        w / "eval_minilm" / "metrics.json",
+        w / "logs",
+        timings,
+    )
+    step(
+        "eval_minilm_lora",
+        [
+            "evaluate",
+            "experiment=scifact_minilm",
+            "embedder=lora",
+            f"embedder.adapter={emb / 'adapter'}",
+            "run_name=scifact minilm+lora",
+            f"hydra.run.dir={w / 'eval_minilm_lora'}",
+            *common,
+        ],
+        w / "eval_minilm_lora" / "metrics.json",
+        w / "logs",
+        timings,
+    )
+    step(
+        "train_reranker",
+        [
+            "train",
+            "reranker",
+            "dataset=scifact",
+            "dataset.split=train",
+            "retrievers=[bm25]",
+            "train.model=sentence-transformers/all-MiniLM-L6-v2",
+            f"hydra.run.dir={rr}",
+            *common,
+            *args.reranker_args.split(),
+        ],
+        rr / "train_metrics.json",
+        w / "logs",
+        timings,
+    )
+    step(
+        "eval_bm25",
+        ["evaluate", "experiment=scifact_bm25", f"hydra.run.dir={w / 'eval_bm25'}", *common],
+        w / "eval_bm25" / "metrics.json",
+        w / "logs",
+        timings,
+    )
+    for name, extra in [
+        ("eval_bm25_rerank", []),
+        ("eval_bm25_rerank_pure", ["reranker.interpolation=1.0"]),
+    ]:
+        step(
+            name,
+            [
+                "evaluate",
+                "experiment=scifact_bm25",
+                "reranker=cross_encoder",
+                f"reranker.model={rr / 'model'}",
+                f"reranker.depth={args.rerank_depth}",
+                f"run_name='scifact bm25 + reranker {' '.join(extra)}'",
+                f"hydra.run.dir={w / name}",
+                *common,
+                *extra,
+            ],
+            w / name / "metrics.json",
+            w / "logs",
+            timings,
+        )
     grid = w / "grid"
-    # the tuned embedder as a config option (Hydra search path), so the grid reuses its cached embeddings
+    # the tuned embedder as a config option (Hydra search path), so the grid reuses its cached
+    # embeddings
     (w / "conf" / "embedder").mkdir(parents=True, exist_ok=True)
     (w / "conf" / "embedder" / "tuned.yaml").write_text(
-        f"defaults:\n  - lora\n  - _self_\nadapter: {emb / 'adapter'}\n")
-    step("stacked_grid", ["evaluate", "-m", "experiment=scifact_hybrid", f"hydra.searchpath=[file://{w / 'conf'}]",
-                          "embedder=minilm,tuned",
-                          "reranker=cross_encoder", f"reranker.model={rr / 'model'}",
-                          f"reranker.depth=0,{args.grid_depth}", "sweep.allow_test_selection=true",
-                          "sweep.report_winner=false", f"hydra.sweep.dir={grid}", *common],
-         grid / "report" / "leaderboard.csv", w / "logs", timings)
+        f"defaults:\n  - lora\n  - _self_\nadapter: {emb / 'adapter'}\n"
+    )
+    step(
+        "stacked_grid",
+        [
+            "evaluate",
+            "-m",
+            "experiment=scifact_hybrid",
+            f"hydra.searchpath=[file://{w / 'conf'}]",
+            "embedder=minilm,tuned",
+            "reranker=cross_encoder",
+            f"reranker.model={rr / 'model'}",
+            f"reranker.depth=0,{args.grid_depth}",
+            "sweep.allow_test_selection=true",
+            "sweep.report_winner=false",
+            f"hydra.sweep.dir={grid}",
+            *common,
+        ],
+        grid / "report" / "leaderboard.csv",
+        w / "logs",
+        timings,
+    )
 
     def metrics(d: Path) -> dict:
         m = json.loads((d / "metrics.json").read_text())
-        return {k: m[k] for k in ("ndcg_at_10", "recall_at_10", "mrr_at_10", "recall_at_100", "query_p50_ms",
-                                  "reranker/ms_per_query", "reranker/pairs_scored", "reranker/pairs_cached",
-                                  "reranker/interpolation") if k in m}
+        return {
+            k: m[k]
+            for k in (
+                "ndcg_at_10",
+                "recall_at_10",
+                "mrr_at_10",
+                "recall_at_100",
+                "query_p50_ms",
+                "reranker/ms_per_query",
+                "reranker/pairs_scored",
+                "reranker/pairs_cached",
+                "reranker/interpolation",
+            )
+            if k in m
+        }
 
-    results["train_embedder"] = {k: v for k, v in json.loads((emb / "train_metrics.json").read_text()).items()
-                                 if not isinstance(v, (list, dict))}
-    results["train_reranker"] = {k: v for k, v in json.loads((rr / "train_metrics.json").read_text()).items()
-                                 if not isinstance(v, list)}
-    for name in ("eval_minilm", "eval_minilm_lora", "eval_bm25", "eval_bm25_rerank", "eval_bm25_rerank_pure"):
+    results["train_embedder"] = {
+        k: v
+        for k, v in json.loads((emb / "train_metrics.json").read_text()).items()
+        if not isinstance(v, (list, dict))
+    }
+    results["train_reranker"] = {
+        k: v
+        for k, v in json.loads((rr / "train_metrics.json").read_text()).items()
+        if not isinstance(v, list)
+    }
+    for name in (
+        "eval_minilm",
+        "eval_minilm_lora",
+        "eval_bm25",
+        "eval_bm25_rerank",
+        "eval_bm25_rerank_pure",
+    ):
         results[name] = metrics(w / name)
     results["lora_vs_base"] = compare(w / "eval_minilm", w / "eval_minilm_lora")
     results["rerank_depth"] = args.rerank_depth
@@ -163,7 +296,11 @@ def main() -> None:
         results["rerank_latency_ms"] = prev["rerank_latency_ms"]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, default=float))
-    print(json.dumps({k: v for k, v in results.items() if k != "stacked_grid"}, indent=2, default=float))
+    print(
+        json.dumps(
+            {k: v for k, v in results.items() if k != "stacked_grid"}, indent=2, default=float
+        )
+    )
     print(lb.to_string())
 
 

@@ -43,20 +43,32 @@ def evaluate(pairs: list[Pair], judge: LexicalJudge, threshold: float) -> dict:
         support.append(res.details.get("mean_support", faith[-1]))
     y = np.array([p.faithful for p in pairs])
     f, s = np.array(faith), np.array(support)
-    out = {"n_pairs": len(pairs), "n_faithful": int(y.sum()), "threshold": threshold,
-           "accuracy": float(((f >= threshold) == y).mean()),
-           "auroc_faithfulness": auroc(y, f), "auroc_mean_support": auroc(y, s), "by_kind": {}}
+    out = {
+        "n_pairs": len(pairs),
+        "n_faithful": int(y.sum()),
+        "threshold": threshold,
+        "accuracy": float(((f >= threshold) == y).mean()),
+        "auroc_faithfulness": auroc(y, f),
+        "auroc_mean_support": auroc(y, s),
+        "by_kind": {},
+    }
     for kind in sorted({p.kind for p in pairs}):
         m = np.array([p.kind == kind for p in pairs])
-        out["by_kind"][kind] = {"n": int(m.sum()), "accuracy": float(((f[m] >= threshold) == y[m]).mean()),
-                                "mean_faithfulness": float(f[m].mean())}
+        out["by_kind"][kind] = {
+            "n": int(m.sum()),
+            "accuracy": float(((f[m] >= threshold) == y[m]).mean()),
+            "mean_faithfulness": float(f[m].mean()),
+        }
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=os.environ.get("RAG_LAB_DATA", "../shared/data"),
-                    help="folder holding cmrc2018/ (default: $RAG_LAB_DATA or ../shared/data)")
+    ap.add_argument(
+        "--data",
+        default=os.environ.get("RAG_LAB_DATA", "../shared/data"),
+        help="folder holding cmrc2018/ (default: $RAG_LAB_DATA or ../shared/data)",
+    )
     ap.add_argument("--n", type=int, default=600)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threshold", type=float, default=0.5)
@@ -65,8 +77,12 @@ def main() -> None:
     t0 = time.perf_counter()
     paragraphs, items = load_items(Path(args.data) / "cmrc2018")
     pairs = build_pairs(paragraphs, items, args.n, args.seed)
-    res = {"dataset": "cmrc2018", "seed": args.seed, "judge": "lexical",
-           **evaluate(pairs, LexicalJudge(), args.threshold)}
+    res = {
+        "dataset": "cmrc2018",
+        "seed": args.seed,
+        "judge": "lexical",
+        **evaluate(pairs, LexicalJudge(), args.threshold),
+    }
     res["seconds"] = round(time.perf_counter() - t0, 2)
     print(json.dumps(res, indent=2, ensure_ascii=False))
     if args.out:

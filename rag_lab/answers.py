@@ -41,12 +41,20 @@ from rag_lab.types import Chunk, Run
 GENERATIONS = "generations"
 
 
-def generate(generator: Generator, query: str, chunks: Sequence[Chunk], cache: StageCache | None,
-             counts: Counter[str]) -> str:
+def generate(
+    generator: Generator,
+    query: str,
+    chunks: Sequence[Chunk],
+    cache: StageCache | None,
+    counts: Counter[str],
+) -> str:
     """``generator.generate``, read from / written to the cache when the generator describes its
     request (``rag_lab.generator.base.Cacheable``)."""
-    request = generator.request(query, chunks) \
-        if cache is not None and isinstance(generator, Cacheable) else None
+    request = (
+        generator.request(query, chunks)
+        if cache is not None and isinstance(generator, Cacheable)
+        else None
+    )
     key = generation_key(request) if request is not None else None
     if key is not None and cache is not None:
         hit = cache.get_json(GENERATIONS, key)
@@ -60,10 +68,15 @@ def generate(generator: Generator, query: str, chunks: Sequence[Chunk], cache: S
     return response
 
 
-def answer_queries(data: LabelledQueries, chunks: Mapping[str, Chunk], final: Run,
-                   generator: Generator, judge: Judge | None, k: int,
-                   cache: StageCache | None = None,
-                   ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+def answer_queries(
+    data: LabelledQueries,
+    chunks: Mapping[str, Chunk],
+    final: Run,
+    generator: Generator,
+    judge: Judge | None,
+    k: int,
+    cache: StageCache | None = None,
+) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
     """``(aggregate metrics, per-query rows)``; rows carry the response and every per-answer
     score. Aggregates: ``rag_lab.metrics.answers.aggregate_answers`` plus the call counts, all
     prefixed ``answer/``."""

@@ -51,13 +51,16 @@ def check_targets(node: Any, where: str = "") -> None:
             try:
                 cls = get_class(str(target))
             except Exception as exc:
-                raise ConfigError(f"{here} is not allowed: it does not name a class "
-                                  f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
-                                  ) from None
+                raise ConfigError(
+                    f"{here} is not allowed: it does not name a class "
+                    f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+                ) from None
             module = str(getattr(cls, "__module__", ""))
             if not module.startswith(ALLOWED_TARGET_PREFIXES):
-                raise ConfigError(f"{here} is not allowed: it resolves to {module}."
-                                  f"{cls.__qualname__}, outside the allowed packages")
+                raise ConfigError(
+                    f"{here} is not allowed: it resolves to {module}."
+                    f"{cls.__qualname__}, outside the allowed packages"
+                )
         for k, v in node.items():
             check_targets(v, f"{where}.{k}" if where else str(k))
     elif isinstance(node, (list, tuple)):
@@ -90,8 +93,10 @@ def _group_option(group: str, value: str, where: str) -> dict[str, Any]:
     path = Path(CONFIG_DIR) / group / f"{value}.yaml"
     if not path.is_file():
         options = sorted(p.stem for p in (Path(CONFIG_DIR) / group).glob("*.yaml"))
-        raise ConfigError(f"{where}={value}: no {group} option {value!r} "
-                          f"(options: {', '.join(options)}; or set the whole group: {group}={value})")
+        raise ConfigError(
+            f"{where}={value}: no {group} option {value!r} "
+            f"(options: {', '.join(options)}; or set the whole group: {group}={value})"
+        )
     node = OmegaConf.load(path)
     return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
 
@@ -105,7 +110,9 @@ def _stage_nodes(group: Any, where: str) -> dict[str, dict[str, Any]]:
         if node is None:
             continue
         if not isinstance(node, Mapping) or "_target_" not in node:
-            raise ConfigError(f"{where}.{name}: expected a stage config with a _target_, got {node!r}")
+            raise ConfigError(
+                f"{where}.{name}: expected a stage config with a _target_, got {node!r}"
+            )
         node = dict(node)
         for arg in GROUP_ARGUMENTS:
             if isinstance(node.get(arg), str):
@@ -130,7 +137,9 @@ def build_pipeline(cfg: DictConfig) -> Pipeline:
     # a dense retriever's `embedder: ${embedder}` (and a stage's `tokenizer: ${tokenizer}`) are
     # interpolations, so overriding the top-level group changes every stage that uses it.
     retrievers = {n: instantiate(c, f"retrievers.{n}") for n, c in retriever_cfgs.items()}
-    fusion = instantiate(cfg.fusion, "fusion") if cfg.get("fusion") and len(retrievers) > 1 else None
+    fusion = (
+        instantiate(cfg.fusion, "fusion") if cfg.get("fusion") and len(retrievers) > 1 else None
+    )
     post_cfgs: dict[str, Any] = {}
     if cfg.get("reranker"):  # the single-choice group runs first, under the name "reranker"
         post_cfgs["reranker"] = _plain(cfg.reranker)
@@ -138,26 +147,47 @@ def build_pipeline(cfg: DictConfig) -> Pipeline:
         if name in post_cfgs:
             raise ConfigError(f"postprocess.{name}: the name is taken by the reranker group")
         post_cfgs[name] = node
-    postprocessors = {n: instantiate(c, "reranker" if n == "reranker" else f"postprocess.{n}")
-                      for n, c in post_cfgs.items()}
-    transforms = {n: instantiate(c, f"query_transforms.{n}")
-                  for n, c in _stage_nodes(cfg.get("query_transforms"), "query_transforms").items()}
+    postprocessors = {
+        n: instantiate(c, "reranker" if n == "reranker" else f"postprocess.{n}")
+        for n, c in post_cfgs.items()
+    }
+    transforms = {
+        n: instantiate(c, f"query_transforms.{n}")
+        for n, c in _stage_nodes(cfg.get("query_transforms"), "query_transforms").items()
+    }
     for node in retriever_cfgs.values():
         node.pop("cache_dir", None)  # where the cache lives does not change what is in it
-    stage_configs = {"parser": _plain(cfg.parser), "chunker": _plain(cfg.chunker),
-                     "retrievers": retriever_cfgs}
+    stage_configs = {
+        "parser": _plain(cfg.parser),
+        "chunker": _plain(cfg.chunker),
+        "retrievers": retriever_cfgs,
+    }
     cache_dir = OmegaConf.select(cfg, "cache.dir", default=None)
-    retrieve_k = OmegaConf.select(cfg, "evaluation.retrieve_k", default=None) or cfg.get("retrieve_k")
+    retrieve_k = OmegaConf.select(cfg, "evaluation.retrieve_k", default=None) or cfg.get(
+        "retrieve_k"
+    )
     if retrieve_k is None:
         raise ConfigError("missing setting evaluation.retrieve_k")
-    pipe = Pipeline(parser, chunker, retrievers, fusion, postprocessors, transforms, int(retrieve_k),
-                    open_cache(cache_dir) if cache_dir else None, stage_configs)
-    log.info("pipeline: parser=%s chunker=%s query_transforms=%s retrievers=%s fusion=%s "
-             "postprocess=%s", type(parser).__name__, type(chunker).__name__,
-             {n: type(t).__name__ for n, t in transforms.items()},
-             {n: type(r).__name__ for n, r in retrievers.items()},
-             type(fusion).__name__ if fusion else None,
-             {n: type(p).__name__ for n, p in postprocessors.items()})
+    pipe = Pipeline(
+        parser,
+        chunker,
+        retrievers,
+        fusion,
+        postprocessors,
+        transforms,
+        int(retrieve_k),
+        open_cache(cache_dir) if cache_dir else None,
+        stage_configs,
+    )
+    log.info(
+        "pipeline: parser=%s chunker=%s query_transforms=%s retrievers=%s fusion=%s postprocess=%s",
+        type(parser).__name__,
+        type(chunker).__name__,
+        {n: type(t).__name__ for n, t in transforms.items()},
+        {n: type(r).__name__ for n, r in retrievers.items()},
+        type(fusion).__name__ if fusion else None,
+        {n: type(p).__name__ for n, p in postprocessors.items()},
+    )
     return pipe
 
 

@@ -13,7 +13,8 @@ the corpus files, the stage cache or Hydra::
                              is not one of the offline model ids (``model/<retriever>/`` when
                              several retrievers bundle one)
       adapter/               a LoRA embedder's adapter folder (``embedder=lora``), when local
-      reranker/              a cross-encoder reranker's weights (``reranker=cross_encoder``), when local
+      reranker/              a cross-encoder reranker's weights (``reranker=cross_encoder``),
+                             when local
       metrics.json           the run's (dev/selection) metrics, ``per_query.parquet`` and
       per_query.parquet      ``dataset_fingerprint`` beside them: ``rag-lab gate`` reads the
       dataset_fingerprint    folder as a side
@@ -71,8 +72,16 @@ INDEXES_DIR = "indexes"
 # sections of an evaluate config that describe where a run read and wrote, not the pipeline
 DROPPED_SECTIONS = ("dataset", "tracking", "paths", "hydra", "sweep", "cache")
 # what defines the rankings: compared between the exported run and its test run
-PIPELINE_SECTIONS = ("parser", "chunker", "query_transforms", "retrievers", "fusion", "reranker",
-                     "postprocess", "retrieve_k")
+PIPELINE_SECTIONS = (
+    "parser",
+    "chunker",
+    "query_transforms",
+    "retrievers",
+    "fusion",
+    "reranker",
+    "postprocess",
+    "retrieve_k",
+)
 # distribution names tried in order for each package the card reports
 VERSIONED_PACKAGES: dict[str, tuple[str, ...]] = {
     "rag_lab": ("rag_lab", "rag-lab"),
@@ -91,10 +100,14 @@ VERSIONED_PACKAGES: dict[str, tuple[str, ...]] = {
 def _read_resolved(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "config_resolved.yaml"
     if not path.is_file():
-        raise ConfigError(f"{run_dir}: no config_resolved.yaml (not a finished `rag-lab evaluate` run folder)")
+        raise ConfigError(
+            f"{run_dir}: no config_resolved.yaml (not a finished `rag-lab evaluate` run folder)"
+        )
     for name in (METRICS_FILE, PER_QUERY_FILE, FINGERPRINT_FILE):
         if not (run_dir / name).is_file():
-            raise ConfigError(f"{run_dir}: no {name} (not a finished `rag-lab evaluate` run folder)")
+            raise ConfigError(
+                f"{run_dir}: no {name} (not a finished `rag-lab evaluate` run folder)"
+            )
     resolved = yaml.safe_load(path.read_text())
     if not isinstance(resolved, dict):
         raise ConfigError(f"{path}: expected a mapping")
@@ -110,8 +123,10 @@ def _check_same_pipeline(resolved: Mapping[str, Any], test_run_dir: Path) -> Non
     a, b = _pipeline_config(resolved), _pipeline_config(yaml.safe_load(path.read_text()))
     differ = [k for k in PIPELINE_SECTIONS if a.get(k) != b.get(k)]
     if differ:
-        raise ConfigError(f"{test_run_dir} ran a different pipeline than the exported run ({', '.join(differ)} "
-                          f"differ): its metrics cannot be the export's test metrics")
+        raise ConfigError(
+            f"{test_run_dir} ran a different pipeline than the exported run ({', '.join(differ)} "
+            f"differ): its metrics cannot be the export's test metrics"
+        )
 
 
 def _run_split(run_dir: Path) -> str | None:
@@ -138,29 +153,38 @@ def package_versions() -> dict[str, str]:
 
 
 def _bundle_models(config: dict[str, Any], staging: Path) -> dict[str, str]:
-    """Copy every dense embedder whose ``model`` is a local folder (and not an offline id), every LoRA
-    ``adapter`` and a cross-encoder reranker's ``model`` folder into ``staging``; rewrite the config to the export-relative path. Returns ``{config key: relative
-    path}`` (``load_pipeline`` makes those absolute again)."""
+    """Copy every dense embedder whose ``model`` is a local folder (and not an offline id), every
+    LoRA ``adapter`` and a cross-encoder reranker's ``model`` folder into ``staging``; rewrite the
+    config to the export-relative path. Returns ``{config key: relative path}``
+    (``load_pipeline`` makes those absolute again)."""
     from rag_lab.models import OFFLINE_MODELS
 
     local: dict[str, Path] = {}
     for name, rcfg in (config.get("retrievers") or {}).items():
         emb = rcfg.get("embedder") if isinstance(rcfg, Mapping) else None
         model = emb.get("model") if isinstance(emb, Mapping) else None
-        if isinstance(model, str) and model not in OFFLINE_MODELS and Path(model).expanduser().is_dir():
+        if (
+            isinstance(model, str)
+            and model not in OFFLINE_MODELS
+            and Path(model).expanduser().is_dir()
+        ):
             local[name] = Path(model).expanduser().resolve()
     bundled: dict[str, str] = {}
     by_source: dict[Path, str] = {}
     for name, src in local.items():
         if src not in by_source:
             rel = "model" if len(set(local.values())) == 1 else f"model/{name}"
-            shutil.copytree(src, staging / rel, symlinks=False)  # follow HF-cache symlinks: self-contained
+            shutil.copytree(
+                src, staging / rel, symlinks=False
+            )  # follow HF-cache symlinks: self-contained
             by_source[src] = rel
         original = config["retrievers"][name]["embedder"]["model"]
         config["retrievers"][name]["embedder"]["model"] = by_source[src]
         bundled[f"retrievers.{name}.embedder.model"] = by_source[src]
         top = config.get("embedder")
-        if isinstance(top, dict) and top.get("model") == original:  # the group the retriever interpolated
+        if (
+            isinstance(top, dict) and top.get("model") == original
+        ):  # the group the retriever interpolated
             top["model"] = by_source[src]
             bundled["embedder.model"] = by_source[src]
     # LoRA adapters (embedder=lora) and a cross-encoder's weights travel too
@@ -175,7 +199,9 @@ def _bundle_models(config: dict[str, Any], staging: Path) -> dict[str, str]:
     for name, node in (config.get("postprocess") or {}).items():  # e.g. a cross-encoder in the list
         if isinstance(node, dict) and isinstance(node.get("model"), str):
             extra.append((f"postprocess.{name}.model", node, "model", f"postprocess/{name}"))
-    adapters = {str(Path(e[1]["adapter"]).expanduser().resolve()) for e in extra if e[2] == "adapter"}
+    adapters = {
+        str(Path(e[1]["adapter"]).expanduser().resolve()) for e in extra if e[2] == "adapter"
+    }
     for dotted, node, key, rel in extra:
         src = Path(node[key]).expanduser()
         if node[key] in OFFLINE_MODELS or not src.is_dir():
@@ -198,8 +224,11 @@ def _pipeline_config(resolved: Mapping[str, Any]) -> dict[str, Any]:
     """The resolved config minus the run's I/O sections; retrievers no longer point at a cache."""
     config = {k: v for k, v in resolved.items() if k not in DROPPED_SECTIONS}
     config = json.loads(json.dumps(config))  # a deep, plain copy
-    stages = [*(config.get("retrievers") or {}).values(), config.get("reranker"),
-              *(config.get("postprocess") or {}).values()]
+    stages = [
+        *(config.get("retrievers") or {}).values(),
+        config.get("reranker"),
+        *(config.get("postprocess") or {}).values(),
+    ]
     for node in stages:  # runs before 0.2 named the cache in stages; an export has none
         if isinstance(node, dict):
             node.pop("cache_dir", None)
@@ -211,31 +240,60 @@ def _fmt(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def _card(config: Mapping[str, Any], export: Mapping[str, Any], dev: Mapping[str, Any],
-          test: Mapping[str, Any] | None) -> str:
+def _card(
+    config: Mapping[str, Any],
+    export: Mapping[str, Any],
+    dev: Mapping[str, Any],
+    test: Mapping[str, Any] | None,
+) -> str:
     retrievers = config.get("retrievers") or {}
-    lines = ["# rag_lab pipeline export", "", f"Created {export['created']} from `{export['source_run']}`.", "",
-             "## Pipeline", "",
-             f"- parser: `{(config.get('parser') or {}).get('_target_')}`",
-             f"- chunker: `{(config.get('chunker') or {}).get('_target_')}`"]
+    lines = [
+        "# rag_lab pipeline export",
+        "",
+        f"Created {export['created']} from `{export['source_run']}`.",
+        "",
+        "## Pipeline",
+        "",
+        f"- parser: `{(config.get('parser') or {}).get('_target_')}`",
+        f"- chunker: `{(config.get('chunker') or {}).get('_target_')}`",
+    ]
     for name, rcfg in retrievers.items():
         emb = rcfg.get("embedder") if isinstance(rcfg, Mapping) else None
-        extra = f" (embedder `{emb.get('_target_')}`, model `{emb.get('model', '-')}`)" if isinstance(emb, Mapping) else ""
+        extra = (
+            f" (embedder `{emb.get('_target_')}`, model `{emb.get('model', '-')}`)"
+            if isinstance(emb, Mapping)
+            else ""
+        )
         lines.append(f"- retriever `{name}`: `{rcfg.get('_target_')}`{extra}")
     fusion = config.get("fusion") if len(retrievers) > 1 else None
-    lines.append(f"- fusion: `{fusion.get('_target_')}`" if isinstance(fusion, Mapping) else "- fusion: none")
+    lines.append(
+        f"- fusion: `{fusion.get('_target_')}`" if isinstance(fusion, Mapping) else "- fusion: none"
+    )
     reranker = config.get("reranker")
-    lines.append(f"- reranker: `{reranker.get('_target_')}`" if isinstance(reranker, Mapping) else "- reranker: none")
-    lines += [f"- retrieve_k: {config['retrieve_k']} (per retriever, before fusion)",
-              f"- chunks: {export['n_chunks']}", "",
-              "## Data", "",
-              f"- dataset: `{export['dataset']}` (selection split `{export['split']}`)",
-              f"- dataset fingerprint: `{export['dataset_fingerprint']}`",
-              f"- corpus fingerprint: `{export['corpus_fingerprint']}`", ""]
+    lines.append(
+        f"- reranker: `{reranker.get('_target_')}`"
+        if isinstance(reranker, Mapping)
+        else "- reranker: none"
+    )
+    lines += [
+        f"- retrieve_k: {config['retrieve_k']} (per retriever, before fusion)",
+        f"- chunks: {export['n_chunks']}",
+        "",
+        "## Data",
+        "",
+        f"- dataset: `{export['dataset']}` (selection split `{export['split']}`)",
+        f"- dataset fingerprint: `{export['dataset_fingerprint']}`",
+        f"- corpus fingerprint: `{export['corpus_fingerprint']}`",
+        "",
+    ]
     dev_label = f"{export['split']} (selection)"
     test_label = f"{export.get('test_split') or 'test'} (report)"
-    lines += ["## Metrics", "", f"| metric | {dev_label} |" + (f" {test_label} |" if test else ""),
-              "|---|---:|" + ("---:|" if test else "")]
+    lines += [
+        "## Metrics",
+        "",
+        f"| metric | {dev_label} |" + (f" {test_label} |" if test else ""),
+        "|---|---:|" + ("---:|" if test else ""),
+    ]
     for m in HEADLINE:
         if m in dev or (test and m in test):
             row = f"| {m} | {_fmt(dev.get(m, '-'))} |"
@@ -246,8 +304,9 @@ def _card(config: Mapping[str, Any], export: Mapping[str, Any], dev: Mapping[str
     return "\n".join(lines)
 
 
-def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None = None,
-                    overwrite: bool = False) -> Path:
+def export_pipeline(
+    run_dir: Path, out_dir: Path, *, test_run_dir: Path | None = None, overwrite: bool = False
+) -> Path:
     """Write the pipeline of the finished evaluate run ``run_dir`` into ``out_dir`` (layout in the
     module docstring) and return ``out_dir``.
 
@@ -259,7 +318,9 @@ def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None =
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     resolved = _read_resolved(run_dir)
     if test_run_dir is not None and not (Path(test_run_dir) / "metrics.json").is_file():
-        raise ConfigError(f"{test_run_dir}: no metrics.json (test_run_dir must be a finished run folder)")
+        raise ConfigError(
+            f"{test_run_dir}: no metrics.json (test_run_dir must be a finished run folder)"
+        )
     if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
         raise ConfigError(f"{out_dir} exists and is not empty (pass overwrite=True / --overwrite)")
     if test_run_dir is not None:
@@ -268,8 +329,11 @@ def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None =
     data = build_dataset(cfg).load()
     recorded = (run_dir / FINGERPRINT_FILE).read_text().strip()
     if data.fingerprint != recorded:
-        raise DataError(f"the dataset at {cfg.dataset.get('path')} has fingerprint {data.fingerprint}, but the run "
-                        f"{run_dir} scored {recorded}: the data changed since the run; re-run evaluate, then export")
+        raise DataError(
+            f"the dataset at {cfg.dataset.get('path')} has fingerprint {data.fingerprint}, "
+            f"but the run {run_dir} scored {recorded}: the data changed since the run; "
+            "re-run evaluate, then export"
+        )
     pipe = build_pipeline(cfg)
     chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
     pipe.index_all()
@@ -282,14 +346,20 @@ def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None =
             target = staging / INDEXES_DIR / name
             target.mkdir(parents=True)
             if not isinstance(retriever, PersistentRetriever):
-                raise ConfigError(f"retriever {name!r} ({type(retriever).__name__}) cannot save its index")
+                raise ConfigError(
+                    f"retriever {name!r} ({type(retriever).__name__}) cannot save its index"
+                )
             try:
                 retriever.save_index(target)
             except NotImplementedError as exc:
-                raise ConfigError(f"retriever {name!r} cannot be exported: {exc} "
-                                  f"(e.g. retrievers.{name}.backend=bm25s)") from None
+                raise ConfigError(
+                    f"retriever {name!r} cannot be exported: {exc} "
+                    f"(e.g. retrievers.{name}.backend=bm25s)"
+                ) from None
         with gzip.GzipFile(staging / CHUNKS_FILE, "wb", mtime=0) as fh:
-            fh.write(json.dumps([chunk_to_dict(c) for c in chunks], ensure_ascii=False).encode("utf-8"))
+            fh.write(
+                json.dumps([chunk_to_dict(c) for c in chunks], ensure_ascii=False).encode("utf-8")
+            )
         config = _pipeline_config(resolved)
         bundled = _bundle_models(config, staging)
         for name in (METRICS_FILE, PER_QUERY_FILE, FINGERPRINT_FILE):
@@ -304,12 +374,18 @@ def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None =
             "source_run": str(run_dir.resolve()),
             "test_run": str(Path(test_run_dir).resolve()) if test_run_dir is not None else None,
             "test_split": _run_split(Path(test_run_dir)) if test_run_dir is not None else None,
-            "dataset": data.name, "split": data.split,
-            "dataset_fingerprint": data.fingerprint, "corpus_fingerprint": data.corpus_fingerprint,
-            "n_chunks": len(chunks), "bundled_models": bundled, "versions": package_versions(),
+            "dataset": data.name,
+            "split": data.split,
+            "dataset_fingerprint": data.fingerprint,
+            "corpus_fingerprint": data.corpus_fingerprint,
+            "n_chunks": len(chunks),
+            "bundled_models": bundled,
+            "versions": package_versions(),
         }
         config["export"] = export
-        (staging / PIPELINE_FILE).write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+        (staging / PIPELINE_FILE).write_text(
+            yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+        )
         dev = json.loads((run_dir / "metrics.json").read_text())
         (staging / "card.md").write_text(_card(config, export, dev, test_metrics))
         if out_dir.exists():
@@ -318,7 +394,13 @@ def export_pipeline(run_dir: Path, out_dir: Path, *, test_run_dir: Path | None =
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    log.info("exported %s (%d chunks, retrievers %s) to %s", run_dir, len(chunks), list(pipe.retrievers), out_dir)
+    log.info(
+        "exported %s (%d chunks, retrievers %s) to %s",
+        run_dir,
+        len(chunks),
+        list(pipe.retrievers),
+        out_dir,
+    )
     return out_dir
 
 
@@ -337,8 +419,12 @@ def export_sweep(sweep_dir: Path, out_dir: Path, *, overwrite: bool = False) -> 
     resolved = _read_resolved(run_dir)
     report_split = (resolved.get("sweep") or {}).get("report_split", "test")
     test_dir = sweep_dir / f"winner_{report_split}"
-    return export_pipeline(run_dir, out_dir, overwrite=overwrite,
-                           test_run_dir=test_dir if (test_dir / "metrics.json").is_file() else None)
+    return export_pipeline(
+        run_dir,
+        out_dir,
+        overwrite=overwrite,
+        test_run_dir=test_dir if (test_dir / "metrics.json").is_file() else None,
+    )
 
 
 # ---------------------------------------------------------------- load
@@ -362,7 +448,8 @@ class ExportedPipeline:
         return self.pipeline.retrieve_k
 
     def run(self, queries: Mapping[str, str], k: int | None = None) -> dict[str, dict[str, float]]:
-        """The fused run over ``queries`` at depth ``max(k, retrieve_k)`` (scores as evaluation's)."""
+        """The fused run over ``queries`` at depth ``max(k, retrieve_k)`` (scores as
+        evaluation's)."""
         depth = max(int(k or 0), self.pipeline.retrieve_k)
         return self.pipeline.run(dict(queries), depth).final
 
@@ -370,19 +457,33 @@ class ExportedPipeline:
         out = []
         for rank, cid in enumerate(ranked(scores)[:k], 1):
             c = self.pipeline.chunks[cid]
-            out.append({"chunk_id": cid, "doc_id": c.doc_id, "text": c.text, "metadata": dict(c.metadata),
-                        "score": float(scores[cid]), "rank": rank})
+            out.append(
+                {
+                    "chunk_id": cid,
+                    "doc_id": c.doc_id,
+                    "text": c.text,
+                    "metadata": dict(c.metadata),
+                    "score": float(scores[cid]),
+                    "rank": rank,
+                }
+            )
         return out
 
-    def retrieve_batch(self, queries: Mapping[str, str] | Sequence[str], k: int = 10) -> dict[str, list[dict[str, Any]]]:
-        """Top ``k`` chunks per query, best first: ``{qid: [{chunk_id, doc_id, text, metadata, score,
-        rank}, ...]}`` (rank is 1-based). A sequence of strings gets ids ``"0"``, ``"1"``, ...
-        A query matching nothing gets an empty list."""
+    def retrieve_batch(
+        self, queries: Mapping[str, str] | Sequence[str], k: int = 10
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Top ``k`` chunks per query, best first: ``{qid: [{chunk_id, doc_id, text, metadata,
+        score, rank}, ...]}`` (rank is 1-based). A sequence of strings gets ids ``"0"``, ``"1"``,
+        ... A query matching nothing gets an empty list."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         if isinstance(queries, str):
             raise TypeError("retrieve_batch takes several queries; use retrieve(query) for one")
-        qmap = dict(queries) if isinstance(queries, Mapping) else {str(i): q for i, q in enumerate(queries)}
+        qmap = (
+            dict(queries)
+            if isinstance(queries, Mapping)
+            else {str(i): q for i, q in enumerate(queries)}
+        )
         for qid, text in qmap.items():
             if not isinstance(text, str):
                 raise TypeError(f"query {qid!r} is {type(text).__name__}, expected str")
@@ -417,7 +518,11 @@ def load_pipeline(path: str | os.PathLike[str]) -> ExportedPipeline:
         raw = yaml.safe_load(cfg_path.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(f"{cfg_path}: not valid YAML ({exc})") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("retrievers"), dict) or "retrieve_k" not in raw:
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("retrievers"), dict)
+        or "retrieve_k" not in raw
+    ):
         raise ConfigError(f"{cfg_path}: expected a mapping with `retrievers` and `retrieve_k`")
     try:
         check_targets(raw)
@@ -442,12 +547,18 @@ def load_pipeline(path: str | os.PathLike[str]) -> ExportedPipeline:
 # ---------------------------------------------------------------- re-evaluate
 
 
-def evaluate_exported(path: str | os.PathLike[str], dataset: Mapping[str, Any] | DictConfig | None = None,
-                      *, out_dir: Path | None = None, **dataset_overrides: Any) -> dict[str, float]:
+def evaluate_exported(
+    path: str | os.PathLike[str],
+    dataset: Mapping[str, Any] | DictConfig | None = None,
+    *,
+    out_dir: Path | None = None,
+    **dataset_overrides: Any,
+) -> dict[str, float]:
     """Score an export on a labelled split and return ``score``'s flat metrics (the quality
     metrics of ``evaluate``, per category and counts, plus ``n_documents`` / ``n_chunks``; no
     timings). ``dataset`` is a dataset config node (``_target_`` + arguments, allow-listed); by
-    default the export's own source run's dataset is re-read from ``<source_run>/config_resolved.yaml``.
+    default the export's own source run's dataset is re-read from
+    ``<source_run>/config_resolved.yaml``.
     ``dataset_overrides`` replace its arguments (``split="test"``, ``path=...``). The run uses the
     export's ``evaluation`` settings. With ``out_dir``, writes ``metrics.json``,
     ``per_query.parquet`` and ``dataset_fingerprint`` there (a gate side). A corpus fingerprint
@@ -457,17 +568,26 @@ def evaluate_exported(path: str | os.PathLike[str], dataset: Mapping[str, Any] |
     if dataset is None:
         source = Path(str(export.get("source_run", ""))) / "config_resolved.yaml"
         if not source.is_file():
-            raise ConfigError(f"{path}: give a dataset config (the source run {source.parent} is gone)")
+            raise ConfigError(
+                f"{path}: give a dataset config (the source run {source.parent} is gone)"
+            )
         dataset = yaml.safe_load(source.read_text())["dataset"]
-    node: DictConfig = OmegaConf.create(OmegaConf.to_container(dataset, resolve=True)  # type: ignore[assignment]
-                                        if isinstance(dataset, DictConfig) else dict(dataset))
+    node: DictConfig = OmegaConf.create(
+        OmegaConf.to_container(dataset, resolve=True)  # type: ignore[assignment]
+        if isinstance(dataset, DictConfig)
+        else dict(dataset)
+    )
     for key, value in dataset_overrides.items():
         node[key] = value
     data = instantiate(node, "dataset").load()
     recorded = export.get("corpus_fingerprint")
     if recorded and data.corpus_fingerprint != recorded:
-        log.warning("corpus fingerprint %s differs from the export's %s: scoring the export's chunks against "
-                    "labels of another corpus", data.corpus_fingerprint, recorded)
+        log.warning(
+            "corpus fingerprint %s differs from the export's %s: scoring the export's chunks "
+            "against labels of another corpus",
+            data.corpus_fingerprint,
+            recorded,
+        )
     check_labels(data, {c.doc_id for c in exported.chunks.values()})
     final = exported.run({q: x.text for q, x in data.queries.items()})
     metrics, table = score_split(final, exported.chunks, data, exported.config.evaluation)

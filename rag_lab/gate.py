@@ -132,8 +132,9 @@ def _folder_fingerprint(metrics: Mapping[str, object], folder: Path) -> str | No
     file = folder / FINGERPRINT_FILE
     on_disk = file.read_text().strip() if file.is_file() else None
     if key is not None and on_disk is not None and str(key) != on_disk:
-        raise GateError(f"{folder}: metrics.json says dataset_fingerprint={key} "
-                        f"but {file} says {on_disk}")
+        raise GateError(
+            f"{folder}: metrics.json says dataset_fingerprint={key} but {file} says {on_disk}"
+        )
     return str(key) if key is not None else on_disk or None
 
 
@@ -141,8 +142,12 @@ def load_metrics_file(path: Path, ref: str | None = None) -> Side:
     """A side from a ``metrics.json`` path; ``per_query.parquet`` and the fingerprint file
     beside it."""
     metrics = _read_json(path)
-    return Side(ref or str(path), metrics, _read_table(path.parent / "per_query.parquet"),
-                _folder_fingerprint(metrics, path.parent))
+    return Side(
+        ref or str(path),
+        metrics,
+        _read_table(path.parent / "per_query.parquet"),
+        _folder_fingerprint(metrics, path.parent),
+    )
 
 
 def load_mlflow_run(run_id: str, tracking_uri: str) -> Side:
@@ -167,8 +172,9 @@ def resolve_side(ref: str | Path, tracking_uri: str | None = None) -> Side:
     path = Path(ref)
     if path.is_dir():
         if not (path / "metrics.json").is_file():
-            raise GateError(f"{ref}: folder has no metrics.json "
-                            f"(not an evaluate run or export folder)")
+            raise GateError(
+                f"{ref}: folder has no metrics.json (not an evaluate run or export folder)"
+            )
         return load_metrics_file(path / "metrics.json", ref)
     if path.is_file():
         return load_metrics_file(path, ref)
@@ -177,8 +183,9 @@ def resolve_side(ref: str | Path, tracking_uri: str | None = None) -> Side:
     try:
         return load_mlflow_run(ref, resolve_tracking_uri(tracking_uri))
     except GateError as exc:
-        raise GateError(f"{ref}: not a run folder or metrics.json, "
-                        f"nor a usable MLflow run id: {exc}") from None
+        raise GateError(
+            f"{ref}: not a run folder or metrics.json, nor a usable MLflow run id: {exc}"
+        ) from None
 
 
 # ---------------------------------------------------------------- comparing
@@ -191,40 +198,50 @@ def check_fingerprints(baseline: Side, candidate: Side, allow_mismatch: bool) ->
     if b and c and b == c:
         return None
     why = "missing on one side" if not (b and c) else "differ"
-    note = (f"dataset fingerprints {why}: baseline {b or '(none)'}, candidate {c or '(none)'}")
+    note = f"dataset fingerprints {why}: baseline {b or '(none)'}, candidate {c or '(none)'}"
     if allow_mismatch:
         return note
-    raise GateError(f"refusing to compare: {note} (the runs scored different data; "
-                    f"--allow-fingerprint-mismatch overrides)")
+    raise GateError(
+        f"refusing to compare: {note} (the runs scored different data; "
+        f"--allow-fingerprint-mismatch overrides)"
+    )
 
 
 def _value(side: Side, metric: str, role: str) -> float:
     """The finite numeric value of ``metric`` on one side; :class:`GateError` otherwise."""
     if metric not in side.metrics:
         known = [k for k in HEADLINE if k in side.metrics] or sorted(side.metrics)[:5]
-        raise GateError(f"metric {metric!r} not in the {role} metrics ({side.ref}); "
-                        f"known e.g.: {', '.join(known)}")
+        raise GateError(
+            f"metric {metric!r} not in the {role} metrics ({side.ref}); "
+            f"known e.g.: {', '.join(known)}"
+        )
     value = side.metrics[metric]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise GateError(f"metric {metric!r} is not a finite number in the {role} metrics: "
-                        f"{value!r}")
+        raise GateError(
+            f"metric {metric!r} is not a finite number in the {role} metrics: {value!r}"
+        )
     return float(value)
 
 
-def p_value(baseline: Side, candidate: Side, metric: str,
-            n_permutations: int = N_PERMUTATIONS) -> float | None:
+def p_value(
+    baseline: Side, candidate: Side, metric: str, n_permutations: int = N_PERMUTATIONS
+) -> float | None:
     """Paired randomisation-test p of ``metric`` over the queries both per-query tables share;
     ``None`` when either table or column is missing or no pair is usable."""
     b, c = baseline.per_query, candidate.per_query
-    if b is None or c is None or any(metric not in t.columns or "query_id" not in t.columns
-                                     for t in (b, c)):
+    if (
+        b is None
+        or c is None
+        or any(metric not in t.columns or "query_id" not in t.columns for t in (b, c))
+    ):
         return None
     try:
         wide = align({"baseline": b, "candidate": c}, metric)
     except ValueError as exc:
         raise GateError(f"per-query table for {metric!r}: {exc}") from None
-    p = randomization_test(wide["candidate"].to_numpy(), wide["baseline"].to_numpy(),
-                           n_permutations)
+    p = randomization_test(
+        wide["candidate"].to_numpy(), wide["baseline"].to_numpy(), n_permutations
+    )
     return None if math.isnan(p) else p
 
 
@@ -232,8 +249,16 @@ def _breached(delta: float, direction: Direction, tolerance: float) -> bool:
     return delta < -tolerance if direction == "drop" else delta > tolerance
 
 
-def judge(metric: str, b: float, c: float, direction: Direction, tolerance: float, p: float | None,
-          alpha: float, significance: bool) -> Row:
+def judge(
+    metric: str,
+    b: float,
+    c: float,
+    direction: Direction,
+    tolerance: float,
+    p: float | None,
+    alpha: float,
+    significance: bool,
+) -> Row:
     """One checked metric: pass within tolerance; beyond it, fail unless significance is on, a
     p-value exists and ``p >= alpha`` (then warn: within noise)."""
     delta = c - b
@@ -242,8 +267,17 @@ def judge(metric: str, b: float, c: float, direction: Direction, tolerance: floa
         return Row(metric, b, c, delta, direction, tolerance, p, "pass", "within tolerance")
     breach = f"{word} by {abs(delta):.4f}, beyond the tolerance {tolerance:g}"
     if significance and p is not None and p >= alpha:
-        return Row(metric, b, c, delta, direction, tolerance, p, "warn",
-                   f"{breach}, but not significant (p={p:.3g} >= alpha={alpha:g}): within noise")
+        return Row(
+            metric,
+            b,
+            c,
+            delta,
+            direction,
+            tolerance,
+            p,
+            "warn",
+            f"{breach}, but not significant (p={p:.3g} >= alpha={alpha:g}): within noise",
+        )
     if not significance:
         how = "--no-significance: tolerance alone"
     elif p is None:
@@ -262,9 +296,17 @@ def _info_row(baseline: Side, candidate: Side, metric: str) -> Row | None:
     return Row(metric, b, c, c - b, None, None, p, "info", "not checked")
 
 
-def gate(baseline: Side | str | Path, candidate: Side | str | Path, max_drop: Mapping[str, float],
-         max_rise: Mapping[str, float], alpha: float = 0.05, *, significance: bool = True,
-         allow_fingerprint_mismatch: bool = False, tracking_uri: str | None = None) -> GateResult:
+def gate(
+    baseline: Side | str | Path,
+    candidate: Side | str | Path,
+    max_drop: Mapping[str, float],
+    max_rise: Mapping[str, float],
+    alpha: float = 0.05,
+    *,
+    significance: bool = True,
+    allow_fingerprint_mismatch: bool = False,
+    tracking_uri: str | None = None,
+) -> GateResult:
     """Compare ``candidate`` against ``baseline`` (sides or references for :func:`resolve_side`).
 
     One row per (metric, direction) in ``max_drop`` / ``max_rise`` (tolerances are absolute,
@@ -278,18 +320,22 @@ def gate(baseline: Side | str | Path, candidate: Side | str | Path, max_drop: Ma
     note = check_fingerprints(base, cand, allow_fingerprint_mismatch)
     rows: list[Row] = []
     checks: tuple[tuple[Direction, Mapping[str, float]], ...] = (
-        ("drop", max_drop), ("rise", max_rise))
+        ("drop", max_drop),
+        ("rise", max_rise),
+    )
     for direction, limits in checks:
         for metric, tolerance in limits.items():
             if not (tolerance >= 0 and math.isfinite(tolerance)):
-                raise GateError(f"--max-{direction} {metric}: "
-                                f"tolerance must be a finite number >= 0")
+                raise GateError(
+                    f"--max-{direction} {metric}: tolerance must be a finite number >= 0"
+                )
             b, c = _value(base, metric, "baseline"), _value(cand, metric, "candidate")
             p = p_value(base, cand, metric)
             rows.append(judge(metric, b, c, direction, tolerance, p, alpha, significance))
     checked = {r.metric for r in rows}
-    rows += [r for m in HEADLINE
-             if m not in checked and (r := _info_row(base, cand, m)) is not None]
+    rows += [
+        r for m in HEADLINE if m not in checked and (r := _info_row(base, cand, m)) is not None
+    ]
     return GateResult(base, cand, rows, alpha, significance, note)
 
 
@@ -316,52 +362,79 @@ def _tolerance_text(row: Row) -> str:
 def render_markdown(result: GateResult) -> str:
     """The Markdown summary (GitHub job-summary ready): sides, table, verdict, warnings."""
     verdict = "FAIL" if result.exit_code else "PASS"
-    sig = (f"a breach fails only if significant (paired randomisation test, alpha={result.alpha:g})"
-           if result.significance else "--no-significance: a breach of tolerance fails on its own")
-    lines = [f"## rag-lab gate: {verdict}", "",
-             f"- baseline: `{result.baseline.ref}` "
-             f"(dataset fingerprint `{result.baseline.fingerprint}`)",
-             f"- candidate: `{result.candidate.ref}` "
-             f"(dataset fingerprint `{result.candidate.fingerprint}`)",
-             f"- rule: {sig}", ""]
+    sig = (
+        f"a breach fails only if significant (paired randomisation test, alpha={result.alpha:g})"
+        if result.significance
+        else "--no-significance: a breach of tolerance fails on its own"
+    )
+    lines = [
+        f"## rag-lab gate: {verdict}",
+        "",
+        f"- baseline: `{result.baseline.ref}` "
+        f"(dataset fingerprint `{result.baseline.fingerprint}`)",
+        f"- candidate: `{result.candidate.ref}` "
+        f"(dataset fingerprint `{result.candidate.fingerprint}`)",
+        f"- rule: {sig}",
+        "",
+    ]
     if result.fingerprint_note:
-        lines += [f"> **Warning:** {result.fingerprint_note} "
-                  f"(compared anyway: --allow-fingerprint-mismatch)", ""]
-    lines += ["| metric | baseline | candidate | delta | tolerance | p | status |",
-              "|---|---:|---:|---:|---|---:|---|"]
+        lines += [
+            f"> **Warning:** {result.fingerprint_note} "
+            f"(compared anyway: --allow-fingerprint-mismatch)",
+            "",
+        ]
+    lines += [
+        "| metric | baseline | candidate | delta | tolerance | p | status |",
+        "|---|---:|---:|---:|---|---:|---|",
+    ]
     for r in result.rows:
         p = "-" if r.p_value is None else f"{r.p_value:.3g}"
-        lines.append(f"| {r.metric} | {r.baseline:.4f} | {r.candidate:.4f} | {r.delta:+.4f} | "
-                     f"{_tolerance_text(r)} | {p} | {_status_text(r)} |")
+        lines.append(
+            f"| {r.metric} | {r.baseline:.4f} | {r.candidate:.4f} | {r.delta:+.4f} | "
+            f"{_tolerance_text(r)} | {p} | {_status_text(r)} |"
+        )
     lines.append("")
     if result.regressions:
-        lines.append(f"**Verdict: FAIL** — {len(result.regressions)} regression(s): "
-                     + "; ".join(f"{r.metric} {r.reason}" for r in result.regressions))
+        lines.append(
+            f"**Verdict: FAIL** — {len(result.regressions)} regression(s): "
+            + "; ".join(f"{r.metric} {r.reason}" for r in result.regressions)
+        )
     else:
-        lines.append(f"**Verdict: PASS** — {len(result.checked)} checked metric(s), "
-                     f"no regression.")
+        lines.append(f"**Verdict: PASS** — {len(result.checked)} checked metric(s), no regression.")
     for r in result.warnings:
         lines.append(f"\n- Warning: {r.metric} {r.reason} — reported, not a failure.")
     if not result.checked:
-        lines.append("\nNo metric was checked (give --max-drop / --max-rise); "
-                     "the rows above are informational.")
+        lines.append(
+            "\nNo metric was checked (give --max-drop / --max-rise); "
+            "the rows above are informational."
+        )
     return "\n".join(lines) + "\n"
 
 
 def render_junit(result: GateResult) -> str:
     """JUnit XML: one testcase per checked metric, ``<failure>`` for regressions, warnings in
     ``<system-out>``."""
-    suite = ET.Element("testsuite", name="rag-lab gate", tests=str(len(result.checked)),
-                       failures=str(len(result.regressions)), errors="0", skipped="0")
+    suite = ET.Element(
+        "testsuite",
+        name="rag-lab gate",
+        tests=str(len(result.checked)),
+        failures=str(len(result.regressions)),
+        errors="0",
+        skipped="0",
+    )
     for r in result.checked:
-        case = ET.SubElement(suite, "testcase", classname="rag_lab.gate",
-                             name=f"{r.metric} (max-{r.direction})")
+        case = ET.SubElement(
+            suite, "testcase", classname="rag_lab.gate", name=f"{r.metric} (max-{r.direction})"
+        )
         p = "n/a" if r.p_value is None else f"{r.p_value:.3g}"
-        detail = (f"baseline={r.baseline:.6g} candidate={r.candidate:.6g} delta={r.delta:+.6g} "
-                  f"tolerance={r.tolerance:g} p={p}")
+        detail = (
+            f"baseline={r.baseline:.6g} candidate={r.candidate:.6g} delta={r.delta:+.6g} "
+            f"tolerance={r.tolerance:g} p={p}"
+        )
         if r.status == "fail":
-            failure = ET.SubElement(case, "failure", message=f"{r.metric} {r.reason}",
-                                    type="regression")
+            failure = ET.SubElement(
+                case, "failure", message=f"{r.metric} {r.reason}", type="regression"
+            )
             failure.text = detail
         else:
             ET.SubElement(case, "system-out").text = f"{r.status}: {r.reason}; {detail}"
@@ -369,4 +442,3 @@ def render_junit(result: GateResult) -> str:
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-

@@ -29,9 +29,13 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+                raise DataError(
+                    f"{path}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno})"
+                ) from None
             if not isinstance(rec, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
+                raise DataError(
+                    f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}"
+                )
             yield lineno, rec
 
 
@@ -41,7 +45,9 @@ def require_key(rec: dict[str, Any], key: str, path: Path, lineno: int) -> Any:
     return rec[key]
 
 
-def fingerprint_files(paths: Iterable[Path], digest_size: int = 16, root: Path | None = None) -> str:
+def fingerprint_files(
+    paths: Iterable[Path], digest_size: int = 16, root: Path | None = None
+) -> str:
     """Content hash over files (order fixed by the caller). Bytes count; with ``root``, so do the
     paths relative to it (ids derived from file names change when a file is renamed)."""
     h = hashlib.blake2b(digest_size=digest_size)

@@ -35,8 +35,10 @@ def check_env_name(name: str | None, where: str) -> str | None:
     if name is None or name == "":
         return None
     if not _ENV_NAME.fullmatch(name) or len(name) > 128:
-        raise ConfigError(f"{where}.api_key_env must be the NAME of an environment variable "
-                          "holding the key (e.g. OPENAI_API_KEY), not the key itself")
+        raise ConfigError(
+            f"{where}.api_key_env must be the NAME of an environment variable "
+            "holding the key (e.g. OPENAI_API_KEY), not the key itself"
+        )
     return name
 
 
@@ -64,9 +66,16 @@ class ChatClient:
         api_key_env: name of the environment variable with the key (see the module docstring).
     """
 
-    def __init__(self, base_url: str, model: str, timeout: float = 60.0, retries: int = 2,
-                 backoff: float = 1.0, api_key_env: str | None = "OPENAI_API_KEY",
-                 where: str = "generator") -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        timeout: float = 60.0,
+        retries: int = 2,
+        backoff: float = 1.0,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        where: str = "generator",
+    ) -> None:
         if not str(base_url).startswith(("http://", "https://")):
             raise ConfigError(f"{where}.base_url must be an http(s) URL, got {base_url!r}")
         if timeout <= 0 or retries < 0 or backoff < 0:
@@ -109,15 +118,20 @@ class ChatClient:
                 last = f"HTTP {resp.status_code}: {detail}"
                 if resp.status_code in RETRY_STATUS:
                     continue
-                hint = f" (is ${self.api_key_env} set to a valid key?)" \
-                    if resp.status_code in (401, 403) else ""
+                hint = (
+                    f" (is ${self.api_key_env} set to a valid key?)"
+                    if resp.status_code in (401, 403)
+                    else ""
+                )
                 raise EndpointError(f"{self.url} answered {last}{hint}")
             try:
                 return parse_completion(resp.json())
             except (ValueError, KeyError, IndexError, TypeError) as exc:
                 last = f"malformed reply ({type(exc).__name__}: {redact(str(exc), key)[:200]})"
-        raise EndpointError(f"{self.url}: {last} after {self.retries + 1} attempt(s); "
-                            "is the server running and the URL right?")
+        raise EndpointError(
+            f"{self.url}: {last} after {self.retries + 1} attempt(s); "
+            "is the server running and the URL right?"
+        )
 
 
 def parse_completion(data: Any) -> dict[str, Any]:
@@ -127,5 +141,8 @@ def parse_completion(data: Any) -> dict[str, Any]:
     content = choice["message"]["content"]
     if not isinstance(content, str):
         raise ValueError(f"choices[0].message.content is {type(content).__name__}, not a string")
-    return {"content": content, "finish_reason": choice.get("finish_reason"),
-            "usage": data.get("usage") or {}}
+    return {
+        "content": content,
+        "finish_reason": choice.get("finish_reason"),
+        "usage": data.get("usage") or {},
+    }

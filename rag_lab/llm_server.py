@@ -47,8 +47,11 @@ def parse_request(body: Any, default_max_tokens: int, default_temperature: float
             raise BadRequest(f"messages[{i}] must be an object with a 'role'")
         content = m.get("content")
         if isinstance(content, list):  # OpenAI content parts: keep the text ones
-            content = "".join(p.get("text", "") for p in content
-                              if isinstance(p, dict) and p.get("type") == "text")
+            content = "".join(
+                p.get("text", "")
+                for p in content
+                if isinstance(p, dict) and p.get("type") == "text"
+            )
         if not isinstance(content, str):
             raise BadRequest(f"messages[{i}].content must be a string or a list of text parts")
         messages.append({"role": m["role"], "content": content})
@@ -63,12 +66,17 @@ def parse_request(body: Any, default_max_tokens: int, default_temperature: float
     stop = [stop] if isinstance(stop, str) else stop
     if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
         raise BadRequest("stop must be a string or a list of strings")
-    return {"messages": messages, "max_new_tokens": max_tokens,
-            "temperature": float(temperature), "stop": stop}
+    return {
+        "messages": messages,
+        "max_new_tokens": max_tokens,
+        "temperature": float(temperature),
+        "stop": stop,
+    }
 
 
-def make_handler(model: Any, served_name: str, max_tokens: int, temperature: float,
-                 api_key_env: str | None) -> type[BaseHTTPRequestHandler]:
+def make_handler(
+    model: Any, served_name: str, max_tokens: int, temperature: float, api_key_env: str | None
+) -> type[BaseHTTPRequestHandler]:
     """A request handler class bound to ``model`` (anything with ``chat(messages, max_new_tokens,
     temperature, stop)`` returning a ``ChatOutput``)."""
 
@@ -102,9 +110,20 @@ def make_handler(model: Any, served_name: str, max_tokens: int, temperature: flo
                 self._send(200, {"status": "ok", "model": served_name})
             elif self.path.rstrip("/") == "/v1/models":
                 if self._authorised():
-                    self._send(200, {"object": "list", "data": [
-                        {"id": served_name, "object": "model", "created": 0,
-                         "owned_by": "rag_lab"}]})
+                    self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [
+                                {
+                                    "id": served_name,
+                                    "object": "model",
+                                    "created": 0,
+                                    "owned_by": "rag_lab",
+                                }
+                            ],
+                        },
+                    )
             else:
                 self._error(404, f"no route GET {self.path}")
 
@@ -122,32 +141,58 @@ def make_handler(model: Any, served_name: str, max_tokens: int, temperature: flo
                 self._error(400, str(exc))
                 return
             try:
-                out = model.chat(req["messages"], max_new_tokens=req["max_new_tokens"],
-                                 temperature=req["temperature"], stop=req["stop"])
+                out = model.chat(
+                    req["messages"],
+                    max_new_tokens=req["max_new_tokens"],
+                    temperature=req["temperature"],
+                    stop=req["stop"],
+                )
             except Exception as exc:  # the client sees a 500 and may retry
                 log.exception("generation failed")
                 self._error(500, f"generation failed: {type(exc).__name__}: {exc}", "server_error")
                 return
-            log.info("chat: %d prompt + %d completion tokens in %.2f s (%.1f tok/s, finish=%s)",
-                     out.prompt_tokens, out.completion_tokens, out.seconds,
-                     out.completion_tokens / out.seconds if out.seconds else 0.0, out.finish_reason)
-            self._send(200, {
-                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion",
-                "created": int(time.time()),
-                "model": served_name,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": out.text},
-                             "finish_reason": out.finish_reason}],
-                "usage": {"prompt_tokens": out.prompt_tokens,
-                          "completion_tokens": out.completion_tokens,
-                          "total_tokens": out.prompt_tokens + out.completion_tokens},
-            })
+            log.info(
+                "chat: %d prompt + %d completion tokens in %.2f s (%.1f tok/s, finish=%s)",
+                out.prompt_tokens,
+                out.completion_tokens,
+                out.seconds,
+                out.completion_tokens / out.seconds if out.seconds else 0.0,
+                out.finish_reason,
+            )
+            self._send(
+                200,
+                {
+                    "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": served_name,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": out.text},
+                            "finish_reason": out.finish_reason,
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": out.prompt_tokens,
+                        "completion_tokens": out.completion_tokens,
+                        "total_tokens": out.prompt_tokens + out.completion_tokens,
+                    },
+                },
+            )
 
     return Handler
 
 
-def serve(model: Any, served_name: str, host: str = "127.0.0.1", port: int = 8000,
-          max_tokens: int = 512, temperature: float = 0.0,
-          api_key_env: str | None = None) -> ThreadingHTTPServer:
+def serve(
+    model: Any,
+    served_name: str,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    api_key_env: str | None = None,
+) -> ThreadingHTTPServer:
     """A bound (not yet serving) server; call ``serve_forever()`` on it. ``port=0`` picks a free
     port (``server.server_address[1]``)."""
     handler = make_handler(model, served_name, max_tokens, temperature, api_key_env)

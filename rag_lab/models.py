@@ -75,17 +75,21 @@ def resolve_model(name_or_path: str) -> str:
     looks_like_path = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
     if looks_like_path:
         raise ConfigError(f"model path does not exist: {name_or_path}; {_offline_help()}")
-    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false") or \
-        os.environ.get("TRANSFORMERS_OFFLINE", "0") not in ("0", "", "false")
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false") or os.environ.get(
+        "TRANSFORMERS_OFFLINE", "0"
+    ) not in ("0", "", "false")
     if _hf_cached(name_or_path):
         return name_or_path
     if offline:
-        raise ConfigError(f"model {name_or_path!r} is not on disk and HF_HUB_OFFLINE is set; "
-                          f"{_offline_help()}")
+        raise ConfigError(
+            f"model {name_or_path!r} is not on disk and HF_HUB_OFFLINE is set; {_offline_help()}"
+        )
     reason = _hub_unreachable(name_or_path)
     if reason:
-        raise ConfigError(f"model {name_or_path!r} is not on disk and the Hugging Face hub cannot "
-                          f"be reached ({reason}); {_offline_help()}")
+        raise ConfigError(
+            f"model {name_or_path!r} is not on disk and the Hugging Face hub cannot "
+            f"be reached ({reason}); {_offline_help()}"
+        )
     return name_or_path
 
 
@@ -109,8 +113,9 @@ def weights_hash(path: str, max_files: int = 64) -> str:
     root = Path(path)
     if not root.is_dir():
         return f"id:{path}"
-    files = sorted(p for p in root.rglob("*")
-                   if p.suffix in (".safetensors", ".bin", ".pt") and p.is_file())
+    files = sorted(
+        p for p in root.rglob("*") if p.suffix in (".safetensors", ".bin", ".pt") and p.is_file()
+    )
     h = hashlib.blake2b(digest_size=16)
     for p in files[:max_files]:
         h.update(p.relative_to(root).as_posix().encode())

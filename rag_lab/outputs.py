@@ -19,12 +19,14 @@ CONFIG_FILE = "config_resolved.yaml"
 MLFLOW_RUN_FILE = "mlflow_run_id"
 
 
-def write_scores(out_dir: Path, metrics: Mapping[str, Any], table: pd.DataFrame,
-                 fingerprint: str) -> None:
+def write_scores(
+    out_dir: Path, metrics: Mapping[str, Any], table: pd.DataFrame, fingerprint: str
+) -> None:
     """``metrics.json`` (NaN kept), ``per_query.parquet`` and ``dataset_fingerprint``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / METRICS_FILE).write_text(json.dumps(dict(metrics), indent=2, sort_keys=True,
-                                                   allow_nan=True))
+    (out_dir / METRICS_FILE).write_text(
+        json.dumps(dict(metrics), indent=2, sort_keys=True, allow_nan=True)
+    )
     (out_dir / FINGERPRINT_FILE).write_text(fingerprint)
     table.to_parquet(out_dir / PER_QUERY_FILE, index=False)
 

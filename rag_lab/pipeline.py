@@ -19,7 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from rag_lab.cache import StageCache, keys
+from rag_lab.cache import StageCache, diff_stats, keys
 from rag_lab.chunker.base import Chunker
 from rag_lab.errors import ConfigError
 from rag_lab.fusion.base import Fusion
@@ -63,7 +63,11 @@ class RetrievalResult:
 
 
 def _stats(name: str, stage: object) -> dict[str, float]:
-    return {f"{name}/{k}": float(v) for k, v in stage.stats.items()} if isinstance(stage, Measured) else {}
+    return (
+        {f"{name}/{k}": float(v) for k, v in stage.stats.items()}
+        if isinstance(stage, Measured)
+        else {}
+    )
 
 
 @dataclass
@@ -91,13 +95,24 @@ class Pipeline:
     _indexed: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        self._cache_start = self.cache.stats() if self.cache is not None else {}
         if self.cache is None:
             return
-        stages: list[object] = [*self.retrievers.values(), *self.postprocessors.values(),
-                                *self.query_transforms.values()]
+        stages: list[object] = [
+            *self.retrievers.values(),
+            *self.postprocessors.values(),
+            *self.query_transforms.values(),
+        ]
         for stage in stages:
             if isinstance(stage, CacheAware):
                 stage.attach_cache(self.cache.view(stage.cache_namespace))
+
+    def cache_counters(self) -> dict[str, float]:
+        """What this pipeline read from and wrote to the stage cache since it was built (``{}``
+        without a cache): totals and ``cache/<namespace>/hits|misses``."""
+        if self.cache is None:
+            return {}
+        return diff_stats(self.cache.stats(), self._cache_start)
 
     @property
     def reranker(self) -> PostProcessor | None:
@@ -105,7 +120,9 @@ class Pipeline:
         return self.postprocessors.get("reranker")
 
     # -- corpus ----------------------------------------------------------------------------------
-    def load_corpus(self, sources: Sequence[Path], root: Path, corpus_fingerprint: str) -> list[Chunk]:
+    def load_corpus(
+        self, sources: Sequence[Path], root: Path, corpus_fingerprint: str
+    ) -> list[Chunk]:
         """Parse and chunk the corpus (each step read from the cache when its key hits)."""
         t0 = time.perf_counter()
         docs_key = keys.documents_key(self.stage_configs.get("parser"), corpus_fingerprint)
@@ -147,14 +164,18 @@ class Pipeline:
         self.set_chunks(chunks)
         for name, retriever in self.retrievers.items():
             directory = index_dirs.get(name)
-            if directory is None or not Path(directory).is_dir() or \
-                    not isinstance(retriever, PersistentRetriever):
+            if (
+                directory is None
+                or not Path(directory).is_dir()
+                or not isinstance(retriever, PersistentRetriever)
+            ):
                 raise ConfigError(f"no saved index for retriever {name!r} ({directory})")
             retriever.load_index(Path(directory))
             missing = set(retriever.chunk_ids) - set(self.chunks)
             if missing:
-                raise ConfigError(f"{directory}: index names {len(missing)} chunk(s) not in the "
-                                  "corpus")
+                raise ConfigError(
+                    f"{directory}: index names {len(missing)} chunk(s) not in the corpus"
+                )
             self._indexed.add(name)
 
     def index_all(self) -> None:
@@ -171,13 +192,22 @@ class Pipeline:
         if name in self._indexed:
             return
         if not self.chunks:
-            raise ConfigError("the pipeline has no corpus: load_corpus, set_chunks or restore first")
+            raise ConfigError(
+                "the pipeline has no corpus: load_corpus, set_chunks or restore first"
+            )
         retriever = self.retrievers[name]
         t0 = time.perf_counter()
         persistent = isinstance(retriever, PersistentRetriever)
         cache = self.cache if self.chunks_key and persistent else None
-        key = keys.index_key(self.stage_configs.get("retrievers", {}).get(name),
-                             self._identity(retriever), self.chunks_key) if cache else ""
+        key = (
+            keys.index_key(
+                self.stage_configs.get("retrievers", {}).get(name),
+                self._identity(retriever),
+                self.chunks_key,
+            )
+            if cache
+            else ""
+        )
         entry = cache.get_dir("indexes", key) if cache is not None else None
         if entry is not None and isinstance(retriever, PersistentRetriever):
             retriever.load_index(entry)
@@ -191,8 +221,12 @@ class Pipeline:
         self.timings[f"{name}/index_seconds"] = time.perf_counter() - t0
         self._indexed.add(name)
         stats = retriever.stats if isinstance(retriever, Measured) else {}
-        log.info("indexed %d chunks with %s: %s", len(self.chunks), name,
-                 {k: round(v, 3) for k, v in stats.items()})
+        log.info(
+            "indexed %d chunks with %s: %s",
+            len(self.chunks),
+            name,
+            {k: round(v, 3) for k, v in stats.items()},
+        )
 
     # -- retrieval -------------------------------------------------------------------------------
     def transform_queries(self, queries: Mapping[str, str]) -> dict[str, str]:
@@ -201,15 +235,25 @@ class Pipeline:
             out = dict(transform.transform(out))
         return out
 
-    def _retriever_run(self, name: str, queries: Mapping[str, str], k: int,
-                       latency_queries: int) -> tuple[Run, list[float], bool]:
+    def _retriever_run(
+        self, name: str, queries: Mapping[str, str], k: int, latency_queries: int
+    ) -> tuple[Run, list[float], bool]:
         """One retriever's run (cached when the corpus came from ``load_corpus`` with a cache), the
         per-query latencies in ms of the first ``latency_queries`` queries run one at a time, and
         whether the run came from the cache."""
         retriever = self.retrievers[name]
         cache = self.cache if self.chunks_key else None
-        key = keys.run_key(self.stage_configs.get("retrievers", {}).get(name),
-                           self._identity(retriever), k, self.chunks_key, queries) if cache else ""
+        key = (
+            keys.run_key(
+                self.stage_configs.get("retrievers", {}).get(name),
+                self._identity(retriever),
+                k,
+                self.chunks_key,
+                queries,
+            )
+            if cache
+            else ""
+        )
         if cache is not None:
             entry = cache.get_json("runs", key)
             if entry is not None and len(entry["latency_ms"]) >= min(latency_queries, len(queries)):
@@ -225,22 +269,26 @@ class Pipeline:
             cache.put_json("runs", key, {"run": run, "latency_ms": latencies})
         return run, latencies, False
 
-    def _after_retrieval(self, queries: Mapping[str, str], runs: Mapping[str, Run],
-                         k: int) -> dict[str, Run]:
+    def _after_retrieval(
+        self, queries: Mapping[str, str], runs: Mapping[str, Run], k: int
+    ) -> dict[str, Run]:
         """Fusion (a no-op for one retriever) and each post-processor, in order."""
         out: dict[str, Run] = {}
         if len(runs) == 1:
             current = next(iter(runs.values()))
         else:
             if self.fusion is None:
-                raise ConfigError(f"{len(runs)} retrievers ({', '.join(runs)}) need a fusion method")
+                raise ConfigError(
+                    f"{len(runs)} retrievers ({', '.join(runs)}) need a fusion method"
+                )
             current = out["fusion"] = self.fusion.fuse(runs, k)
         for name, stage in self.postprocessors.items():
             current = out[name] = stage.process(queries, current, self.chunks)
         return out
 
-    def run(self, queries: Mapping[str, str], k: int | None = None,
-            latency_queries: int = 0) -> RetrievalResult:
+    def run(
+        self, queries: Mapping[str, str], k: int | None = None, latency_queries: int = 0
+    ) -> RetrievalResult:
         """Every retrieval stage over ``queries`` (``{query_id: text}``) at depth ``k``
         (default ``retrieve_k``); see ``RetrievalResult``."""
         k = int(k or self.retrieve_k)
@@ -254,7 +302,8 @@ class Pipeline:
         for name in self.retrievers:
             t1 = time.perf_counter()
             runs[name], latencies[name], from_cache[name] = self._retriever_run(
-                name, transformed, k, latency_queries)
+                name, transformed, k, latency_queries
+            )
             seconds[name] = time.perf_counter() - t1
         t2 = time.perf_counter()
         later = self._after_retrieval(transformed, runs, k)
@@ -264,17 +313,27 @@ class Pipeline:
         n = max(len(queries), 1)
         shared = 1000 * (seconds["query_transforms"] + seconds["after_retrieval"]) / n
         timed = min((len(v) for v in latencies.values()), default=0)
-        latency = tuple(sum(latencies[r][i] for r in self.retrievers) + shared for i in range(timed))
+        latency = tuple(
+            sum(latencies[r][i] for r in self.retrievers) + shared for i in range(timed)
+        )
         stats: dict[str, float] = {}
         for name, stage in [*self.retrievers.items(), *self.postprocessors.items()]:
             stats.update(_stats(name, stage))
         all_runs = {**runs, **later}
         final = list(all_runs.values())[-1]
-        return RetrievalResult(MappingProxyType(transformed), MappingProxyType(all_runs), final,
-                               latency, MappingProxyType(from_cache), MappingProxyType(seconds),
-                               MappingProxyType(stats))
+        return RetrievalResult(
+            MappingProxyType(transformed),
+            MappingProxyType(all_runs),
+            final,
+            latency,
+            MappingProxyType(from_cache),
+            MappingProxyType(seconds),
+            MappingProxyType(stats),
+        )
 
-    def retrieve(self, queries: Mapping[str, str], k: int | None = None) -> tuple[Run, dict[str, Run]]:
+    def retrieve(
+        self, queries: Mapping[str, str], k: int | None = None
+    ) -> tuple[Run, dict[str, Run]]:
         """Final run and the per-retriever runs it was fused from (``run`` without latencies)."""
         result = self.run(queries, k)
         return result.final, {n: result.runs[n] for n in self.retrievers}

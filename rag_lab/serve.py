@@ -1,7 +1,8 @@
 """Serve an export through MLflow: a pyfunc model whose one artifact is the export folder.
 
 ``log_export`` logs it (optionally registering it); ``mlflow models serve -m <uri> --env-manager
-local`` then answers ``POST /invocations`` with ``{"dataframe_records": [{"query": "...", "k": 5}]}``.
+local`` then answers ``POST /invocations`` with
+``{"dataframe_records": [{"query": "...", "k": 5}]}``.
 
 Contract of ``predict``: input a DataFrame with a string column ``query`` and an optional integer
 column ``k`` (default ``DEFAULT_K``; a missing/NaN ``k`` takes the default); output one row per
@@ -43,16 +44,21 @@ class RagLabPipelineModel(mlflow.pyfunc.PythonModel):  # type: ignore[name-defin
             raise ValueError(f"input needs a 'query' column; got {list(frame.columns)}")
         default_k = int((params or {}).get("k", DEFAULT_K))
         ks: list[int] = []
-        for value in (frame["k"] if "k" in frame.columns else [None] * len(frame)):
+        for value in frame["k"] if "k" in frame.columns else [None] * len(frame):
             missing = value is None or bool(pd.isna(value))  # None, NaN, pd.NA: the default
             ks.append(default_k if missing else int(value))
         queries = [str(q) for q in frame["query"]]
         rows: list[dict[str, Any]] = []
-        for k in sorted(set(ks)):  # one batch per distinct k (fusion is per query, so batching is exact)
+        for k in sorted(
+            set(ks)
+        ):  # one batch per distinct k (fusion is per query, so batching is exact)
             idx = [i for i, kk in enumerate(ks) if kk == k]
             hits = self.pipeline.retrieve_batch({str(i): queries[i] for i in idx}, k)
             for i in idx:
-                rows += [{"query_index": i, **{c: h[c] for c in OUTPUT_COLUMNS[1:]}} for h in hits[str(i)]]
+                rows += [
+                    {"query_index": i, **{c: h[c] for c in OUTPUT_COLUMNS[1:]}}
+                    for h in hits[str(i)]
+                ]
         rows.sort(key=lambda r: (r["query_index"], r["rank"]))
         return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
 
@@ -62,17 +68,32 @@ def _signature() -> Any:
     from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
 
     inputs = Schema([ColSpec("string", "query"), ColSpec("long", "k", required=False)])
-    outputs = Schema([ColSpec("long", "query_index"), ColSpec("long", "rank"), ColSpec("string", "chunk_id"),
-                      ColSpec("string", "doc_id"), ColSpec("double", "score"), ColSpec("string", "text")])
+    outputs = Schema(
+        [
+            ColSpec("long", "query_index"),
+            ColSpec("long", "rank"),
+            ColSpec("string", "chunk_id"),
+            ColSpec("string", "doc_id"),
+            ColSpec("double", "score"),
+            ColSpec("string", "text"),
+        ]
+    )
     return ModelSignature(inputs, outputs, ParamSchema([ParamSpec("k", "long", DEFAULT_K)]))
 
 
-def log_export(export_dir: str | Path, tracking_uri: str, registered_name: str | None = None, *,
-               name: str = DEFAULT_MODEL_NAME, experiment: str = DEFAULT_EXPERIMENT,
-               artifact_location: str | None = None) -> str:
+def log_export(
+    export_dir: str | Path,
+    tracking_uri: str,
+    registered_name: str | None = None,
+    *,
+    name: str = DEFAULT_MODEL_NAME,
+    experiment: str = DEFAULT_EXPERIMENT,
+    artifact_location: str | None = None,
+) -> str:
     """Log ``export_dir`` as a pyfunc model in a new run of ``experiment`` at ``tracking_uri``;
-    register it as ``registered_name`` when given. Returns the model URI (``models:/<name>/<version>``
-    when registered, else the logged model's URI). The export is validated by loading it first.
+    register it as ``registered_name`` when given. Returns the model URI
+    (``models:/<name>/<version>`` when registered, else the logged model's URI). The export is
+    validated by loading it first.
     A new experiment at a ``sqlite:///`` store keeps artifacts in ``mlartifacts/`` beside the file
     unless ``artifact_location`` says otherwise.
     ``pip_requirements`` names only rag_lab: the model is meant for ``--env-manager local`` in an
@@ -84,21 +105,31 @@ def log_export(export_dir: str | Path, tracking_uri: str, registered_name: str |
     export_dir = Path(export_dir).resolve()
     if artifact_location is None and tracking_uri.startswith("sqlite:///"):
         # as conf/tracking/mlflow.yaml: artifacts beside the store, not in the working directory
-        artifact_location = str(Path(tracking_uri[len("sqlite:///"):]).parent / "mlartifacts")
+        artifact_location = str(Path(tracking_uri[len("sqlite:///") :]).parent / "mlartifacts")
     exported = load_pipeline(export_dir)  # refuse a broken or tampered export before logging it
     mlflow, exp_id = MlflowTracker(tracking_uri, experiment, artifact_location).connect()
     with mlflow.start_run(experiment_id=exp_id, run_name=f"export {export_dir.name}"):
         export = exported.config.get("export") or {}
-        mlflow.set_tags({"rag_lab.export": str(export_dir),
-                         "dataset": str(export.get("dataset", "")),
-                         "dataset_fingerprint": str(export.get("dataset_fingerprint", ""))})
-        info = mlflow.pyfunc.log_model(name=name, python_model=RagLabPipelineModel(),
-                                       artifacts={"export": str(export_dir)},
-                                       pip_requirements=[f"rag_lab=={__version__}"],
-                                       signature=_signature(), registered_model_name=registered_name)
+        mlflow.set_tags(
+            {
+                "rag_lab.export": str(export_dir),
+                "dataset": str(export.get("dataset", "")),
+                "dataset_fingerprint": str(export.get("dataset_fingerprint", "")),
+            }
+        )
+        info = mlflow.pyfunc.log_model(
+            name=name,
+            python_model=RagLabPipelineModel(),
+            artifacts={"export": str(export_dir)},
+            pip_requirements=[f"rag_lab=={__version__}"],
+            signature=_signature(),
+            registered_model_name=registered_name,
+        )
     if registered_name:
         version = getattr(info, "registered_model_version", None)
         if version is None:
-            raise ConfigError(f"registering {registered_name!r} at {tracking_uri} did not return a version")
+            raise ConfigError(
+                f"registering {registered_name!r} at {tracking_uri} did not return a version"
+            )
         return f"models:/{registered_name}/{version}"
     return str(info.model_uri)

@@ -47,8 +47,9 @@ def _paired_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a[keep] - b[keep]
 
 
-def _bootstrap_mean_ci(x: np.ndarray, n_resamples: int, alpha: float,
-                       seed: int) -> tuple[float, float, float]:
+def _bootstrap_mean_ci(
+    x: np.ndarray, n_resamples: int, alpha: float, seed: int
+) -> tuple[float, float, float]:
     """Percentile bootstrap of the mean of the already-cleaned sample ``x``."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -62,14 +63,16 @@ def _bootstrap_mean_ci(x: np.ndarray, n_resamples: int, alpha: float,
         # every resample has the same mean: skip the draw, and avoid float noise in the bounds
         return mean, mean, mean
     rng = np.random.default_rng(seed)
-    means = np.concatenate([x[rng.integers(0, n, size=(rows, n))].mean(axis=1)
-                            for rows in _chunks(n_resamples, n)])
+    means = np.concatenate(
+        [x[rng.integers(0, n, size=(rows, n))].mean(axis=1) for rows in _chunks(n_resamples, n)]
+    )
     low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return mean, float(low), float(high)
 
 
-def paired_bootstrap_ci(values: np.ndarray, n_resamples: int = 2000, alpha: float = 0.05,
-                        seed: int = 0) -> tuple[float, float, float]:
+def paired_bootstrap_ci(
+    values: np.ndarray, n_resamples: int = 2000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float, float]:
     """``(mean, low, high)``: percentile bootstrap ``1 - alpha`` CI of the mean of per-query values.
 
     NaN (and inf) values are dropped first, so the mean equals the NaN-skipping mean of
@@ -78,8 +81,9 @@ def paired_bootstrap_ci(values: np.ndarray, n_resamples: int = 2000, alpha: floa
     return _bootstrap_mean_ci(_finite(values), n_resamples, alpha, seed)
 
 
-def paired_bootstrap_diff_ci(a: np.ndarray, b: np.ndarray, n_resamples: int = 2000,
-                             alpha: float = 0.05, seed: int = 0) -> tuple[float, float, float]:
+def paired_bootstrap_diff_ci(
+    a: np.ndarray, b: np.ndarray, n_resamples: int = 2000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float, float]:
     """``(mean of a - b, low, high)``: percentile bootstrap CI resampling queries jointly.
 
     ``a[i]`` and ``b[i]`` must score the same query (see :func:`align`); only pairs where both are
@@ -88,8 +92,9 @@ def paired_bootstrap_diff_ci(a: np.ndarray, b: np.ndarray, n_resamples: int = 20
     return _bootstrap_mean_ci(_paired_diff(a, b), n_resamples, alpha, seed)
 
 
-def randomization_test(a: np.ndarray, b: np.ndarray, n_permutations: int = 10000,
-                       seed: int = 0) -> float:
+def randomization_test(
+    a: np.ndarray, b: np.ndarray, n_permutations: int = 10000, seed: int = 0
+) -> float:
     """Two-sided paired randomisation (sign-flip) test of ``mean(a - b) == 0``.
 
     Under the null each query's difference is equally likely to have either sign, so the statistic

@@ -22,7 +22,8 @@ def _freeze(meta: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 @dataclass(frozen=True)
 class Section:
-    """A span ``[start, end)`` of a document's text under a heading path (e.g. ``("E102", "Causes")``)."""
+    """A span ``[start, end)`` of a document's text under a heading path (e.g.
+    ``("E102", "Causes")``)."""
 
     start: int
     end: int
@@ -117,8 +118,13 @@ class Query:
 
 def document_to_dict(doc: Document) -> dict[str, Any]:
     """JSON-ready form (for the stage cache and exports)."""
-    return {"doc_id": doc.doc_id, "text": doc.text, "title": doc.title, "metadata": dict(doc.metadata),
-            "sections": [{"start": s.start, "end": s.end, "path": list(s.path)} for s in doc.sections]}
+    return {
+        "doc_id": doc.doc_id,
+        "text": doc.text,
+        "title": doc.title,
+        "metadata": dict(doc.metadata),
+        "sections": [{"start": s.start, "end": s.end, "path": list(s.path)} for s in doc.sections],
+    }
 
 
 def document_from_dict(d: Mapping[str, Any]) -> Document:
@@ -127,8 +133,10 @@ def document_from_dict(d: Mapping[str, Any]) -> Document:
 
 
 def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
-    return {f: getattr(chunk, f) for f in ("chunk_id", "doc_id", "text", "start", "end", "title", "section")} | \
-        {"metadata": dict(chunk.metadata)}
+    return {
+        f: getattr(chunk, f)
+        for f in ("chunk_id", "doc_id", "text", "start", "end", "title", "section")
+    } | {"metadata": dict(chunk.metadata)}
 
 
 def chunk_from_dict(d: Mapping[str, Any]) -> Chunk:

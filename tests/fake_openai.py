@@ -19,10 +19,20 @@ Reply = Callable[[dict[str, Any]], Any]
 
 
 def completion(text: str, finish_reason: str = "stop") -> dict[str, Any]:
-    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": finish_reason}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
 
 
 class FakeOpenAI:
@@ -41,7 +51,9 @@ class FakeOpenAI:
                 pass
 
             def _send(self, status: int, payload: Any) -> None:
-                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                data = (
+                    payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                )
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -55,7 +67,9 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 with outer._lock:
                     outer.requests.append(body)
-                    outer.headers.append({k.lower(): v for k, v in self.headers.items()})  # names are case-insensitive
+                    outer.headers.append(
+                        {k.lower(): v for k, v in self.headers.items()}
+                    )  # names are case-insensitive
                 out = outer.reply(body)
                 if isinstance(out, tuple) and out[0] == "sleep":
                     time.sleep(out[1])
@@ -68,7 +82,9 @@ class FakeOpenAI:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.server.handle_error = lambda *a: None  # type: ignore[method-assign]  # clients that timed out
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -123,15 +139,32 @@ def ragas_like(text: str, answer: str = "Fault E102 means low oil pressure [1]."
     if "judge the faithfulness of a series of statements" in text:
         inp = _input_block(text)
         ctx = inp["context"].lower()
-        return json.dumps({"statements": [
-            {"statement": s, "reason": "r", "verdict": int(s.lower().rstrip(".") in ctx)} for s in inp["statements"]]})
+        return json.dumps(
+            {
+                "statements": [
+                    {"statement": s, "reason": "r", "verdict": int(s.lower().rstrip(".") in ctx)}
+                    for s in inp["statements"]
+                ]
+            }
+        )
     if "verify if the context was useful" in text:
         inp = _input_block(text)
-        return json.dumps({"reason": "r", "verdict": int(inp["answer"].lower() in inp["context"].lower())})
+        return json.dumps(
+            {"reason": "r", "verdict": int(inp["answer"].lower() in inp["context"].lower())}
+        )
     if "can be attributed to the given context" in text:
         inp = _input_block(text)
-        return json.dumps({"classifications": [
-            {"statement": inp["answer"], "reason": "r", "attributed": int(inp["answer"].lower() in inp["context"].lower())}]})
+        return json.dumps(
+            {
+                "classifications": [
+                    {
+                        "statement": inp["answer"],
+                        "reason": "r",
+                        "attributed": int(inp["answer"].lower() in inp["context"].lower()),
+                    }
+                ]
+            }
+        )
     return answer
 
 

@@ -12,12 +12,26 @@ from tests.compose import TOY_OVERRIDES, compose_evaluate
 
 
 def test_extractive_answers_are_judged_and_scored(tmp_path):
-    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none",
-                            "generator=extractive", "judge=lexical"], tmp_path)
+    cfg = compose_evaluate(
+        [
+            *TOY_OVERRIDES,
+            "retrievers=[bm25]",
+            "tracking=none",
+            "generator=extractive",
+            "judge=lexical",
+        ],
+        tmp_path,
+    )
     m = evaluate(cfg)
-    for key in ("answer/faithfulness", "answer/contained", "answer/f1", "answer/exact_match",
-                "answer/refusal_rate_unanswerable", "answer/wrong_refusal_rate",
-                "answer/context_utilisation"):
+    for key in (
+        "answer/faithfulness",
+        "answer/contained",
+        "answer/f1",
+        "answer/exact_match",
+        "answer/refusal_rate_unanswerable",
+        "answer/wrong_refusal_rate",
+        "answer/context_utilisation",
+    ):
         assert key in m
     # sentences copied from the context are, by construction, supported by it
     assert m["answer/faithfulness"] == 1.0 and m["answer/n_missing_faithfulness"] == 0
@@ -32,8 +46,9 @@ def test_extractive_answers_are_judged_and_scored(tmp_path):
 
 
 def test_without_a_judge_faithfulness_is_missing_not_zero(tmp_path):
-    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none",
-                            "generator=extractive"], tmp_path)
+    cfg = compose_evaluate(
+        [*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none", "generator=extractive"], tmp_path
+    )
     m = evaluate(cfg)
     assert math.isnan(m["answer/faithfulness"])
     assert m["answer/n_missing_faithfulness"] == m["n_queries"]
@@ -69,11 +84,21 @@ def test_openai_generator_and_ragas_judge_through_a_fake_endpoint(tmp_path, monk
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAI(_first_sentence_answer) as fake:
-        common = [*TOY_OVERRIDES, "retrievers=[bm25]", "generator=openai",
-                  f"generator.base_url={fake.url}", "generator.model=fake-gen",
-                  "generator.backoff=0", "judge=ragas", f"judge.base_url={fake.url}",
-                  "judge.model=fake-judge", "judge.retries=1", "judge.backoff=0", "judge.timeout=5",
-                  "evaluation.answer_k=2"]
+        common = [
+            *TOY_OVERRIDES,
+            "retrievers=[bm25]",
+            "generator=openai",
+            f"generator.base_url={fake.url}",
+            "generator.model=fake-gen",
+            "generator.backoff=0",
+            "judge=ragas",
+            f"judge.base_url={fake.url}",
+            "judge.model=fake-judge",
+            "judge.retries=1",
+            "judge.backoff=0",
+            "judge.timeout=5",
+            "evaluation.answer_k=2",
+        ]
         cfg = compose_evaluate(common, tmp_path)
         m = evaluate(cfg)
         n_first = len(fake.requests)
@@ -96,8 +121,9 @@ def test_openai_generator_and_ragas_judge_through_a_fake_endpoint(tmp_path, monk
         assert m2["answer/generator_cache_hits"] == m["n_queries"]
         assert m2["answer/generator_calls"] == 0
         assert m2["answer/judge_cache_hits"] == m["n_queries"] - 1
-        assert again and all(r["model"] == "fake-judge" and "MALFORMED" in str(r["messages"])
-                             for r in again)
+        assert again and all(
+            r["model"] == "fake-judge" and "MALFORMED" in str(r["messages"]) for r in again
+        )
         assert m2["answer/faithfulness"] == m["answer/faithfulness"]
 
     # the key is in no file the runs wrote (MLflow store included) and in no logged param

@@ -16,15 +16,29 @@ from tests.compose import TOY_OVERRIDES, compose_evaluate
 @pytest.fixture
 def toy_cfg(tmp_path):
     """Compose the evaluate config on the toy dataset (hashing embedder: no model needed)."""
+
     def make(*extra: str):
         return compose_evaluate([*TOY_OVERRIDES, *extra], tmp_path)
 
     return make
 
-REQUIRED = [f"hit_rate_at_{k}" for k in (1, 5, 10)] + [f"recall_at_{k}" for k in (5, 10, 100)] + \
-    [f"precision_at_{k}" for k in (5, 10)] + [f"noise_ratio_at_{k}" for k in (5, 10)] + \
-    ["mrr_at_10", "ndcg_at_10", "map_at_100", "n_queries", "index_seconds", "query_p50_ms", "query_p95_ms",
-     "embed_docs_per_second"]
+
+REQUIRED = (
+    [f"hit_rate_at_{k}" for k in (1, 5, 10)]
+    + [f"recall_at_{k}" for k in (5, 10, 100)]
+    + [f"precision_at_{k}" for k in (5, 10)]
+    + [f"noise_ratio_at_{k}" for k in (5, 10)]
+    + [
+        "mrr_at_10",
+        "ndcg_at_10",
+        "map_at_100",
+        "n_queries",
+        "index_seconds",
+        "query_p50_ms",
+        "query_p95_ms",
+        "embed_docs_per_second",
+    ]
+)
 
 
 def mlflow_runs(uri: str):
@@ -35,8 +49,10 @@ def mlflow_runs(uri: str):
     return client, client.search_runs([exp.experiment_id])
 
 
-@pytest.mark.parametrize("retrievers,fusion", [("[bm25]", "rrf"), ("[dense]", "rrf"), ("[dense,bm25]", "rrf"),
-                                               ("[dense,bm25]", "weighted")])
+@pytest.mark.parametrize(
+    "retrievers,fusion",
+    [("[bm25]", "rrf"), ("[dense]", "rrf"), ("[dense,bm25]", "rrf"), ("[dense,bm25]", "weighted")],
+)
 def test_outputs_and_mlflow_run(toy_cfg, tmp_path, retrievers, fusion):
     cfg = toy_cfg(f"retrievers={retrievers}", f"fusion={fusion}")
     metrics = evaluate(cfg)
@@ -49,9 +65,17 @@ def test_outputs_and_mlflow_run(toy_cfg, tmp_path, retrievers, fusion):
     # the toy set is easy for lexical matching: a broken pipeline scores far lower
     assert metrics["hit_rate_at_5"] >= 0.85
     assert metrics["noise_ratio_at_5"] == pytest.approx(
-        pd.read_parquet(out / "per_query.parquet")["noise_ratio_at_5"].mean())
+        pd.read_parquet(out / "per_query.parquet")["noise_ratio_at_5"].mean()
+    )
     table = pd.read_parquet(out / "per_query.parquet")
-    assert {"query_id", "text", "category", "ndcg_at_10", "retrieved_doc_ids", "retrieved_chunk_ids"} <= set(table)
+    assert {
+        "query_id",
+        "text",
+        "category",
+        "ndcg_at_10",
+        "retrieved_doc_ids",
+        "retrieved_chunk_ids",
+    } <= set(table)
     assert len(table) == 8
     unans = table[table.category == "unanswerable"].iloc[0]
     assert math.isnan(unans.ndcg_at_10)
@@ -62,24 +86,37 @@ def test_outputs_and_mlflow_run(toy_cfg, tmp_path, retrievers, fusion):
     run = runs[0]
     assert run.data.metrics["ndcg_at_10"] == pytest.approx(metrics["ndcg_at_10"])
     assert run.data.tags["dataset_fingerprint"] and run.data.tags["dataset"] == "toy"
-    assert run.data.params["retrievers.bm25.k1" if "bm25" in retrievers else "retrievers.dense.index_type"]
-    arts = {a.path for a in client.list_artifacts(run.info.run_id)} | \
-        {a.path for a in client.list_artifacts(run.info.run_id, "tables")}
+    assert run.data.params[
+        "retrievers.bm25.k1" if "bm25" in retrievers else "retrievers.dense.index_type"
+    ]
+    arts = {a.path for a in client.list_artifacts(run.info.run_id)} | {
+        a.path for a in client.list_artifacts(run.info.run_id, "tables")
+    }
     assert "config_resolved.yaml" in arts and "tables/per_query.parquet" in arts
 
 
 def test_evidence_level_metrics_from_answers(toy_cfg):
     metrics = evaluate(toy_cfg("retrievers=[bm25]"))
     assert 0 < metrics["evidence_hit_rate_at_5"] <= 1
-    assert metrics["evidence_noise_ratio_at_1"] == pytest.approx(1 - metrics["evidence_precision_at_1"])
+    assert metrics["evidence_noise_ratio_at_1"] == pytest.approx(
+        1 - metrics["evidence_precision_at_1"]
+    )
     assert "by_category/exact_code/hit_rate_at_5" in metrics
 
 
 def test_chunkers_score_on_the_same_labels(toy_cfg):
-    """Document-level relevance does not depend on the chunker: tiny chunks still find the documents."""
+    """Document-level relevance does not depend on the chunker: tiny chunks still find the
+    documents."""
     whole = evaluate(toy_cfg("retrievers=[bm25]", "chunker=none", "tracking=none"))
-    small = evaluate(toy_cfg("retrievers=[bm25]", "chunker=fixed_size", "chunker.size=40", "chunker.overlap=10",
-                             "tracking=none"))
+    small = evaluate(
+        toy_cfg(
+            "retrievers=[bm25]",
+            "chunker=fixed_size",
+            "chunker.size=40",
+            "chunker.overlap=10",
+            "tracking=none",
+        )
+    )
     assert small["n_chunks"] > whole["n_chunks"] == 8
     assert small["hit_rate_at_10"] >= 0.85 and whole["hit_rate_at_10"] >= 0.85
 

@@ -66,10 +66,16 @@ def small_toy(root: Path) -> Path:
     """The toy corpus with three of its test queries."""
     (root / "qrels").mkdir(parents=True)
     shutil.copy(TOY / "corpus.jsonl", root / "corpus.jsonl")
-    lines = [ln for ln in (TOY / "queries.jsonl").read_text().splitlines() if json.loads(ln)["_id"] in QUERIES]
+    lines = [
+        ln
+        for ln in (TOY / "queries.jsonl").read_text().splitlines()
+        if json.loads(ln)["_id"] in QUERIES
+    ]
     (root / "queries.jsonl").write_text("\n".join(lines) + "\n")
     qrels = (TOY / "qrels" / "test.tsv").read_text().splitlines()
-    (root / "qrels" / "test.tsv").write_text("\n".join([qrels[0], *[r for r in qrels[1:] if r.split("\t")[0] in QUERIES]]) + "\n")
+    (root / "qrels" / "test.tsv").write_text(
+        "\n".join([qrels[0], *[r for r in qrels[1:] if r.split("\t")[0] in QUERIES]]) + "\n"
+    )
     return root
 
 
@@ -78,13 +84,33 @@ def test_smollm2_server_openai_generator_ragas_judge(tmp_path):
     gguf = smollm2_gguf()
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONWARNINGS": "ignore",
+    }
     server_log = tmp_path / "server.log"
     t0 = time.perf_counter()
     with open(server_log, "w") as log_fh:
-        server = subprocess.Popen([sys.executable, "-m", "rag_lab.llm_server", "--model", str(gguf), "--port", str(port),
-                                   "--threads", "1", "--served-model-name", "smollm2"],
-                                  stdout=log_fh, stderr=subprocess.STDOUT, env=env)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rag_lab.llm_server",
+                "--model",
+                str(gguf),
+                "--port",
+                str(port),
+                "--threads",
+                "1",
+                "--served-model-name",
+                "smollm2",
+            ],
+            stdout=log_fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     try:
         wait_ready(f"http://127.0.0.1:{port}", server, server_log)
         load_s = time.perf_counter() - t0
@@ -92,13 +118,38 @@ def test_smollm2_server_openai_generator_ragas_judge(tmp_path):
         run_dir, exp_dir = tmp_path / "run", tmp_path / "experiments"
         t1 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "rag_lab.cli", "evaluate", "dataset=beir", f"dataset.path={data}", "embedder=hashing",
-             "tokenizer=jieba", "retrievers=[bm25]", "evaluation.answer_k=2", "evaluation.latency_queries=3",
-             "generator=openai", f"generator.base_url={url}", "generator.model=smollm2", "generator.max_tokens=48",
-             "generator.max_context_tokens=200", "judge=ragas", f"judge.base_url={url}", "judge.model=smollm2",
-             "judge.max_tokens=128", "judge.retries=0", "judge.timeout=120", "judge.reference_metrics=false",
-             f"hydra.run.dir={run_dir}", f"paths.experiments={exp_dir}"],
-            capture_output=True, text=True, env={**env, "OPENAI_API_KEY": KEY}, timeout=900)
+            [
+                sys.executable,
+                "-m",
+                "rag_lab.cli",
+                "evaluate",
+                "dataset=beir",
+                f"dataset.path={data}",
+                "embedder=hashing",
+                "tokenizer=jieba",
+                "retrievers=[bm25]",
+                "evaluation.answer_k=2",
+                "evaluation.latency_queries=3",
+                "generator=openai",
+                f"generator.base_url={url}",
+                "generator.model=smollm2",
+                "generator.max_tokens=48",
+                "generator.max_context_tokens=200",
+                "judge=ragas",
+                f"judge.base_url={url}",
+                "judge.model=smollm2",
+                "judge.max_tokens=128",
+                "judge.retries=0",
+                "judge.timeout=120",
+                "judge.reference_metrics=false",
+                f"hydra.run.dir={run_dir}",
+                f"paths.experiments={exp_dir}",
+            ],
+            capture_output=True,
+            text=True,
+            env={**env, "OPENAI_API_KEY": KEY},
+            timeout=900,
+        )
         eval_s = time.perf_counter() - t1
     finally:
         server.terminate()
@@ -111,7 +162,9 @@ def test_smollm2_server_openai_generator_ragas_judge(tmp_path):
     table = pd.read_parquet(run_dir / "per_query.parquet")
     assert len(table) == m["n_queries"] == len(QUERIES)
     assert m["answer/generator_calls"] == len(QUERIES)
-    assert all(isinstance(r, str) and r.strip() for r in table.answer_response), "every query got an answer"
+    assert all(isinstance(r, str) and r.strip() for r in table.answer_response), (
+        "every query got an answer"
+    )
     scored = table.answer_faithfulness.dropna()
     assert ((scored >= 0) & (scored <= 1)).all()
     assert len(scored) + m["answer/n_missing_faithfulness"] == len(QUERIES)
@@ -129,13 +182,21 @@ def test_smollm2_server_openai_generator_ragas_judge(tmp_path):
     assert run.data.params["generator.api_key_env"] == "OPENAI_API_KEY"
     assert not any(KEY in v for v in [*run.data.params.values(), *run.data.tags.values()])
 
-    chats = [tuple(map(float, x)) for x in re.findall(
-        r"chat: (\d+) prompt \+ (\d+) completion tokens in ([\d.]+) s", server_log.read_text())]
+    chats = [
+        tuple(map(float, x))
+        for x in re.findall(
+            r"chat: (\d+) prompt \+ (\d+) completion tokens in ([\d.]+) s", server_log.read_text()
+        )
+    ]
     tokens, seconds = sum(c[1] for c in chats), sum(c[2] for c in chats)
-    print(f"\nSmolLM2 e2e: server ready in {load_s:.0f} s; evaluate {eval_s:.0f} s; {len(chats)} chat requests, "
-          f"{tokens:.0f} completion tokens in {seconds:.0f} s of generation ({tokens / max(seconds, 1e-9):.1f} tok/s); "
-          f"faithfulness scored {len(scored)}/{len(QUERIES)}, judge failures {m['answer/n_judge_failures']:.0f}; "
-          f"answers: {list(table.answer_response)}")
+    rate = tokens / max(seconds, 1e-9)
+    failures = m["answer/n_judge_failures"]
+    print(
+        f"\nSmolLM2 e2e: server ready in {load_s:.0f} s; evaluate {eval_s:.0f} s; "
+        f"{len(chats)} chat requests, {tokens:.0f} completion tokens in {seconds:.0f} s "
+        f"of generation ({rate:.1f} tok/s); faithfulness scored {len(scored)}/{len(QUERIES)}, "
+        f"judge failures {failures:.0f}; answers: {list(table.answer_response)}"
+    )
 
 
 @pytest.mark.slow
@@ -148,19 +209,37 @@ def test_smollm2_gguf_with_generator_transformers(tmp_path, monkeypatch):
     gguf = smollm2_gguf()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     data = small_toy(tmp_path / "toy3")
-    overrides = ["dataset=beir", f"dataset.path={data}", "embedder=hashing", "tokenizer=jieba", "retrievers=[bm25]",
-                 "tracking=none", "evaluation.answer_k=2", "generator=transformers", f"generator.model={gguf}",
-                 "generator.max_new_tokens=32", "generator.max_context_tokens=200", "generator.num_threads=1",
-                 "judge=lexical"]
+    overrides = [
+        "dataset=beir",
+        f"dataset.path={data}",
+        "embedder=hashing",
+        "tokenizer=jieba",
+        "retrievers=[bm25]",
+        "tracking=none",
+        "evaluation.answer_k=2",
+        "generator=transformers",
+        f"generator.model={gguf}",
+        "generator.max_new_tokens=32",
+        "generator.max_context_tokens=200",
+        "generator.num_threads=1",
+        "judge=lexical",
+    ]
     cfg = compose_evaluate(overrides, tmp_path)
     t0 = time.perf_counter()
     m = evaluate(cfg)
     first_s = time.perf_counter() - t0
-    assert m["answer/generator_calls"] == len(QUERIES) and m["answer/n_missing_faithfulness"] < len(QUERIES)
+    assert m["answer/generator_calls"] == len(QUERIES) and m["answer/n_missing_faithfulness"] < len(
+        QUERIES
+    )
     again = compose_evaluate(overrides, tmp_path / "again")
     again.cache.dir = cfg.cache.dir
     t1 = time.perf_counter()
     m2 = evaluate(again)
-    assert m2["answer/generator_cache_hits"] == len(QUERIES) and m2["answer/faithfulness"] == m["answer/faithfulness"]
-    print(f"\nSmolLM2 GGUF in-process: first run {first_s:.0f} s (load included), cached rerun "
-          f"{time.perf_counter() - t1:.1f} s; faithfulness {m['answer/faithfulness']:.2f}")
+    assert (
+        m2["answer/generator_cache_hits"] == len(QUERIES)
+        and m2["answer/faithfulness"] == m["answer/faithfulness"]
+    )
+    print(
+        f"\nSmolLM2 GGUF in-process: first run {first_s:.0f} s (load included), cached rerun "
+        f"{time.perf_counter() - t1:.1f} s; faithfulness {m['answer/faithfulness']:.2f}"
+    )

@@ -27,8 +27,14 @@ class Echo:
         self.calls = []
 
     def chat(self, messages, max_new_tokens=None, temperature=None, stop=()):
-        self.calls.append({"messages": messages, "max_new_tokens": max_new_tokens,
-                           "temperature": temperature, "stop": list(stop)})
+        self.calls.append(
+            {
+                "messages": messages,
+                "max_new_tokens": max_new_tokens,
+                "temperature": temperature,
+                "stop": list(stop),
+            }
+        )
         text = messages[-1]["content"]
         if "boom" in text:
             raise RuntimeError("boom")
@@ -47,8 +53,11 @@ def server(monkeypatch):
 
 
 def call(url, body=None, headers=None):
-    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json", **(headers or {})})
+    req = urllib.request.Request(
+        url,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, json.loads(resp.read())
@@ -61,25 +70,42 @@ def test_routes_and_reply_shape(server):
     assert call(f"{base}/health") == (200, {"status": "ok", "model": "echo"})
     status, models = call(f"{base}/v1/models")
     assert status == 200 and models["data"][0]["id"] == "echo"
-    status, out = call(f"{base}/v1/chat/completions", {"model": "anything", "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "hello there"}]}],
-        "temperature": 0.5, "stop": "x"})
+    status, out = call(
+        f"{base}/v1/chat/completions",
+        {
+            "model": "anything",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hello there"}]}],
+            "temperature": 0.5,
+            "stop": "x",
+        },
+    )
     assert status == 200 and out["object"] == "chat.completion" and out["model"] == "echo"
-    assert out["choices"][0] == {"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": "hello"}}
+    assert out["choices"][0] == {
+        "index": 0,
+        "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "hello"},
+    }
     assert out["usage"] == {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}
-    assert model.calls[0] == {"messages": [{"role": "user", "content": "hello there"}],
-                              "max_new_tokens": 7, "temperature": 0.5, "stop": ["x"]}
+    assert model.calls[0] == {
+        "messages": [{"role": "user", "content": "hello there"}],
+        "max_new_tokens": 7,
+        "temperature": 0.5,
+        "stop": ["x"],
+    }
     assert call(f"{base}/v1/nothing")[0] == 404
 
 
-@pytest.mark.parametrize("body,message", [
-    ({"messages": []}, "non-empty list"), ({"messages": [{"content": "x"}]}, "'role'"),
-    ({"messages": [{"role": "user", "content": "x"}], "stream": True}, "stream"),
-    ({"messages": [{"role": "user", "content": "x"}], "n": 2}, "n=1"),
-    ({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1}, "max_tokens"),
-    ({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}, "temperature"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ({"messages": []}, "non-empty list"),
+        ({"messages": [{"content": "x"}]}, "'role'"),
+        ({"messages": [{"role": "user", "content": "x"}], "stream": True}, "stream"),
+        ({"messages": [{"role": "user", "content": "x"}], "n": 2}, "n=1"),
+        ({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1}, "max_tokens"),
+        ({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}, "temperature"),
+    ],
+)
 def test_bad_requests_are_400(server, body, message):
     status, out = call(f"{server[0]}/v1/chat/completions", body)
     assert status == 400 and message in out["error"]["message"]

@@ -22,10 +22,13 @@ def test_old_path_is_the_same_module():
 
 
 def test_old_path_first_in_a_fresh_interpreter():
-    probe = ("import rag_lab.embedder.models as old, rag_lab.models as new; assert old is new; "
-             "from rag_lab.embedder.models import resolve_model, _offline_help")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120)
+    probe = (
+        "import rag_lab.embedder.models as old, rag_lab.models as new; assert old is new; "
+        "from rag_lab.embedder.models import resolve_model, _offline_help"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
 
 

@@ -58,6 +58,7 @@ def test_mined_negatives_follow_the_tie_rule(toy_path, toy_chunks):
     relevant = {d for d, g in data.qrels[qid].items() if g > 0}
     others = [c for c in chunks if chunks[c].doc_id not in relevant]
     mined = {qid: {c: 1.0 for c in reversed(others)}}  # all tied, inserted in reverse id order
-    (example, *_) = build_examples(data, [qid], chunks, mined, num_negatives=2, depth=10,
-                                   sampling="top")
+    (example, *_) = build_examples(
+        data, [qid], chunks, mined, num_negatives=2, depth=10, sampling="top"
+    )
     assert list(example.negative_ids) == sorted(others)[:2]

@@ -15,5 +15,15 @@ from rag_lab.cache.store import (
     open_cache,
 )
 
-__all__ = ["NAMESPACES", "CacheView", "StageCache", "canonical", "clear", "content_key",
-           "diff_stats", "inventory", "open_cache", "stage_key"]
+__all__ = [
+    "NAMESPACES",
+    "CacheView",
+    "StageCache",
+    "canonical",
+    "clear",
+    "content_key",
+    "diff_stats",
+    "inventory",
+    "open_cache",
+    "stage_key",
+]

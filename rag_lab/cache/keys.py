@@ -19,8 +19,9 @@ from typing import Any
 def canonical(obj: Any) -> bytes:
     """Key order, whitespace and non-ASCII spelling do not change the bytes; anything JSON cannot
     hold is written with ``str``."""
-    return json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False,
-                      separators=(",", ":")).encode()
+    return json.dumps(
+        obj, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":")
+    ).encode()
 
 
 def _digest(*parts: bytes, size: int = 20) -> str:
@@ -33,8 +34,9 @@ def _digest(*parts: bytes, size: int = 20) -> str:
 
 def stage_key(stage: str, config: Any, *inputs: str) -> str:
     """Key of a stage: its name, its resolved config and the keys/fingerprints of its inputs."""
-    return hashlib.blake2b(canonical({"stage": stage, "config": config, "inputs": list(inputs)}),
-                           digest_size=20).hexdigest()
+    return hashlib.blake2b(
+        canonical({"stage": stage, "config": config, "inputs": list(inputs)}), digest_size=20
+    ).hexdigest()
 
 
 def content_key(identity: Any, texts: Iterable[str]) -> str:
@@ -59,10 +61,15 @@ def queries_key(queries: Mapping[str, str]) -> str:
     return stage_key("queries", sorted(queries.items()))
 
 
-def run_key(retriever_config: Any, identity: Any, k: int, chunks: str,
-            queries: Mapping[str, str]) -> str:
-    return stage_key("run", {"retriever": retriever_config, "identity": identity, "k": k},
-                     chunks, queries_key(queries))
+def run_key(
+    retriever_config: Any, identity: Any, k: int, chunks: str, queries: Mapping[str, str]
+) -> str:
+    return stage_key(
+        "run",
+        {"retriever": retriever_config, "identity": identity, "k": k},
+        chunks,
+        queries_key(queries),
+    )
 
 
 # -- per-item tables ----------------------------------------------------------------------------
@@ -87,8 +94,19 @@ def generation_key(request: Any) -> str:
     return _digest(b"generation", canonical(request))
 
 
-def judge_key(identity: Any, query: str, contexts: Iterable[str], response: str,
-              reference: str | None) -> str:
+def judge_key(
+    identity: Any, query: str, contexts: Iterable[str], response: str, reference: str | None
+) -> str:
     """A judge's verdict on one answer."""
-    return _digest(b"judge", canonical(identity), canonical(
-        {"query": query, "contexts": list(contexts), "response": response, "reference": reference}))
+    return _digest(
+        b"judge",
+        canonical(identity),
+        canonical(
+            {
+                "query": query,
+                "contexts": list(contexts),
+                "response": response,
+                "reference": reference,
+            }
+        ),
+    )

@@ -30,8 +30,16 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 # every namespace the cache holds; `rag-lab cache list|clear` and the counters read this
-NAMESPACES = ("documents", "chunks", "embeddings", "indexes", "runs", "rerank_scores",
-              "generations", "judge")
+NAMESPACES = (
+    "documents",
+    "chunks",
+    "embeddings",
+    "indexes",
+    "runs",
+    "rerank_scores",
+    "generations",
+    "judge",
+)
 
 
 class StageCache:
@@ -133,7 +141,9 @@ class StageCache:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        self.bytes_written[namespace] += sum(f.stat().st_size for f in final.rglob("*") if f.is_file())
+        self.bytes_written[namespace] += sum(
+            f.stat().st_size for f in final.rglob("*") if f.is_file()
+        )
         return final
 
     # -- tables (per-item values: embeddings, pair scores) ---------------------------------
@@ -141,19 +151,22 @@ class StageCache:
         if (namespace, table) not in self._tables:
             path = self.root / namespace / f"{table}.sqlite"
             path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(str(path), timeout=60)  # parallel jobs wait for each other's writes
+            db = sqlite3.connect(
+                str(path), timeout=60
+            )  # parallel jobs wait for each other's writes
             db.execute("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BLOB NOT NULL)")
             db.commit()
             self._tables[(namespace, table)] = db
         return self._tables[(namespace, table)]
 
     def get_many(self, namespace: str, table: str, keys: Sequence[str]) -> dict[str, bytes]:
-        """The rows of ``keys`` that ``table`` holds; each key found counts a hit, each absent a miss."""
+        """The rows of ``keys`` that ``table`` holds; each key found counts a hit, each absent a
+        miss."""
         db = self._table(namespace, table)
         out: dict[str, bytes] = {}
         unique = list(dict.fromkeys(keys))
         for i in range(0, len(unique), 500):
-            part = unique[i:i + 500]
+            part = unique[i : i + 500]
             rows = db.execute(f"SELECT k, v FROM kv WHERE k IN ({','.join('?' * len(part))})", part)
             out.update(rows.fetchall())
         self.hits[namespace] += len(out)
@@ -173,7 +186,8 @@ class StageCache:
 
     def stats(self) -> dict[str, float]:
         out: dict[str, float] = {
-            "cache_hits": float(sum(self.hits.values())), "cache_misses": float(sum(self.misses.values())),
+            "cache_hits": float(sum(self.hits.values())),
+            "cache_misses": float(sum(self.misses.values())),
             "cache_bytes_read": float(sum(self.bytes_read.values())),
             "cache_bytes_written": float(sum(self.bytes_written.values())),
         }
@@ -189,7 +203,9 @@ class CacheView:
 
     def __init__(self, cache: StageCache, namespace: str) -> None:
         if namespace not in NAMESPACES:
-            raise ValueError(f"unknown cache namespace {namespace!r} (known: {', '.join(NAMESPACES)})")
+            raise ValueError(
+                f"unknown cache namespace {namespace!r} (known: {', '.join(NAMESPACES)})"
+            )
         self.cache, self.namespace = cache, namespace
 
     def get_json(self, key: str) -> Any | None:
@@ -212,19 +228,25 @@ class CacheView:
 
     def get_floats(self, table: str, keys: Sequence[str]) -> dict[str, float]:
         """Rows stored by ``put_floats`` (one float64 each)."""
-        return {k: float(np.frombuffer(v, dtype=np.float64)[0])
-                for k, v in self.get_many(table, keys).items()}
+        return {
+            k: float(np.frombuffer(v, dtype=np.float64)[0])
+            for k, v in self.get_many(table, keys).items()
+        }
 
     def put_floats(self, table: str, items: Mapping[str, float]) -> None:
         self.put_many(table, {k: np.float64(v).tobytes() for k, v in items.items()})
 
     def get_vectors(self, table: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """Rows stored by ``put_vectors`` (float32 vectors)."""
-        return {k: np.frombuffer(v, dtype=np.float32) for k, v in self.get_many(table, keys).items()}
+        return {
+            k: np.frombuffer(v, dtype=np.float32) for k, v in self.get_many(table, keys).items()
+        }
 
     def put_vectors(self, table: str, items: Mapping[str, np.ndarray]) -> None:
-        self.put_many(table, {k: np.ascontiguousarray(v, dtype=np.float32).tobytes()
-                              for k, v in items.items()})
+        self.put_many(
+            table,
+            {k: np.ascontiguousarray(v, dtype=np.float32).tobytes() for k, v in items.items()},
+        )
 
 
 _OPEN: dict[Path, StageCache] = {}

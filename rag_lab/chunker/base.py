@@ -47,7 +47,17 @@ class SpanChunker:
                     continue
                 seen.add((s, e))
                 sec = doc.section_at(s)
-                out.append(Chunk(f"{doc.doc_id}#{i}", doc.doc_id, doc.text[s:e], s, e, doc.title,
-                                 sec.title if sec else "", doc.metadata))
+                out.append(
+                    Chunk(
+                        f"{doc.doc_id}#{i}",
+                        doc.doc_id,
+                        doc.text[s:e],
+                        s,
+                        e,
+                        doc.title,
+                        sec.title if sec else "",
+                        doc.metadata,
+                    )
+                )
                 i += 1
         return out

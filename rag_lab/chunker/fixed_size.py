@@ -14,16 +14,17 @@ __all__ = ["TOKEN", "FixedSizeChunker"]  # TOKEN lives in rag_lab.text; re-expor
 
 class FixedSizeChunker(SpanChunker):
     """Args:
-        size: window length in ``unit``s.
-        overlap: units shared by consecutive windows (``0 <= overlap < size``).
-        unit: ``chars`` or ``tokens`` (pre-tokens, ``rag_lab.text.TOKEN``: CJK characters, words,
-            punctuation).
+    size: window length in ``unit``s.
+    overlap: units shared by consecutive windows (``0 <= overlap < size``).
+    unit: ``chars`` or ``tokens`` (pre-tokens, ``rag_lab.text.TOKEN``: CJK characters, words,
+        punctuation).
     """
 
     def __init__(self, size: int = 512, overlap: int = 64, unit: str = "chars") -> None:
         if size <= 0 or not 0 <= overlap < size:
-            raise ValueError(f"need size > 0 and 0 <= overlap < size, got size={size}, "
-                             f"overlap={overlap}")
+            raise ValueError(
+                f"need size > 0 and 0 <= overlap < size, got size={size}, overlap={overlap}"
+            )
         if unit not in ("chars", "tokens"):
             raise ValueError(f"unit must be 'chars' or 'tokens', got {unit!r}")
         self.size, self.overlap, self.unit = size, overlap, unit

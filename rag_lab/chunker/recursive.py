@@ -21,26 +21,28 @@ from rag_lab.types import Document
 _HEADING_ONLY = re.compile(r"#{1,6}[ \t][^\n]*")
 # Each pattern matches the position where a new piece starts.
 BOUNDARIES: tuple[re.Pattern[str], ...] = (
-    re.compile(r"^(?=#{1,6}[ \t])", re.M),                      # heading
-    re.compile(r"(?<=\n)[ \t]*\n(?=\S)|(?<=\n\n)(?=\S)"),       # paragraph
+    re.compile(r"^(?=#{1,6}[ \t])", re.M),  # heading
+    re.compile(r"(?<=\n)[ \t]*\n(?=\S)|(?<=\n\n)(?=\S)"),  # paragraph
     re.compile(r"^(?=[ \t]*(?:[-*+]|\d+[.)、]|[（(]\d+[）)])[ \t]?)", re.M),  # list item
-    re.compile(r"(?<=\n)(?=\S)"),                                 # line
-    SENTENCE_BOUNDARY,                                            # sentence (rag_lab.text)
-    re.compile(r"(?<=[，,;；：:])"),                             # clause
+    re.compile(r"(?<=\n)(?=\S)"),  # line
+    SENTENCE_BOUNDARY,  # sentence (rag_lab.text)
+    re.compile(r"(?<=[，,;；：:])"),  # clause
 )
 
 
 class RecursiveChunker(SpanChunker):
     """Args:
-        max_chars: size budget of a chunk in characters.
-        overlap_chars: carry up to this many characters of whole trailing pieces of the previous
-            chunk into the next one (0 = none). Never crosses a heading.
+    max_chars: size budget of a chunk in characters.
+    overlap_chars: carry up to this many characters of whole trailing pieces of the previous
+        chunk into the next one (0 = none). Never crosses a heading.
     """
 
     def __init__(self, max_chars: int = 800, overlap_chars: int = 0) -> None:
         if max_chars <= 0 or overlap_chars < 0 or overlap_chars >= max_chars:
-            raise ValueError("need max_chars > 0 and 0 <= overlap_chars < max_chars, "
-                             f"got {max_chars}, {overlap_chars}")
+            raise ValueError(
+                "need max_chars > 0 and 0 <= overlap_chars < max_chars, "
+                f"got {max_chars}, {overlap_chars}"
+            )
         self.max_chars, self.overlap_chars = max_chars, overlap_chars
 
     def _cuts(self, text: str, s: int, e: int, level: int) -> list[int]:
@@ -76,8 +78,11 @@ class RecursiveChunker(SpanChunker):
                 break
             # overlap: restart at the earliest trailing piece of this chunk that fits the budget
             k = j
-            while k - 1 > i and end - pieces[k - 1][0] <= self.overlap_chars and \
-                    pieces[j][1] - pieces[k - 1][0] <= self.max_chars:
+            while (
+                k - 1 > i
+                and end - pieces[k - 1][0] <= self.overlap_chars
+                and pieces[j][1] - pieces[k - 1][0] <= self.max_chars
+            ):
                 k -= 1
             i = k
         return chunks

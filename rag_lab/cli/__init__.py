@@ -29,36 +29,58 @@ class Command(NamedTuple):
 _TRAIN = "rag_lab.cli.train"
 
 COMMANDS: dict[str, Command] = {
-    "evaluate": Command("rag_lab.cli.evaluate",
-                        "run a pipeline over a labelled split and log metrics (-m: sweep)"),
-    "train": Command(_TRAIN, "fine-tune an embedder (LoRA) or train a reranker: "
-                             "rag-lab train embedder|reranker", tasks={
-        "embedder": Command(_TRAIN, "fine-tune a sentence-transformers embedder (LoRA or full) "
-                                    "with MNRL", "embedder"),
-        "reranker": Command(_TRAIN, "train a cross-encoder reranker, selected and interpolated "
-                                    "on dev", "reranker"),
-    }),
-    "export": Command("rag_lab.cli.export",
-                      "write a self-contained pipeline folder from a run or a sweep's winner"),
-    "gate": Command("rag_lab.cli.gate",
-                    "compare a candidate run against a baseline; exit 1 on regression"),
-    "judge": Command("rag_lab.cli.judge",
-                     "score logged (query, contexts, response) JSONL with a judge"),
-    "cache": Command("rag_lab.cli.cache",
-                     "list or clear the stage cache (rag-lab cache list|clear)"),
-    "serve": Command("rag_lab.cli.serve",
-                     "log an export folder as an MLflow pyfunc model (mlflow models serve)"),
-    "llm-server": Command("rag_lab.cli.llm_server",
-                          "serve a local causal LM behind an OpenAI-compatible endpoint"),
+    "evaluate": Command(
+        "rag_lab.cli.evaluate", "run a pipeline over a labelled split and log metrics (-m: sweep)"
+    ),
+    "train": Command(
+        _TRAIN,
+        "fine-tune an embedder (LoRA) or train a reranker: rag-lab train embedder|reranker",
+        tasks={
+            "embedder": Command(
+                _TRAIN,
+                "fine-tune a sentence-transformers embedder (LoRA or full) with MNRL",
+                "embedder",
+            ),
+            "reranker": Command(
+                _TRAIN,
+                "train a cross-encoder reranker, selected and interpolated on dev",
+                "reranker",
+            ),
+        },
+    ),
+    "export": Command(
+        "rag_lab.cli.export",
+        "write a self-contained pipeline folder from a run or a sweep's winner",
+    ),
+    "gate": Command(
+        "rag_lab.cli.gate", "compare a candidate run against a baseline; exit 1 on regression"
+    ),
+    "judge": Command(
+        "rag_lab.cli.judge", "score logged (query, contexts, response) JSONL with a judge"
+    ),
+    "cache": Command(
+        "rag_lab.cli.cache", "list or clear the stage cache (rag-lab cache list|clear)"
+    ),
+    "serve": Command(
+        "rag_lab.cli.serve", "log an export folder as an MLflow pyfunc model (mlflow models serve)"
+    ),
+    "llm-server": Command(
+        "rag_lab.cli.llm_server", "serve a local causal LM behind an OpenAI-compatible endpoint"
+    ),
 }
 
 _HELP = ("-h", "--help", "help")
-_HYDRA_NOTE = ("Hydra options work after the command: rag-lab evaluate --help, --cfg job, "
-               "-m (multirun).")
+_HYDRA_NOTE = (
+    "Hydra options work after the command: rag-lab evaluate --help, --cfg job, -m (multirun)."
+)
 
 
-def usage(table: Mapping[str, Command] = COMMANDS, prog: str = "rag-lab", noun: str = "command",
-          slot: str = "command") -> str:
+def usage(
+    table: Mapping[str, Command] = COMMANDS,
+    prog: str = "rag-lab",
+    noun: str = "command",
+    slot: str = "command",
+) -> str:
     lines = [f"usage: {prog} <{slot}> [key=value ...] [hydra options]", "", f"{noun}s:"]
     width = max(10, *(len(name) + 1 for name in table))
     lines += [f"  {name:<{width}} {cmd.help}" for name, cmd in table.items()]
@@ -67,8 +89,13 @@ def usage(table: Mapping[str, Command] = COMMANDS, prog: str = "rag-lab", noun: 
     return "\n".join(lines)
 
 
-def dispatch(table: Mapping[str, Command], argv: Sequence[str], prog: str = "rag-lab",
-             noun: str = "command", slot: str = "command") -> None:
+def dispatch(
+    table: Mapping[str, Command],
+    argv: Sequence[str],
+    prog: str = "rag-lab",
+    noun: str = "command",
+    slot: str = "command",
+) -> None:
     """Run ``argv[0]``'s command of ``table`` with the rest of ``argv``. Usage on ``--help`` (exit
     0); usage and exit 2 when the word is missing or unknown."""
     text = usage(table, prog, noun, slot)

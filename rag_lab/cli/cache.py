@@ -27,8 +27,12 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="rag-lab cache", description="List or clear the stage cache.")
     ap.add_argument("action", choices=("list", "clear"))
     ap.add_argument("--dir", default=str(default), help=f"cache folder (default {default})")
-    ap.add_argument("--namespace", action="append", choices=NAMESPACES,
-                    help="only this stage (repeatable); default: all")
+    ap.add_argument(
+        "--namespace",
+        action="append",
+        choices=NAMESPACES,
+        help="only this stage (repeatable); default: all",
+    )
     return ap
 
 

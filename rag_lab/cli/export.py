@@ -24,24 +24,42 @@ from rag_lab.tracking.fetch import download_run, resolve_tracking_uri
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="rag-lab export", epilog="layout and serving: docs/export.md",
-        description="Write a self-contained pipeline folder from a run or a sweep's winner.")
+        prog="rag-lab export",
+        epilog="layout and serving: docs/export.md",
+        description="Write a self-contained pipeline folder from a run or a sweep's winner.",
+    )
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--run", type=Path, help="a finished `rag-lab evaluate` run folder")
-    src.add_argument("--sweep", type=Path,
-                     help="a finished sweep folder (exports the job in winner.json)")
-    src.add_argument("--mlflow-run", metavar="RUN_ID",
-                     help="an MLflow run logged by `rag-lab evaluate` (its store: --tracking-uri)")
-    ap.add_argument("--test-run", type=Path, help="with --run: a run of the same pipeline on the "
-                    "report split (its metrics become metrics_test.json)")
-    ap.add_argument("--out", type=Path, required=True,
-                    help="export folder to write (must not exist or be empty)")
+    src.add_argument(
+        "--sweep", type=Path, help="a finished sweep folder (exports the job in winner.json)"
+    )
+    src.add_argument(
+        "--mlflow-run",
+        metavar="RUN_ID",
+        help="an MLflow run logged by `rag-lab evaluate` (its store: --tracking-uri)",
+    )
+    ap.add_argument(
+        "--test-run",
+        type=Path,
+        help="with --run: a run of the same pipeline on the "
+        "report split (its metrics become metrics_test.json)",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="export folder to write (must not exist or be empty)",
+    )
     ap.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
-    ap.add_argument("--log-model", action="store_true",
-                    help="also log the export as an MLflow pyfunc model (as `rag-lab serve`)")
+    ap.add_argument(
+        "--log-model",
+        action="store_true",
+        help="also log the export as an MLflow pyfunc model (as `rag-lab serve`)",
+    )
     tracking_uri_option(ap, "--mlflow-run and --log-model")
-    ap.add_argument("--register", metavar="NAME",
-                    help="with --log-model: register the model under NAME")
+    ap.add_argument(
+        "--register", metavar="NAME", help="with --log-model: register the model under NAME"
+    )
     return ap
 
 
@@ -61,8 +79,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             run_dir = download_run(args.mlflow_run, uri, Path(tmp) / "run")
             out = export_pipeline(run_dir, args.out, overwrite=args.overwrite)
     elif args.run:
-        out = export_pipeline(args.run, args.out, test_run_dir=args.test_run,
-                              overwrite=args.overwrite)
+        out = export_pipeline(
+            args.run, args.out, test_run_dir=args.test_run, overwrite=args.overwrite
+        )
     else:
         out = export_sweep(args.sweep, args.out, overwrite=args.overwrite)
     print(f"exported to {out}")

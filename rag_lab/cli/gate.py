@@ -27,7 +27,8 @@ def _tolerance(text: str) -> tuple[str, float]:
         tol = math.nan
     if not sep or not name or not (math.isfinite(tol) and tol >= 0):
         raise argparse.ArgumentTypeError(
-            f"expected METRIC=TOLERANCE with TOLERANCE >= 0, got {text!r}")
+            f"expected METRIC=TOLERANCE with TOLERANCE >= 0, got {text!r}"
+        )
     return name, tol
 
 
@@ -52,21 +53,40 @@ def parser() -> argparse.ArgumentParser:
         prog="rag-lab gate",
         description="Compare a candidate run against a baseline; exit 1 on regression.",
         epilog="exit codes: 0 no regression (warnings allowed), 1 regression, "
-               "2 refusal or usage error")
+        "2 refusal or usage error",
+    )
     side = "run folder, metrics.json path or MLflow run id"
     ap.add_argument("--baseline", required=True, help=side)
     ap.add_argument("--candidate", required=True, help=side)
-    ap.add_argument("--max-drop", type=_tolerance, action="extend", nargs="+", default=[],
-                    metavar="METRIC=TOL", help="fail if candidate - baseline < -TOL "
-                    "(and significant), e.g. ndcg_at_10=0.01")
-    ap.add_argument("--max-rise", type=_tolerance, action="extend", nargs="+", default=[],
-                    metavar="METRIC=TOL", help="fail if candidate - baseline > TOL "
-                    "(and significant), e.g. noise_ratio_at_5=0.02")
+    ap.add_argument(
+        "--max-drop",
+        type=_tolerance,
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="METRIC=TOL",
+        help="fail if candidate - baseline < -TOL (and significant), e.g. ndcg_at_10=0.01",
+    )
+    ap.add_argument(
+        "--max-rise",
+        type=_tolerance,
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="METRIC=TOL",
+        help="fail if candidate - baseline > TOL (and significant), e.g. noise_ratio_at_5=0.02",
+    )
     ap.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
-    ap.add_argument("--no-significance", action="store_true",
-                    help="fail on the tolerance alone, even when the change is within noise")
-    ap.add_argument("--allow-fingerprint-mismatch", action="store_true",
-                    help="compare even if the dataset fingerprints differ or are missing")
+    ap.add_argument(
+        "--no-significance",
+        action="store_true",
+        help="fail on the tolerance alone, even when the change is within noise",
+    )
+    ap.add_argument(
+        "--allow-fingerprint-mismatch",
+        action="store_true",
+        help="compare even if the dataset fingerprints differ or are missing",
+    )
     tracking_uri_option(ap, "run ids")
     ap.add_argument("--junit", type=Path, help="write JUnit XML here")
     ap.add_argument("--summary", type=Path, help="write the Markdown summary here")
@@ -76,11 +96,16 @@ def parser() -> argparse.ArgumentParser:
 @user_errors
 def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-    result = gate(args.baseline, args.candidate, _as_dict(args.max_drop, "--max-drop"),
-                  _as_dict(args.max_rise, "--max-rise"), args.alpha,
-                  significance=not args.no_significance,
-                  allow_fingerprint_mismatch=args.allow_fingerprint_mismatch,
-                  tracking_uri=args.tracking_uri)
+    result = gate(
+        args.baseline,
+        args.candidate,
+        _as_dict(args.max_drop, "--max-drop"),
+        _as_dict(args.max_rise, "--max-rise"),
+        args.alpha,
+        significance=not args.no_significance,
+        allow_fingerprint_mismatch=args.allow_fingerprint_mismatch,
+        tracking_uri=args.tracking_uri,
+    )
     summary = render_markdown(result)
     print(summary, end="")
     for path, text in ((args.summary, summary), (args.junit, render_junit(result))):

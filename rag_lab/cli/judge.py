@@ -37,12 +37,26 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="rag-lab judge", description=__doc__.split("\n\n")[0])
     ap.add_argument("--input", required=True, type=Path, help="JSONL of logged answers")
     ap.add_argument("--out", required=True, type=Path, help="per-line scores (JSONL)")
-    ap.add_argument("--judge", default="lexical", choices=judge_names(),
-                    help="a config of conf/judge/ (its _target_ is instantiated)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a key of the judge's config (repeatable)")
-    ap.add_argument("--cache", type=Path, default=None, metavar="DIR",
-                    help="stage-cache folder for judge verdicts (default: no cache)")
+    ap.add_argument(
+        "--judge",
+        default="lexical",
+        choices=judge_names(),
+        help="a config of conf/judge/ (its _target_ is instantiated)",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the judge's config (repeatable)",
+    )
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="stage-cache folder for judge verdicts (default: no cache)",
+    )
     return ap
 
 
@@ -62,8 +76,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not math.isnan(value):
             print(f"  {m:<20} {value:.4f}")
     print(f"  missing faithfulness {missing}")
-    print(f"  judge failures       {runner.counts['failures']} (calls {runner.counts['calls']}, "
-          f"cache hits {runner.counts['cache_hits']})")
+    print(
+        f"  judge failures       {runner.counts['failures']} (calls {runner.counts['calls']}, "
+        f"cache hits {runner.counts['cache_hits']})"
+    )
 
 
 def run(argv: Sequence[str]) -> int:

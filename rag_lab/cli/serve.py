@@ -22,16 +22,20 @@ def log_model(export_dir: Path, uri: str, register: str | None) -> str:
     from rag_lab.serve import log_export  # mlflow loads here
 
     model_uri = log_export(export_dir, uri, register)
-    print(f"logged model: {model_uri} ({uri})\n"
-          f"serve: MLFLOW_TRACKING_URI={uri} mlflow models serve -m {model_uri} "
-          f"--env-manager local")
+    print(
+        f"logged model: {model_uri} ({uri})\n"
+        f"serve: MLFLOW_TRACKING_URI={uri} mlflow models serve -m {model_uri} "
+        f"--env-manager local"
+    )
     return model_uri
 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="rag-lab serve", epilog="layout and serving: docs/export.md",
-        description="Log an export folder as an MLflow pyfunc model and print how to serve it.")
+        prog="rag-lab serve",
+        epilog="layout and serving: docs/export.md",
+        description="Log an export folder as an MLflow pyfunc model and print how to serve it.",
+    )
     ap.add_argument("export", type=Path, help="a folder written by `rag-lab export`")
     tracking_uri_option(ap, "the model")
     ap.add_argument("--register", metavar="NAME", help="register the model under NAME")

@@ -28,17 +28,21 @@ def read_qrels(path: Path) -> Qrels:
             if lineno == 1 and row[0].strip().lower() in ("query-id", "query_id", "qid"):
                 continue
             if len(row) < 3:
-                raise DataError(f"{path}:{lineno}: expected 3 tab-separated columns "
-                                f"(query-id, corpus-id, score), got {len(row)}")
+                raise DataError(
+                    f"{path}:{lineno}: expected 3 tab-separated columns "
+                    f"(query-id, corpus-id, score), got {len(row)}"
+                )
             qid, did, score = row[0].strip(), row[1].strip(), row[2].strip()
             try:
                 grade = int(float(score))
             except (ValueError, OverflowError):
-                raise DataError(f"{path}:{lineno}: score {score!r} is not a finite "
-                                "number") from None
+                raise DataError(
+                    f"{path}:{lineno}: score {score!r} is not a finite number"
+                ) from None
             if did in qrels.setdefault(qid, {}):
-                raise DataError(f"{path}:{lineno}: duplicate judgment for query {qid!r}, "
-                                f"document {did!r}")
+                raise DataError(
+                    f"{path}:{lineno}: duplicate judgment for query {qid!r}, document {did!r}"
+                )
             qrels[qid][did] = grade
     if not qrels:
         raise DataError(f"{path}: no judgments")
@@ -69,8 +73,14 @@ class BeirDataset:
         name: a label for logs and MLflow (defaults to the folder name).
     """
 
-    def __init__(self, path: str, split: str = "test", corpus: str = "corpus.jsonl",
-                 queries: str = "queries.jsonl", name: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        split: str = "test",
+        corpus: str = "corpus.jsonl",
+        queries: str = "queries.jsonl",
+        name: str | None = None,
+    ) -> None:
         self.path = Path(path).expanduser()
         self.split = split
         self.corpus = corpus
@@ -83,8 +93,9 @@ class BeirDataset:
             raise DataError(f"corpus not found: {src}")
         if src.is_file():
             return src.parent, (src,)
-        files = tuple(sorted(p for p in src.rglob("*")
-                             if p.is_file() and not p.name.startswith(".")))
+        files = tuple(
+            sorted(p for p in src.rglob("*") if p.is_file() and not p.name.startswith("."))
+        )
         if not files:
             raise DataError(f"corpus folder is empty: {src}")
         return src, files
@@ -99,8 +110,10 @@ class BeirDataset:
         qrels_path = self.path / "qrels" / f"{self.split}.tsv"
         if not qrels_path.exists():
             have = sorted(p.stem for p in (self.path / "qrels").glob("*.tsv"))
-            raise DataError(f"qrels file not found: {qrels_path} "
-                            f"(splits available: {', '.join(have) or 'none'})")
+            raise DataError(
+                f"qrels file not found: {qrels_path} "
+                f"(splits available: {', '.join(have) or 'none'})"
+            )
         root, sources = self.corpus_sources()
         queries_path = self.path / self.queries_file
         all_queries = read_queries(queries_path)
@@ -108,19 +121,24 @@ class BeirDataset:
         warnings = []
         missing = [q for q in qrels if q not in all_queries]
         if missing:
-            warnings.append(f"{len(missing)} queries in {qrels_path.name} are not in "
-                            f"{queries_path.name} and are skipped (e.g. {missing[:3]})")
+            warnings.append(
+                f"{len(missing)} queries in {qrels_path.name} are not in "
+                f"{queries_path.name} and are skipped (e.g. {missing[:3]})"
+            )
         queries = {q: all_queries[q] for q in qrels if q in all_queries}
         qrels = {q: qrels[q] for q in queries}
         if not queries:
             raise DataError(f"no query of {qrels_path} is in {queries_path}")
         n_unanswerable = sum(1 for q in qrels if not any(g > 0 for g in qrels[q].values()))
         if n_unanswerable:
-            warnings.append(f"{n_unanswerable} queries have no relevant document (unanswerable): "
-                            "scored for noise ratio only")
+            warnings.append(
+                f"{n_unanswerable} queries have no relevant document (unanswerable): "
+                "scored for noise ratio only"
+            )
         fp = fingerprint_files([*sources, queries_path, qrels_path])
         for w in warnings:
             log.warning(w)
         corpus_fp = fingerprint_files(sources, root=root)
-        return LabelledQueries(self.name, self.split, sources, root, queries, qrels, fp,
-                               corpus_fp, tuple(warnings))
+        return LabelledQueries(
+            self.name, self.split, sources, root, queries, qrels, fp, corpus_fp, tuple(warnings)
+        )

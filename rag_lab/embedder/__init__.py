@@ -4,7 +4,13 @@
 from rag_lab.embedder.base import Embedder
 from rag_lab.embedder.hashing import HashingEmbedder
 from rag_lab.embedder.lora import LoraEmbedder
-from rag_lab.models import resolve_model
 from rag_lab.embedder.sentence_transformer import SentenceTransformerEmbedder
+from rag_lab.models import resolve_model
 
-__all__ = ["Embedder", "HashingEmbedder", "LoraEmbedder", "SentenceTransformerEmbedder", "resolve_model"]
+__all__ = [
+    "Embedder",
+    "HashingEmbedder",
+    "LoraEmbedder",
+    "SentenceTransformerEmbedder",
+    "resolve_model",
+]

@@ -16,13 +16,15 @@ from rag_lab.tokenizer.base import Tokenizer
 
 class HashingEmbedder:
     """Args:
-        tokenizer: term analysis (the same choices as BM25).
-        dimension: number of hash buckets.
-        char_ngrams: ``(min, max)`` character n-gram sizes added per term (``(0, 0)`` = none);
-            they give partial credit to inflections and to Chinese words jieba splits differently.
+    tokenizer: term analysis (the same choices as BM25).
+    dimension: number of hash buckets.
+    char_ngrams: ``(min, max)`` character n-gram sizes added per term (``(0, 0)`` = none);
+        they give partial credit to inflections and to Chinese words jieba splits differently.
     """
 
-    def __init__(self, tokenizer: Tokenizer, dimension: int = 1024, char_ngrams: Sequence[int] = (3, 4)) -> None:
+    def __init__(
+        self, tokenizer: Tokenizer, dimension: int = 1024, char_ngrams: Sequence[int] = (3, 4)
+    ) -> None:
         self.tokenizer = tokenizer
         self.dimension = int(dimension)
         self.char_ngrams = (int(char_ngrams[0]), int(char_ngrams[1]))
@@ -30,8 +32,12 @@ class HashingEmbedder:
 
     @property
     def identity(self) -> dict:
-        return {"kind": "hashing", "dimension": self.dimension, "char_ngrams": list(self.char_ngrams),
-                "tokenizer": type(self.tokenizer).__name__}
+        return {
+            "kind": "hashing",
+            "dimension": self.dimension,
+            "char_ngrams": list(self.char_ngrams),
+            "tokenizer": type(self.tokenizer).__name__,
+        }
 
     def _features(self, terms: list[str]) -> list[str]:
         lo, hi = self.char_ngrams
@@ -40,7 +46,7 @@ class HashingEmbedder:
             for t in terms:
                 padded = f"<{t}>"
                 for n in range(lo, hi + 1):
-                    feats.extend(padded[i:i + n] for i in range(len(padded) - n + 1))
+                    feats.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
         return feats
 
     def _hash(self, feat: str) -> int:

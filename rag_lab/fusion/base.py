@@ -25,8 +25,9 @@ def check_weights(weights: Mapping[str, float], runs: Mapping[str, Run]) -> None
     mistake."""
     unknown = set(weights) - set(runs)
     if unknown:
-        raise ValueError("fusion weights name retrievers that are not in the pipeline: "
-                         f"{sorted(unknown)}")
+        raise ValueError(
+            f"fusion weights name retrievers that are not in the pipeline: {sorted(unknown)}"
+        )
 
 
 def all_query_ids(runs: Mapping[str, Run]) -> list[str]:

@@ -37,8 +37,9 @@ class WeightedFusion:
     that was.
     """
 
-    def __init__(self, weights: Mapping[str, float] | None = None,
-                 normalization: str = "minmax") -> None:
+    def __init__(
+        self, weights: Mapping[str, float] | None = None, normalization: str = "minmax"
+    ) -> None:
         if normalization not in ("minmax", "zscore"):
             raise ValueError(f"normalization must be 'minmax' or 'zscore', got {normalization!r}")
         self.weights = dict(weights or {})
@@ -48,8 +49,9 @@ class WeightedFusion:
         check_weights(self.weights, runs)
         out: Run = {}
         for qid in all_query_ids(runs):
-            normed = {name: normalise(run.get(qid, {}), self.normalization)
-                      for name, run in runs.items()}
+            normed = {
+                name: normalise(run.get(qid, {}), self.normalization) for name, run in runs.items()
+            }
             pool = set().union(*normed.values())
             acc = dict.fromkeys(pool, 0.0)
             for name, scores in normed.items():

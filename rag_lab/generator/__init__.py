@@ -13,6 +13,15 @@ from rag_lab.generator.openai import OpenAIGenerator
 from rag_lab.generator.prompts import PROMPTS, REFUSALS, PromptTemplate, detect_language
 from rag_lab.generator.transformers import TransformersGenerator
 
-__all__ = ["Generator", "Cacheable", "ExtractiveGenerator", "OpenAIGenerator",
-           "TransformersGenerator", "build_context", "PROMPTS", "REFUSALS", "PromptTemplate",
-           "detect_language"]
+__all__ = [
+    "Generator",
+    "Cacheable",
+    "ExtractiveGenerator",
+    "OpenAIGenerator",
+    "TransformersGenerator",
+    "build_context",
+    "PROMPTS",
+    "REFUSALS",
+    "PromptTemplate",
+    "detect_language",
+]

@@ -24,11 +24,28 @@ from rag_lab.text.patterns import TOKEN
 from rag_lab.types import Chunk
 
 _LABELS: dict[str, dict[str, str]] = {
-    "en": {"doc": "doc", "section": "section", "source": "source", "page": "p. {}",
-           "version": "version", "valid": "valid", "from": "from {}", "to": "until {}",
-           "range": "{} to {}"},
-    "zh": {"doc": "文档", "section": "章节", "source": "来源", "page": "第{}页", "version": "版本",
-           "valid": "有效期", "from": "{}起", "to": "至{}", "range": "{}至{}"},
+    "en": {
+        "doc": "doc",
+        "section": "section",
+        "source": "source",
+        "page": "p. {}",
+        "version": "version",
+        "valid": "valid",
+        "from": "from {}",
+        "to": "until {}",
+        "range": "{} to {}",
+    },
+    "zh": {
+        "doc": "文档",
+        "section": "章节",
+        "source": "来源",
+        "page": "第{}页",
+        "version": "版本",
+        "valid": "有效期",
+        "from": "{}起",
+        "to": "至{}",
+        "range": "{}至{}",
+    },
 }
 
 
@@ -43,8 +60,9 @@ def source_tags(chunk: Chunk, language: str) -> list[str]:
     tags = [f"{lab['doc']}: {chunk.doc_id}"]
     if chunk.section:
         tags.append(f"{lab['section']}: {chunk.section}")
-    src = ", ".join(s for s in (_text(meta.get("source")), _fmt(lab["page"], meta.get("page")))
-                    if s)
+    src = ", ".join(
+        s for s in (_text(meta.get("source")), _fmt(lab["page"], meta.get("page"))) if s
+    )
     if src:
         tags.append(f"{lab['source']}: {src}")
     if _text(meta.get("version")):
@@ -59,8 +77,9 @@ def source_tags(chunk: Chunk, language: str) -> list[str]:
     return tags
 
 
-def build_context(chunks: Sequence[Chunk], max_tokens: int,
-                  language: str) -> tuple[str, list[Chunk]]:
+def build_context(
+    chunks: Sequence[Chunk], max_tokens: int, language: str
+) -> tuple[str, list[Chunk]]:
     """Render ``chunks`` (best first) as numbered blocks until ``max_tokens`` pre-tokens.
 
     Returns ``(context, used)``: ``used[i]`` is block ``[i+1]``. Chunks are taken in order and the
@@ -97,7 +116,7 @@ def _truncate(chunk: Chunk, n_tokens: int) -> Chunk | None:
     spans = [m.end() for m in TOKEN.finditer(chunk.text)][:n_tokens]
     if not spans:
         return None
-    text = chunk.text[:spans[-1]]
+    text = chunk.text[: spans[-1]]
     return dataclasses.replace(chunk, text=text, end=chunk.start + len(text))
 
 

@@ -39,9 +39,13 @@ class ExtractiveGenerator:
     earlier sentence), deduplicated, and put back in reading order (chunk rank, position).
     """
 
-    def __init__(self, max_sentences: int = 2, min_overlap: float = 0.2,
-                 tokenizer: Tokenizer | None = None,
-                 max_context_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        max_sentences: int = 2,
+        min_overlap: float = 0.2,
+        tokenizer: Tokenizer | None = None,
+        max_context_tokens: int | None = None,
+    ) -> None:
         if max_sentences < 1:
             raise ValueError(f"max_sentences must be >= 1, got {max_sentences}")
         if not 0.0 < min_overlap <= 1.0:
@@ -59,12 +63,14 @@ class ExtractiveGenerator:
         if not query_terms or not candidates:
             return REFUSALS[language]
         sentence_terms = self.terms.many([s for _, s in candidates])
-        scored = [(len(query_terms.intersection(t)) / len(query_terms), pos)
-                  for pos, t in enumerate(sentence_terms)]
+        scored = [
+            (len(query_terms.intersection(t)) / len(query_terms), pos)
+            for pos, t in enumerate(sentence_terms)
+        ]
         best = sorted((s for s in scored if s[0] >= self.min_overlap), key=lambda s: (-s[0], s[1]))
         if not best:
             return REFUSALS[language]
-        picked = sorted(pos for _, pos in best[:self.max_sentences])
+        picked = sorted(pos for _, pos in best[: self.max_sentences])
         return _join([candidates[pos][1] for pos in picked])
 
     @staticmethod

@@ -31,15 +31,25 @@ class OpenAIGenerator(PromptedGenerator):
     request body (minus the key), which the answer stage uses as the cache key.
     """
 
-    def __init__(self, base_url: str, model: str, temperature: float = 0.0, max_tokens: int = 256,
-                 timeout: float = 60.0, retries: int = 2, backoff: float = 1.0,
-                 api_key_env: str | None = "OPENAI_API_KEY", max_context_tokens: int = 1500,
-                 language: str | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        timeout: float = 60.0,
+        retries: int = 2,
+        backoff: float = 1.0,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        max_context_tokens: int = 1500,
+        language: str | None = None,
+    ) -> None:
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         self.language = check_language(language)
-        self.client = ChatClient(base_url, model, timeout, retries, backoff, api_key_env,
-                                 where="generator")
+        self.client = ChatClient(
+            base_url, model, timeout, retries, backoff, api_key_env, where="generator"
+        )
         self.temperature, self.max_tokens = float(temperature), int(max_tokens)
         self.max_context_tokens = int(max_context_tokens)
 
@@ -47,10 +57,16 @@ class OpenAIGenerator(PromptedGenerator):
         return f"OpenAIGenerator({self.client!r})"
 
     def settings(self) -> dict[str, Any]:
-        return {"kind": "openai", "url": self.client.url, "model": self.client.model,
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        return {
+            "kind": "openai",
+            "url": self.client.url,
+            "model": self.client.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
 
     def complete(self, messages: list[dict[str, str]]) -> str:
-        out = self.client.complete(messages, temperature=self.temperature,
-                                   max_tokens=self.max_tokens)
+        out = self.client.complete(
+            messages, temperature=self.temperature, max_tokens=self.max_tokens
+        )
         return str(out["content"])

@@ -59,10 +59,17 @@ class TransformersGenerator(PromptedGenerator):
     The model loads on first use (thread-safe), so building a config costs nothing.
     """
 
-    def __init__(self, model: str, gguf_file: str | None = None, max_new_tokens: int = 256,
-                 temperature: float = 0.0, max_context_tokens: int = 1500,
-                 language: str | None = None,
-                 device: str = "cpu", num_threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        gguf_file: str | None = None,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        max_context_tokens: int = 1500,
+        language: str | None = None,
+        device: str = "cpu",
+        num_threads: int | None = None,
+    ) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         self.language = check_language(language)
@@ -91,14 +98,20 @@ class TransformersGenerator(PromptedGenerator):
                     tok = AutoTokenizer.from_pretrained(self.path, **kw)
                     lm = AutoModelForCausalLM.from_pretrained(self.path, **kw)
                 except (OSError, ValueError, ImportError) as exc:
-                    raise ConfigError(f"cannot load causal LM {self.name}: {type(exc).__name__}: "
-                                      f"{str(exc).splitlines()[0][:300]}") from None
+                    raise ConfigError(
+                        f"cannot load causal LM {self.name}: {type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0][:300]}"
+                    ) from None
                 lm = lm.to(self.device).eval()  # type: ignore[arg-type]
                 if tok.pad_token_id is None:
                     tok.pad_token = tok.eos_token
-                log.info("loaded %s in %.1f s (%s, chat template: %s)", self.name,
-                         time.perf_counter() - t0, lm.dtype,
-                         bool(getattr(tok, "chat_template", None)))
+                log.info(
+                    "loaded %s in %.1f s (%s, chat template: %s)",
+                    self.name,
+                    time.perf_counter() - t0,
+                    lm.dtype,
+                    bool(getattr(tok, "chat_template", None)),
+                )
                 self._loaded = (tok, lm)
             return self._loaded
 
@@ -112,40 +125,59 @@ class TransformersGenerator(PromptedGenerator):
         root = Path(self.path)
         if self.gguf_file and (root / self.gguf_file).is_file():
             return fingerprint_files([root / self.gguf_file])
-        names = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
-                 "generation_config.json")
+        names = (
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "chat_template.jinja",
+            "generation_config.json",
+        )
         extra = [root / n for n in names if (root / n).is_file()]
         return weights_hash(self.path) + (f"+{fingerprint_files(extra)}" if extra else "")
 
     def settings(self) -> dict[str, Any]:
-        return {"kind": "transformers", "model": self.name, "weights": self.weights,
-                "temperature": self.temperature, "max_new_tokens": self.max_new_tokens}
+        return {
+            "kind": "transformers",
+            "model": self.name,
+            "weights": self.weights,
+            "temperature": self.temperature,
+            "max_new_tokens": self.max_new_tokens,
+        }
 
     def complete(self, messages: list[dict[str, str]]) -> str:
         return self.chat(messages).text
 
-    def chat(self, messages: Sequence[Mapping[str, str]], max_new_tokens: int | None = None,
-             temperature: float | None = None, stop: Sequence[str] = ()) -> ChatOutput:
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        max_new_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] = (),
+    ) -> ChatOutput:
         """One completion of a chat. ``stop`` strings cut the text after generation."""
         import torch
 
         tok, lm = self._load()
         msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
         if getattr(tok, "chat_template", None):
-            enc = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt",
-                                          return_dict=True)
+            enc = tok.apply_chat_template(
+                msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )
         else:
             enc = tok("\n\n".join(m["content"] for m in msgs) + "\n", return_tensors="pt")
         enc = {k: v.to(self.device) for k, v in enc.items()}
         n_prompt = int(enc["input_ids"].shape[1])
         limit = int(max_new_tokens or self.max_new_tokens)
         temp = self.temperature if temperature is None else float(temperature)
-        sampling: dict[str, Any] = {"do_sample": True, "temperature": temp} if temp > 0 else \
-            {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        sampling: dict[str, Any] = (
+            {"do_sample": True, "temperature": temp}
+            if temp > 0
+            else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        )
         t0 = time.perf_counter()
         with self._lock, torch.inference_mode():
-            out = lm.generate(**enc, max_new_tokens=limit, pad_token_id=tok.pad_token_id,
-                              **sampling)
+            out = lm.generate(
+                **enc, max_new_tokens=limit, pad_token_id=tok.pad_token_id, **sampling
+            )
         new = out[0, n_prompt:]
         text = tok.decode(new, skip_special_tokens=True)
         eos_id = tok.eos_token_id
@@ -153,5 +185,5 @@ class TransformersGenerator(PromptedGenerator):
         finish = "length" if len(new) >= limit and int(new[-1]) not in eos else "stop"
         cut = [i for i in (text.find(s) for s in stop if s) if i >= 0]
         if cut:
-            text, finish = text[:min(cut)], "stop"
+            text, finish = text[: min(cut)], "stop"
         return ChatOutput(text, finish, n_prompt, int(len(new)), time.perf_counter() - t0)

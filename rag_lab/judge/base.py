@@ -41,8 +41,9 @@ class Judge(Protocol):
     settings, never a secret; ``JudgeRunner`` caches such judges' verdicts on disk), and below
     ``RetryPolicy`` (its own retries) and ``TermAware`` (its term analysis)."""
 
-    def judge(self, query: str, contexts: Sequence[str], response: str,
-              reference: str | None = None) -> JudgeResult: ...
+    def judge(
+        self, query: str, contexts: Sequence[str], response: str, reference: str | None = None
+    ) -> JudgeResult: ...
 
 
 @runtime_checkable

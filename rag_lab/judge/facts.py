@@ -26,23 +26,73 @@ from rag_lab.text import CJK, normalise_text
 
 # One group per unit; the first spelling names the group. Longest spellings are tried first.
 UNIT_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("°c", "摄氏度", "度"), ("°f",), ("%", "percent", "百分之"), ("‰",),
-    ("h", "hr", "hrs", "hour", "hours", "小时"), ("min", "mins", "minute", "minutes", "分钟"),
-    ("s", "sec", "second", "seconds", "秒"), ("ms", "毫秒"), ("d", "day", "days", "天", "日"),
-    ("mpa", "兆帕"), ("kpa", "千帕"), ("pa", "帕"), ("bar",), ("psi",), ("v", "伏", "伏特"),
-    ("kv", "千伏"), ("mv", "毫伏"), ("ma", "毫安"), ("w", "瓦"), ("kw", "千瓦"), ("hz", "赫兹"),
-    ("khz",), ("mhz",), ("rpm", "转/分"), ("n·m", "nm", "牛·米"), ("kn",), ("n", "牛"),
-    ("mm", "毫米"), ("cm", "厘米"), ("m", "米"), ("km", "公里", "千米"), ("kg", "公斤", "千克"),
-    ("g", "克"), ("mg", "毫克"), ("t", "吨"), ("l", "升"), ("ml", "毫升"), ("db", "分贝"), ("gb",),
-    ("mb",), ("kb",), ("年",), ("月",), ("个",), ("次",), ("元",), ("万",), ("亿",), ("人",),
-    ("岁",), ("倍",), ("座",), ("名",), ("种",), ("位",), ("届",), ("部",), ("页",),
+    ("°c", "摄氏度", "度"),
+    ("°f",),
+    ("%", "percent", "百分之"),
+    ("‰",),
+    ("h", "hr", "hrs", "hour", "hours", "小时"),
+    ("min", "mins", "minute", "minutes", "分钟"),
+    ("s", "sec", "second", "seconds", "秒"),
+    ("ms", "毫秒"),
+    ("d", "day", "days", "天", "日"),
+    ("mpa", "兆帕"),
+    ("kpa", "千帕"),
+    ("pa", "帕"),
+    ("bar",),
+    ("psi",),
+    ("v", "伏", "伏特"),
+    ("kv", "千伏"),
+    ("mv", "毫伏"),
+    ("ma", "毫安"),
+    ("w", "瓦"),
+    ("kw", "千瓦"),
+    ("hz", "赫兹"),
+    ("khz",),
+    ("mhz",),
+    ("rpm", "转/分"),
+    ("n·m", "nm", "牛·米"),
+    ("kn",),
+    ("n", "牛"),
+    ("mm", "毫米"),
+    ("cm", "厘米"),
+    ("m", "米"),
+    ("km", "公里", "千米"),
+    ("kg", "公斤", "千克"),
+    ("g", "克"),
+    ("mg", "毫克"),
+    ("t", "吨"),
+    ("l", "升"),
+    ("ml", "毫升"),
+    ("db", "分贝"),
+    ("gb",),
+    ("mb",),
+    ("kb",),
+    ("年",),
+    ("月",),
+    ("个",),
+    ("次",),
+    ("元",),
+    ("万",),
+    ("亿",),
+    ("人",),
+    ("岁",),
+    ("倍",),
+    ("座",),
+    ("名",),
+    ("种",),
+    ("位",),
+    ("届",),
+    ("部",),
+    ("页",),
 )
 _GROUP_OF = {u: g for g in UNIT_GROUPS for u in g}
-_UNIT = "|".join(re.escape(u).replace("°", "°\\s?")
-                 for u in sorted(_GROUP_OF, key=len, reverse=True))
+_UNIT = "|".join(
+    re.escape(u).replace("°", "°\\s?") for u in sorted(_GROUP_OF, key=len, reverse=True)
+)
 # A CJK character right after a number is its measure word (7卷, 20张) even when not a listed unit.
 _NUMBER = re.compile(
-    rf"(?<![0-9a-z.])(\d+(?:\.\d+)*)(?:\s?({_UNIT})(?![a-z])|([{CJK}]))?(?![0-9a-z])")
+    rf"(?<![0-9a-z.])(\d+(?:\.\d+)*)(?:\s?({_UNIT})(?![a-z])|([{CJK}]))?(?![0-9a-z])"
+)
 _CODE = re.compile(r"(?<![0-9a-z])[a-z0-9]+(?:[-.][a-z0-9]+)*(?![0-9a-z])")
 _CLAUSE_ZH = re.compile(r"第\s?[0-9一二三四五六七八九十百千零〇两]+\s?[条章节款项]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")

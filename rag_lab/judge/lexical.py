@@ -50,8 +50,9 @@ class LexicalJudge:
         self.support_threshold = support_threshold
         self.terms = ContentTerms(tokenizer)
 
-    def judge(self, query: str, contexts: Sequence[str], response: str,
-              reference: str | None = None) -> JudgeResult:
+    def judge(
+        self, query: str, contexts: Sequence[str], response: str, reference: str | None = None
+    ) -> JudgeResult:
         if not response.strip():
             return JudgeResult(None, {"reason": "empty response"})
         if is_refusal(response):
@@ -59,24 +60,30 @@ class LexicalJudge:
         claims = [s for s in split_sentences(response) if not is_refusal_sentence(s)]
         joined = "\n".join(contexts)
         support, facts_text = TermSupport(joined, self.terms), normalise_facts_text(joined)
-        checked = (self._check(s, terms, support, facts_text)
-                   for s, terms in zip(claims, self.terms.many(claims)))
+        checked = (
+            self._check(s, terms, support, facts_text)
+            for s, terms in zip(claims, self.terms.many(claims))
+        )
         rows = [r for r in checked if r is not None]
         if not rows:
             return JudgeResult(None, {"reason": "no claim in the response", "refusal": False})
         supported = [r["sentence"] for r in rows if r["ok"]]
         details: dict[str, Any] = {
-            "refusal": False, "n_claims": len(rows), "n_supported": len(supported),
+            "refusal": False,
+            "n_claims": len(rows),
+            "n_supported": len(supported),
             "supported_sentences": supported,
-            "unsupported": [{k: r[k] for k in ("sentence", "support", "missing")}
-                            for r in rows if not r["ok"]],
+            "unsupported": [
+                {k: r[k] for k in ("sentence", "support", "missing")} for r in rows if not r["ok"]
+            ],
             "missing": list(dict.fromkeys(m for r in rows for m in r["missing"])),
             "mean_support": sum(r["support"] for r in rows) / len(rows),
         }
         return JudgeResult(len(supported) / len(rows), details)
 
-    def _check(self, sentence: str, terms: list[str], support: TermSupport,
-               facts_text: str) -> dict[str, Any] | None:
+    def _check(
+        self, sentence: str, terms: list[str], support: TermSupport, facts_text: str
+    ) -> dict[str, Any] | None:
         """One sentence's verdict; None for a sentence with neither terms nor facts (no claim)."""
         facts = extract_facts(sentence)
         if not terms and not facts:
@@ -86,9 +93,14 @@ class LexicalJudge:
         # context says "8 MPa", "hx200" when it says "HX-200" (facts have their own, stricter
         # rule)
         found = " ".join(f.text.replace(" ", "") for f in facts if f.text not in missing)
-        share = sum(support.supported(t) or t in found for t in terms) / len(terms) \
-            if terms else 1.0
+        share = (
+            sum(support.supported(t) or t in found for t in terms) / len(terms) if terms else 1.0
+        )
         # a missing fact also zeroes the continuous score: the sentence states something false
         score = 0.0 if missing else share
-        return {"sentence": sentence, "support": round(score, 4), "missing": missing,
-                "ok": share >= self.support_threshold and not missing}
+        return {
+            "sentence": sentence,
+            "support": round(score, 4),
+            "missing": missing,
+            "ok": share >= self.support_threshold and not missing,
+        }

@@ -36,8 +36,9 @@ def read_logs(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if not isinstance(require_key(rec, "response", path, lineno), str):
             raise DataError(f"{where}: 'response' must be a string")
         ref = rec.get("reference")
-        if ref is not None and not (isinstance(ref, str) or (
-                isinstance(ref, list) and all(isinstance(r, str) for r in ref))):
+        if ref is not None and not (
+            isinstance(ref, str) or (isinstance(ref, list) and all(isinstance(r, str) for r in ref))
+        ):
             raise DataError(f"{where}: 'reference' must be a string or a list of strings")
         out.append((lineno, rec))
     return out
@@ -47,8 +48,9 @@ def score_record(judge: Any, lineno: int, rec: dict[str, Any]) -> dict[str, Any]
     """``score_response`` of one record, with its ``line`` (and ``id`` when it has one)."""
     from rag_lab.metrics.answers import score_response
 
-    row = score_response(judge, rec["query"], rec["retrieved_contexts"], rec["response"],
-                         rec.get("reference"))
+    row = score_response(
+        judge, rec["query"], rec["retrieved_contexts"], rec["response"], rec.get("reference")
+    )
     return {"line": lineno, **({"id": rec["id"]} if "id" in rec else {}), **row}
 
 
@@ -63,8 +65,9 @@ def build_runner(name: str, overrides: Sequence[str], cache_dir: Path | None) ->
     bad = [o for o in overrides if "=" not in o]
     if bad:
         raise ConfigError(f"--set expects KEY=VALUE, got {bad[0]!r}")
-    cfg = OmegaConf.merge(OmegaConf.load(JUDGE_CONF / f"{name}.yaml"),
-                          OmegaConf.from_dotlist(list(overrides)))
+    cfg = OmegaConf.merge(
+        OmegaConf.load(JUDGE_CONF / f"{name}.yaml"), OmegaConf.from_dotlist(list(overrides))
+    )
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         raise ConfigError(f"judge={name} needs {', '.join(missing)} (e.g. --set {missing[0]}=...)")

@@ -67,14 +67,15 @@ def change_number(answer: str, context: str, rng: random.Random, tries: int = 10
     for _ in range(tries if positions else 0):
         i = rng.choice(positions)
         new = str((int(answer[i]) + rng.randint(1, 9)) % 10)
-        out = answer[:i] + new + answer[i + 1:]
+        out = answer[:i] + new + answer[i + 1 :]
         if normalise_text(out) not in norm_ctx:
             return out
     return None
 
 
-def build_pairs(paragraphs: Mapping[str, str], items: Sequence[tuple[str, str, str]], n: int,
-                seed: int = 0) -> list[Pair]:
+def build_pairs(
+    paragraphs: Mapping[str, str], items: Sequence[tuple[str, str, str]], n: int, seed: int = 0
+) -> list[Pair]:
     """``n`` pairs (half faithful) from ``items`` = ``(query, answer, paragraph id)``."""
     rng = random.Random(seed)
     items = list(items)

@@ -42,9 +42,17 @@ class NLIJudge:
     ``mean_entailment`` (a continuous score).
     """
 
-    def __init__(self, model: str, entailment_label: int | str = "entailment",
-                 threshold: float = 0.5, max_length: int = 512, batch_size: int = 16,
-                 device: str = "cpu", retries: int = 0, backoff: float = 1.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        entailment_label: int | str = "entailment",
+        threshold: float = 0.5,
+        max_length: int = 512,
+        batch_size: int = 16,
+        device: str = "cpu",
+        retries: int = 0,
+        backoff: float = 1.0,
+    ) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         self.model_name, self.entailment_label = str(model), entailment_label
@@ -62,8 +70,10 @@ class NLIJudge:
                 tok = AutoTokenizer.from_pretrained(self.model_name)
                 model = AutoModelForSequenceClassification.from_pretrained(self.model_name)
             except (OSError, ValueError) as exc:
-                raise ConfigError(f"cannot load NLI model {self.model_name}: {type(exc).__name__}: "
-                                  f"{str(exc).splitlines()[0][:300]}") from None
+                raise ConfigError(
+                    f"cannot load NLI model {self.model_name}: {type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0][:300]}"
+                ) from None
             model.to(self.device).eval()
             return tok, model, self._label_index(model.config.id2label)
 
@@ -77,8 +87,10 @@ class NLIJudge:
             found = [i for i, n in labels.items() if n.lower() == str(want).lower()]
             if found:
                 return found[0]
-        raise ConfigError(f"judge.entailment_label={want!r} is not a class of {self.model_name} "
-                          f"(its labels: {labels}); give the index or name of the entailment class")
+        raise ConfigError(
+            f"judge.entailment_label={want!r} is not a class of {self.model_name} "
+            f"(its labels: {labels}); give the index or name of the entailment class"
+        )
 
     @property
     def label_index(self) -> int:
@@ -88,9 +100,14 @@ class NLIJudge:
     def identity(self) -> dict[str, Any]:
         from rag_lab.models import weights_hash
 
-        return {"kind": "nli", "model": self.model_name, "weights": weights_hash(self.model_name),
-                "label": self.label_index, "threshold": self.threshold,
-                "max_length": self.max_length}
+        return {
+            "kind": "nli",
+            "model": self.model_name,
+            "weights": weights_hash(self.model_name),
+            "label": self.label_index,
+            "threshold": self.threshold,
+            "max_length": self.max_length,
+        }
 
     def entailment(self, premise: str, hypotheses: Sequence[str]) -> list[float]:
         """P(entailment | premise, hypothesis) for each hypothesis."""
@@ -99,32 +116,45 @@ class NLIJudge:
         tok, model, idx = self._loaded
         out: list[float] = []
         for i in range(0, len(hypotheses), self.batch_size):
-            batch = list(hypotheses[i:i + self.batch_size])
-            enc = tok([premise] * len(batch), batch, truncation="only_first",
-                      max_length=self.max_length, padding=True,
-                      return_tensors="pt").to(self.device)
+            batch = list(hypotheses[i : i + self.batch_size])
+            enc = tok(
+                [premise] * len(batch),
+                batch,
+                truncation="only_first",
+                max_length=self.max_length,
+                padding=True,
+                return_tensors="pt",
+            ).to(self.device)
             with torch.inference_mode():
                 probs = model(**enc).logits.float().softmax(-1)[:, idx]
             out.extend(float(p) for p in probs)
         return out
 
-    def judge(self, query: str, contexts: Sequence[str], response: str,
-              reference: str | None = None) -> JudgeResult:
+    def judge(
+        self, query: str, contexts: Sequence[str], response: str, reference: str | None = None
+    ) -> JudgeResult:
         if not response.strip():
             return JudgeResult(None, {"reason": "empty response", "by_rule": True})
         if is_refusal(response):
             return JudgeResult(1.0, {"refusal": True, "by_rule": True})
         claims = [s for s in split_sentences(response) if not is_refusal_sentence(s)]
         if not claims:
-            return JudgeResult(None, {"reason": "no claim in the response", "refusal": False,
-                                      "by_rule": True})
+            return JudgeResult(
+                None, {"reason": "no claim in the response", "refusal": False, "by_rule": True}
+            )
         probs = self.entailment("\n".join(contexts), claims) if contexts else [0.0] * len(claims)
         supported = [c for c, p in zip(claims, probs) if p >= self.threshold]
         details: dict[str, Any] = {
-            "refusal": False, "n_claims": len(claims), "n_supported": len(supported),
+            "refusal": False,
+            "n_claims": len(claims),
+            "n_supported": len(supported),
             "supported_sentences": supported,
-            "unsupported": [{"sentence": c, "entailment": round(p, 4)}
-                            for c, p in zip(claims, probs) if p < self.threshold],
-            "entailment": [round(p, 4) for p in probs], "mean_entailment": sum(probs) / len(probs),
+            "unsupported": [
+                {"sentence": c, "entailment": round(p, 4)}
+                for c, p in zip(claims, probs)
+                if p < self.threshold
+            ],
+            "entailment": [round(p, 4) for p in probs],
+            "mean_entailment": sum(probs) / len(probs),
         }
         return JudgeResult(supported_share(probs, self.threshold), details)

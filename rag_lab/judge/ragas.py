@@ -44,9 +44,17 @@ class RagasJudge:
     Ragas fixes the sampling temperature itself (near 0).
     """
 
-    def __init__(self, base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
-                 max_tokens: int = 1024, timeout: float = 180.0, retries: int = 2,
-                 backoff: float = 2.0, reference_metrics: bool = True) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        max_tokens: int = 1024,
+        timeout: float = 180.0,
+        retries: int = 2,
+        backoff: float = 2.0,
+        reference_metrics: bool = True,
+    ) -> None:
         if not str(base_url).startswith(("http://", "https://")):
             raise ConfigError(f"judge.base_url must be an http(s) URL, got {base_url!r}")
         if timeout <= 0 or max_tokens < 1:
@@ -59,16 +67,22 @@ class RagasJudge:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
-        return (f"RagasJudge({self.base_url!r}, model={self.model!r}, "
-                f"api_key_env={self.api_key_env!r})")
+        return (
+            f"RagasJudge({self.base_url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
+        )
 
     @cached_property
     def identity(self) -> dict[str, Any]:
         from importlib.metadata import version
 
-        return {"kind": "ragas", "ragas": version("ragas"), "url": self.base_url,
-                "model": self.model, "max_tokens": self.max_tokens,
-                "reference_metrics": self.reference_metrics}
+        return {
+            "kind": "ragas",
+            "ragas": version("ragas"),
+            "url": self.base_url,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "reference_metrics": self.reference_metrics,
+        }
 
     @cached_property
     def _metrics(self) -> dict[str, Any]:
@@ -91,18 +105,24 @@ class RagasJudge:
 
             # an HTTP client of its own: LangChain's shared default one binds to the first event
             # loop that uses it, and each judge runs its calls on its own loop
-            chat = ChatOpenAI(model=self.model, base_url=self.base_url,
-                              api_key=SecretStr(api_key(self.api_key_env) or "none"),
-                              max_completion_tokens=self.max_tokens, timeout=self.timeout,
-                              max_retries=0,
-                              http_async_client=httpx.AsyncClient(timeout=self.timeout))
+            chat = ChatOpenAI(
+                model=self.model,
+                base_url=self.base_url,
+                api_key=SecretStr(api_key(self.api_key_env) or "none"),
+                max_completion_tokens=self.max_tokens,
+                timeout=self.timeout,
+                max_retries=0,
+                http_async_client=httpx.AsyncClient(timeout=self.timeout),
+            )
             # one attempt inside ragas: retries belong to JudgeRunner, which counts them
             run_config = RunConfig(timeout=int(math.ceil(self.timeout)), max_retries=1)
             llm = LangchainLLMWrapper(chat, run_config=run_config)
             metrics = {"faithfulness": Faithfulness(llm=llm)}
             if self.reference_metrics:
-                metrics |= {"context_precision": LLMContextPrecisionWithReference(llm=llm),
-                            "context_recall": LLMContextRecall(llm=llm)}
+                metrics |= {
+                    "context_precision": LLMContextPrecisionWithReference(llm=llm),
+                    "context_recall": LLMContextRecall(llm=llm),
+                }
         for m in metrics.values():
             m.init(run_config)
         return metrics
@@ -113,8 +133,9 @@ class RagasJudge:
         # one loop for the judge's life: LangChain's async clients bind to it
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
-        coro = self._metrics[name].single_turn_ascore(SingleTurnSample(**fields),
-                                                      timeout=self.timeout)
+        coro = self._metrics[name].single_turn_ascore(
+            SingleTurnSample(**fields), timeout=self.timeout
+        )
         try:
             value = float(self._loop.run_until_complete(coro))
         except Exception as exc:
@@ -124,8 +145,9 @@ class RagasJudge:
             raise
         return None if math.isnan(value) else value
 
-    def judge(self, query: str, contexts: Sequence[str], response: str,
-              reference: str | None = None) -> JudgeResult:
+    def judge(
+        self, query: str, contexts: Sequence[str], response: str, reference: str | None = None
+    ) -> JudgeResult:
         details: dict[str, Any] = {}
         faithfulness: float | None
         if not response.strip():
@@ -136,13 +158,17 @@ class RagasJudge:
             faithfulness, details = 0.0, {"reason": "no contexts", "by_rule": True}
         else:
             details["refusal"] = False
-            faithfulness = self._score("faithfulness", user_input=query, response=response,
-                                       retrieved_contexts=list(contexts))
+            faithfulness = self._score(
+                "faithfulness",
+                user_input=query,
+                response=response,
+                retrieved_contexts=list(contexts),
+            )
             if faithfulness is None:
                 details["reason"] = "the judge found no statements in the response"
         if self.reference_metrics and reference and contexts:
             for name in ("context_precision", "context_recall"):
-                details[name] = self._score(name, user_input=query,
-                                            retrieved_contexts=list(contexts),
-                                            reference=reference)
+                details[name] = self._score(
+                    name, user_input=query, retrieved_contexts=list(contexts), reference=reference
+                )
         return JudgeResult(faithfulness, details)

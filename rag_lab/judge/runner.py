@@ -48,9 +48,15 @@ class JudgeRunner:
     (judge invocations, retries included), ``cache_hits``, ``retries``, ``failures`` (inputs
     recorded as missing after the retries)."""
 
-    def __init__(self, judge: Judge, cache: StageCache | None = None, retries: int | None = None,
-                 backoff: float | None = None, abort_after: int | None = 5,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        judge: Judge,
+        cache: StageCache | None = None,
+        retries: int | None = None,
+        backoff: float | None = None,
+        abort_after: int | None = 5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.inner = judge
         if isinstance(judge, RetryPolicy):  # the judge's own policy, unless the caller sets one
             retries = judge.retries if retries is None else retries
@@ -71,12 +77,12 @@ class JudgeRunner:
         utilisation); None when the judge is not ``TermAware``."""
         return self.inner.terms if isinstance(self.inner, TermAware) else None
 
-    def key(self, query: str, contexts: Sequence[str], response: str,
-            reference: str | None) -> str:
+    def key(self, query: str, contexts: Sequence[str], response: str, reference: str | None) -> str:
         return judge_key(self.identity, query, contexts, response, reference)
 
-    def judge(self, query: str, contexts: Sequence[str], response: str,
-              reference: str | None = None) -> JudgeResult:
+    def judge(
+        self, query: str, contexts: Sequence[str], response: str, reference: str | None = None
+    ) -> JudgeResult:
         key = self.key(query, contexts, response, reference) if self.cache is not None else None
         if key is not None and self.cache is not None:
             hit = self.cache.get_json(NAMESPACE, key)
@@ -97,19 +103,23 @@ class JudgeRunner:
                 raise  # a wrong setting does not get better with retries
             except Exception as exc:  # any judge failure becomes a missing score
                 errors.append(f"{type(exc).__name__}: {str(exc).strip()[:300]}")
-                log.warning("judge attempt %d/%d failed: %s", attempt + 1, self.retries + 1,
-                            errors[-1])
+                log.warning(
+                    "judge attempt %d/%d failed: %s", attempt + 1, self.retries + 1, errors[-1]
+                )
                 continue
             self._succeeded = self._succeeded or not res.details.get("by_rule")
             if key is not None and self.cache is not None:
-                self.cache.put_json(NAMESPACE, key,
-                                    {"faithfulness": res.faithfulness, "details": res.details})
+                self.cache.put_json(
+                    NAMESPACE, key, {"faithfulness": res.faithfulness, "details": res.details}
+                )
             return res
         self.counts["failures"] += 1
         if not self._succeeded and self.abort_after and self.counts["failures"] >= self.abort_after:
-            raise JudgeFailedError(f"the judge {self.inner!r} failed on {self.counts['failures']} "
-                                   f"inputs ({self.retries + 1} attempt(s) each) and has not "
-                                   f"worked once; last error: {errors[-1]}")
+            raise JudgeFailedError(
+                f"the judge {self.inner!r} failed on {self.counts['failures']} "
+                f"inputs ({self.retries + 1} attempt(s) each) and has not "
+                f"worked once; last error: {errors[-1]}"
+            )
         return JudgeResult(None, {"error": errors[-1], "attempts": len(errors)})
 
 

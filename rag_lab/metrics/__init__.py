@@ -17,5 +17,15 @@ from rag_lab.metrics.retrieval import (
 from rag_lab.ranking import ranked
 from rag_lab.text.normalise import normalise_text
 
-__all__ = ["METRICS", "evidence_qrels", "mean_metrics", "metric_key", "normalise_text",
-           "parse_metric", "query_metrics", "ranked", "run_metrics", "to_document_run"]
+__all__ = [
+    "METRICS",
+    "evidence_qrels",
+    "mean_metrics",
+    "metric_key",
+    "normalise_text",
+    "parse_metric",
+    "query_metrics",
+    "ranked",
+    "run_metrics",
+    "to_document_run",
+]

@@ -70,8 +70,12 @@ def is_refusal(response: str) -> bool:
     return bool(sentences) and all(is_refusal_sentence(s) for s in sentences)
 
 
-def context_utilisation(supported_sentences: Sequence[str], contexts: Sequence[str],
-                        min_share: float = 0.5, terms: ContentTerms | None = None) -> float | None:
+def context_utilisation(
+    supported_sentences: Sequence[str],
+    contexts: Sequence[str],
+    min_share: float = 0.5,
+    terms: ContentTerms | None = None,
+) -> float | None:
     """Share of ``contexts`` the answer uses: a context is used when at least one supported
     sentence has ``>= min_share`` of its content terms supported by that context alone.
     None when there are no contexts."""
@@ -98,8 +102,11 @@ def _f1(response: str, gold: str) -> float:
     pred, ref = _tokens(response, gold), _tokens(gold, gold)
     if not pred or not ref:
         return float(pred == ref)
-    common = _longest_common_run(pred, ref) if detect_language(gold) == "zh" else \
-        sum((Counter(pred) & Counter(ref)).values())
+    common = (
+        _longest_common_run(pred, ref)
+        if detect_language(gold) == "zh"
+        else sum((Counter(pred) & Counter(ref)).values())
+    )
     if common == 0:
         return 0.0
     precision, recall = common / len(pred), common / len(ref)
@@ -119,8 +126,9 @@ def _longest_common_run(a: list[str], b: list[str]) -> int:
     return best
 
 
-def score_response(judge: Judge | None, query: str, contexts: Sequence[str], response: str,
-                   reference: Golds | None) -> dict[str, Any]:
+def score_response(
+    judge: Judge | None, query: str, contexts: Sequence[str], response: str, reference: Golds | None
+) -> dict[str, Any]:
     """Everything rag_lab scores about one answer: faithfulness (``None`` without a judge or when
     the judge could not score), refusal, context utilisation, missing facts / unsupported
     sentences, and exact match / token F1 / contained when gold answers exist. Judges that score
@@ -131,17 +139,22 @@ def score_response(judge: Judge | None, query: str, contexts: Sequence[str], res
     from rag_lab.judge.base import TermAware  # here: the judges import this module
 
     refusal = is_refusal(response)
-    res = judge.judge(query, list(contexts), response, _first(reference)) \
-        if judge is not None else None
+    res = (
+        judge.judge(query, list(contexts), response, _first(reference))
+        if judge is not None
+        else None
+    )
     details = res.details if res is not None else {}
     # context utilisation needs the judge's supported sentences; a judge that does not report them
     # (ragas) leaves it missing rather than zero
     supported = details.get("supported_sentences")
     terms = judge.terms if isinstance(judge, TermAware) else None
     row: dict[str, Any] = {
-        "faithfulness": res.faithfulness if res is not None else None, "refusal": refusal,
-        "context_utilisation": None if refusal or supported is None else context_utilisation(
-            supported, list(contexts), terms=terms),
+        "faithfulness": res.faithfulness if res is not None else None,
+        "refusal": refusal,
+        "context_utilisation": None
+        if refusal or supported is None
+        else context_utilisation(supported, list(contexts), terms=terms),
         "missing_facts": details.get("missing", []),
         "unsupported": [u["sentence"] for u in details.get("unsupported", [])],
     }
@@ -149,9 +162,11 @@ def score_response(judge: Judge | None, query: str, contexts: Sequence[str], res
         if key in details:
             row["judge_error" if key == "error" else key] = details[key]
     if reference:
-        row |= {"exact_match": exact_match(response, reference),
-                "f1": token_f1(response, reference),
-                "contained": answer_contained(response, reference)}
+        row |= {
+            "exact_match": exact_match(response, reference),
+            "f1": token_f1(response, reference),
+            "contained": answer_contained(response, reference),
+        }
     return row
 
 
@@ -162,8 +177,15 @@ def _first(ref: Golds | None) -> str | None:
 
 
 # per-answer scores of ``score_response`` rows that ``aggregate_answers`` averages
-ANSWER_SCORES = ("faithfulness", "context_utilisation", "context_precision", "context_recall",
-                 "exact_match", "f1", "contained")
+ANSWER_SCORES = (
+    "faithfulness",
+    "context_utilisation",
+    "context_precision",
+    "context_recall",
+    "exact_match",
+    "f1",
+    "contained",
+)
 # scores only some judges give (ragas, with gold answers): left out when no row has them
 JUDGE_SCORES = ("context_precision", "context_recall")
 

@@ -12,12 +12,20 @@ import re
 _BAD = re.compile(r"[^A-Za-z0-9_\-. /:]")
 
 # the metrics a person looks at first, in this order (tables, cards, gate summaries, leaderboards)
-HEADLINE = ("ndcg_at_10", "hit_rate_at_5", "noise_ratio_at_5", "recall_at_100", "mrr_at_10", "map_at_100")
+HEADLINE = (
+    "ndcg_at_10",
+    "hit_rate_at_5",
+    "noise_ratio_at_5",
+    "recall_at_100",
+    "mrr_at_10",
+    "map_at_100",
+)
 
 # keys where lower is better, matched on the last path segment (``evidence_noise_ratio_at_5``,
 # ``by_category/x/noise_ratio_at_5``, ``answer/wrong_refusal_rate``, ``query_p95_ms``)
 _LOWER_IS_BETTER = re.compile(
-    r"(^|_)noise_ratio(_at_\d+)?$|wrong_refusal_rate$|_ms$|_seconds$|^cache_misses$|n_judge_failures$")
+    r"(^|_)noise_ratio(_at_\d+)?$|wrong_refusal_rate$|_ms$|_seconds$|^cache_misses$|n_judge_failures$"
+)
 
 
 def metric_key(name: str) -> str:

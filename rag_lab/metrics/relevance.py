@@ -33,8 +33,14 @@ def to_document_run(run: Run, chunk_doc: Mapping[str, str]) -> Run:
     return out
 
 
-def evidence_qrels(run: Run, chunks: Mapping[str, Chunk], queries: Mapping[str, Query],
-                   qrels: Qrels | None, depth: int, within_relevant_docs: bool = True) -> Qrels:
+def evidence_qrels(
+    run: Run,
+    chunks: Mapping[str, Chunk],
+    queries: Mapping[str, Query],
+    qrels: Qrels | None,
+    depth: int,
+    within_relevant_docs: bool = True,
+) -> Qrels:
     """Binary chunk-level labels for the top ``depth`` chunks of each query that has evidence
     strings (``rag_lab.text.normalise_text`` on both sides)."""
     out: Qrels = {}

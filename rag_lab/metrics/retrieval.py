@@ -34,13 +34,15 @@ _NAME = re.compile(r"([a-z_]+)@([1-9]\d*)")
 def parse_metric(name: str) -> tuple[str, int]:
     m = _NAME.fullmatch(name)
     if not m or m.group(1) not in METRICS:
-        raise ValueError(f"unknown metric {name!r}; use one of {', '.join(METRICS)} "
-                         "as '<name>@<k>'")
+        raise ValueError(
+            f"unknown metric {name!r}; use one of {', '.join(METRICS)} as '<name>@<k>'"
+        )
     return m.group(1), int(m.group(2))
 
 
-def query_metrics(ranking: Sequence[str], grades: Mapping[str, int], names: Sequence[str],
-                  open_set: bool = False) -> dict[str, float]:
+def query_metrics(
+    ranking: Sequence[str], grades: Mapping[str, int], names: Sequence[str], open_set: bool = False
+) -> dict[str, float]:
     """All ``names`` for one query: ``ranking`` is the ranked id list, ``grades`` its judgments.
 
     ``open_set=True`` is for labels that exist only for retrieved units (evidence level): a query
@@ -83,16 +85,23 @@ def query_metrics(ranking: Sequence[str], grades: Mapping[str, int], names: Sequ
     return out
 
 
-def run_metrics(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]],
-                names: Sequence[str], open_set: bool = False) -> dict[str, dict[str, float]]:
+def run_metrics(
+    run: Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int]],
+    names: Sequence[str],
+    open_set: bool = False,
+) -> dict[str, dict[str, float]]:
     """Per-query metrics for every query of ``qrels`` (a query missing from the run ranks
     nothing)."""
-    return {qid: query_metrics(ranked(run.get(qid, {})), grades, names, open_set)
-            for qid, grades in qrels.items()}
+    return {
+        qid: query_metrics(ranked(run.get(qid, {})), grades, names, open_set)
+        for qid, grades in qrels.items()
+    }
 
 
-def mean_metrics(per_query: Mapping[str, Mapping[str, float]],
-                 names: Sequence[str]) -> dict[str, float]:
+def mean_metrics(
+    per_query: Mapping[str, Mapping[str, float]], names: Sequence[str]
+) -> dict[str, float]:
     """Mean of each metric over the queries where it is defined (NaN skipped)."""
     out = {}
     for name in names:

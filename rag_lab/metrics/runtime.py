@@ -17,8 +17,9 @@ def _percentile(values: tuple[float, ...], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 
 
-def runtime_metrics(result: RetrievalResult, timings: Mapping[str, float],
-                    retrievers: list[str]) -> dict[str, float]:
+def runtime_metrics(
+    result: RetrievalResult, timings: Mapping[str, float], retrievers: list[str]
+) -> dict[str, float]:
     """Timings of the corpus stages (``timings``: the pipeline's), of retrieval (``result``),
     latency percentiles, ``<retriever>/run_from_cache``, every stage's stats and the mean
     ``embed_docs_per_second`` of the dense retrievers that encoded."""

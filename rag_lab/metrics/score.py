@@ -28,7 +28,14 @@ log = logging.getLogger(__name__)
 
 EVIDENCE_METRICS = ("hit_rate", "precision", "noise_ratio", "mrr")
 # per-query table columns that are not metrics
-ID_COLUMNS = ("query_id", "text", "category", "n_relevant", "retrieved_doc_ids", "retrieved_chunk_ids")
+ID_COLUMNS = (
+    "query_id",
+    "text",
+    "category",
+    "n_relevant",
+    "retrieved_doc_ids",
+    "retrieved_chunk_ids",
+)
 
 
 def check_metric_names(names: Sequence[str]) -> None:
@@ -41,27 +48,39 @@ def check_metric_names(names: Sequence[str]) -> None:
 
 
 def check_labels(data: LabelledQueries, doc_ids: set[str]) -> list[str]:
-    """Warn (with counts) about judgments naming documents the corpus lacks; refuse when none match."""
+    """Warn (with counts) about judgments naming documents the corpus lacks; refuse when none
+    match."""
     rows = [(q, d) for q, grades in data.qrels.items() for d in grades]
     unknown = [(q, d) for q, d in rows if d not in doc_ids]
     if unknown and len(unknown) == len(rows):
-        raise DataError(f"none of the {len(rows)} judgments in qrels/{data.split}.tsv names a "
-                        f"document of the corpus (e.g. {unknown[0][1]!r}): wrong corpus or id field?")
+        raise DataError(
+            f"none of the {len(rows)} judgments in qrels/{data.split}.tsv names a "
+            f"document of the corpus (e.g. {unknown[0][1]!r}): wrong corpus or id field?"
+        )
     warnings = []
     if unknown:
         n_q = len({q for q, _ in unknown})
-        warnings.append(f"{len(unknown)} of {len(rows)} judgments ({n_q} queries) name documents "
-                        f"not in the corpus (e.g. {unknown[0][1]!r}); they stay in the denominators "
-                        "of recall/nDCG")
+        warnings.append(
+            f"{len(unknown)} of {len(rows)} judgments ({n_q} queries) name documents "
+            f"not in the corpus (e.g. {unknown[0][1]!r}); they stay in the denominators "
+            "of recall/nDCG"
+        )
     for w in warnings:
         log.warning(w)
     return warnings
 
 
-def score(run: Run, chunks: Mapping[str, Chunk], qrels: Qrels, names: Sequence[str], *,
-          queries: Mapping[str, Query] | None = None, evidence_k: Sequence[int] = (1, 5, 10),
-          evidence_within_relevant_docs: bool = True, report_depth: int = 100,
-          ) -> tuple[dict[str, float], pd.DataFrame]:
+def score(
+    run: Run,
+    chunks: Mapping[str, Chunk],
+    qrels: Qrels,
+    names: Sequence[str],
+    *,
+    queries: Mapping[str, Query] | None = None,
+    evidence_k: Sequence[int] = (1, 5, 10),
+    evidence_within_relevant_docs: bool = True,
+    report_depth: int = 100,
+) -> tuple[dict[str, float], pd.DataFrame]:
     """``(flat metrics, per-query table)`` of a chunk ``run`` against document ``qrels``.
 
     ``names`` are ranx-style (``ndcg@10``); keys come out logged-style (``ndcg_at_10``), plus
@@ -79,17 +98,24 @@ def score(run: Run, chunks: Mapping[str, Chunk], qrels: Qrels, names: Sequence[s
     per_query_ev: dict[str, dict[str, float]] = {}
     if any(queries[q].evidence for q in answerable if q in queries):
         ev_names = [f"{m}@{k}" for m in EVIDENCE_METRICS for k in evidence_k]
-        ev_qrels = evidence_qrels(run, chunks, queries, qrels, max(evidence_k),
-                                  evidence_within_relevant_docs)
+        ev_qrels = evidence_qrels(
+            run, chunks, queries, qrels, max(evidence_k), evidence_within_relevant_docs
+        )
         ev_qrels = {q: labels for q, labels in ev_qrels.items() if q in answerable}
         # labels exist only for retrieved chunks: score the chunk run itself, open-set
         per_query_ev = run_metrics(run, ev_qrels, ev_names, open_set=True)
-        metrics.update({f"evidence_{k}": v for k, v in mean_metrics(per_query_ev, ev_names).items()})
+        metrics.update(
+            {f"evidence_{k}": v for k, v in mean_metrics(per_query_ev, ev_names).items()}
+        )
     top = max(int(report_depth), 1)
     rows = []
     for qid, q in queries.items():
-        row: dict[str, Any] = {"query_id": qid, "text": q.text, "category": q.category,
-                               "n_relevant": sum(1 for g in qrels[qid].values() if g > 0)}
+        row: dict[str, Any] = {
+            "query_id": qid,
+            "text": q.text,
+            "category": q.category,
+            "n_relevant": sum(1 for g in qrels[qid].values() if g > 0),
+        }
         row.update({metric_key(n): v for n, v in per_query[qid].items()})
         row.update({f"evidence_{metric_key(n)}": v for n, v in per_query_ev.get(qid, {}).items()})
         row["retrieved_doc_ids"] = ranked(doc_run.get(qid, {}))[:top]
@@ -118,18 +144,32 @@ def category_means(table: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-def score_split(run: Run, chunks: Mapping[str, Chunk], data: LabelledQueries,
-                evaluation: Mapping[str, Any]) -> tuple[dict[str, float], pd.DataFrame]:
+def score_split(
+    run: Run, chunks: Mapping[str, Chunk], data: LabelledQueries, evaluation: Mapping[str, Any]
+) -> tuple[dict[str, float], pd.DataFrame]:
     """``score`` with a dataset split and an ``evaluation`` config section (metrics,
     evidence_k, evidence_within_relevant_docs, report_depth)."""
-    return score(run, chunks, data.qrels, list(evaluation["metrics"]), queries=data.queries,
-                 evidence_k=list(evaluation["evidence_k"]),
-                 evidence_within_relevant_docs=bool(evaluation["evidence_within_relevant_docs"]),
-                 report_depth=int(evaluation["report_depth"]))
+    return score(
+        run,
+        chunks,
+        data.qrels,
+        list(evaluation["metrics"]),
+        queries=data.queries,
+        evidence_k=list(evaluation["evidence_k"]),
+        evidence_within_relevant_docs=bool(evaluation["evidence_within_relevant_docs"]),
+        report_depth=int(evaluation["report_depth"]),
+    )
 
 
-ANSWER_COLUMNS = ("response", "faithfulness", "refusal", "exact_match", "f1", "contained",
-                  "context_utilisation")
+ANSWER_COLUMNS = (
+    "response",
+    "faithfulness",
+    "refusal",
+    "exact_match",
+    "f1",
+    "contained",
+    "context_utilisation",
+)
 OPTIONAL_ANSWER_COLUMNS = ("context_precision", "context_recall", "judge_error")
 
 

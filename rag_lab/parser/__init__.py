@@ -7,5 +7,12 @@ from rag_lab.parser.jsonl_records import JsonlRecordsParser
 from rag_lab.parser.markdown import MarkdownParser
 from rag_lab.parser.plain_text import PlainTextParser
 
-__all__ = ["Parser", "parse_corpus", "AutoParser", "BeirCorpusParser", "JsonlRecordsParser",
-           "MarkdownParser", "PlainTextParser"]
+__all__ = [
+    "Parser",
+    "parse_corpus",
+    "AutoParser",
+    "BeirCorpusParser",
+    "JsonlRecordsParser",
+    "MarkdownParser",
+    "PlainTextParser",
+]

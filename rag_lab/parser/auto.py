@@ -12,13 +12,14 @@ from rag_lab.types import Document
 
 class AutoParser:
     """Args:
-        parsers: suffix (``.md``) → parser. Files with other suffixes are skipped (and counted by
-            ``parse_corpus``'s empty-corpus check).
+    parsers: suffix (``.md``) → parser. Files with other suffixes are skipped (and counted by
+        ``parse_corpus``'s empty-corpus check).
     """
 
     def __init__(self, parsers: Mapping[str, Parser]) -> None:
-        self.parsers = {k.lower() if k.startswith(".") else f".{k.lower()}": v
-                        for k, v in parsers.items()}
+        self.parsers = {
+            k.lower() if k.startswith(".") else f".{k.lower()}": v for k, v in parsers.items()
+        }
         self.suffixes = tuple(self.parsers)
 
     def parse(self, path: Path, root: Path) -> Iterator[Document]:

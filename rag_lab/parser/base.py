@@ -45,14 +45,19 @@ def parse_corpus(parser: Parser, sources: Iterable[Path], root: Path) -> list[Do
         for doc in parser.parse(path, root):
             where = str(path)
             if doc.doc_id in origin:
-                raise DataError(f"duplicate document id {doc.doc_id!r} in {where} "
-                                f"(first seen in {origin[doc.doc_id]})")
+                raise DataError(
+                    f"duplicate document id {doc.doc_id!r} in {where} "
+                    f"(first seen in {origin[doc.doc_id]})"
+                )
             if not doc.text.strip():
                 raise DataError(f"{where}: document {doc.doc_id!r} has no text")
             origin[doc.doc_id] = where
             docs.append(doc)
     if not docs:
-        what = f"{len(skipped)} files, none with a suffix in {sorted(parser.suffixes)}" \
-            if skipped else "no files"
+        what = (
+            f"{len(skipped)} files, none with a suffix in {sorted(parser.suffixes)}"
+            if skipped
+            else "no files"
+        )
         raise DataError(f"empty corpus under {root}: {what}")
     return docs

@@ -10,5 +10,10 @@ class BeirCorpusParser(JsonlRecordsParser):
     only the ``metadata`` object becomes metadata (BEIR's extra keys are not contract fields)."""
 
     def __init__(self) -> None:
-        super().__init__(id_field="_id", text_fields=("text",), title_field="title",
-                         metadata_field="metadata", extra_fields_as_metadata=False)
+        super().__init__(
+            id_field="_id",
+            text_fields=("text",),
+            title_field="title",
+            metadata_field="metadata",
+            extra_fields_as_metadata=False,
+        )

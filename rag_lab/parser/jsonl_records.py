@@ -13,19 +13,24 @@ from rag_lab.types import Document
 
 class JsonlRecordsParser:
     """Args:
-        id_field: record key holding the document id.
-        text_fields: keys joined (blank line between) into the document text; missing keys skipped,
-            but a record with none of them is an error.
-        title_field: key holding the title (optional).
-        metadata_field: key holding a metadata object that is merged in (optional).
-        extra_fields_as_metadata: other top-level keys become metadata too (DB rows, tickets).
+    id_field: record key holding the document id.
+    text_fields: keys joined (blank line between) into the document text; missing keys skipped,
+        but a record with none of them is an error.
+    title_field: key holding the title (optional).
+    metadata_field: key holding a metadata object that is merged in (optional).
+    extra_fields_as_metadata: other top-level keys become metadata too (DB rows, tickets).
     """
 
     suffixes = (".jsonl",)
 
-    def __init__(self, id_field: str = "_id", text_fields: Sequence[str] = ("text",),
-                 title_field: str | None = "title", metadata_field: str | None = "metadata",
-                 extra_fields_as_metadata: bool = True) -> None:
+    def __init__(
+        self,
+        id_field: str = "_id",
+        text_fields: Sequence[str] = ("text",),
+        title_field: str | None = "title",
+        metadata_field: str | None = "metadata",
+        extra_fields_as_metadata: bool = True,
+    ) -> None:
         self.id_field = id_field
         self.text_fields = tuple(text_fields)
         self.title_field = title_field
@@ -39,8 +44,10 @@ class JsonlRecordsParser:
             doc_id = str(require_key(rec, self.id_field, path, lineno))
             parts = [str(rec[f]) for f in self.text_fields if rec.get(f) not in (None, "")]
             if not parts:
-                raise DataError(f"{path}:{lineno}: record {doc_id!r} has none of the text fields "
-                                f"{list(self.text_fields)}")
+                raise DataError(
+                    f"{path}:{lineno}: record {doc_id!r} has none of the text fields "
+                    f"{list(self.text_fields)}"
+                )
             meta: dict = {}
             if self.extra_fields_as_metadata:
                 meta.update({k: v for k, v in rec.items() if k not in used})

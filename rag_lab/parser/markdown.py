@@ -46,7 +46,7 @@ def split_front_matter(text: str, path: Path) -> tuple[dict, str]:
         raise DataError(f"{path}{line}: malformed YAML front matter ({problem})") from None
     if not isinstance(meta, dict):
         raise DataError(f"{path}: front matter must be a mapping")
-    return {str(k): _iso(v) for k, v in meta.items()}, text[m.end():]
+    return {str(k): _iso(v) for k, v in meta.items()}, text[m.end() :]
 
 
 def heading_sections(body: str) -> tuple[Section, ...]:

@@ -21,11 +21,11 @@ def _date(value: object, what: str) -> dt.date | None:
 
 class FreshnessFilter:
     """Args:
-        as_of: the date (ISO) answers must be valid on; a chunk whose document's
-            ``[valid_from, valid_to]`` (metadata contract; either end open when absent) excludes it
-            is expired or not yet valid.
-        mode: ``drop`` removes such chunks; ``demote`` moves them below every valid chunk, in
-            their original order (a soft rule: recall is kept, the head is cleaned).
+    as_of: the date (ISO) answers must be valid on; a chunk whose document's
+        ``[valid_from, valid_to]`` (metadata contract; either end open when absent) excludes it
+        is expired or not yet valid.
+    mode: ``drop`` removes such chunks; ``demote`` moves them below every valid chunk, in
+        their original order (a soft rule: recall is kept, the head is cleaned).
     """
 
     def __init__(self, as_of: str, mode: str = "drop") -> None:

@@ -11,14 +11,15 @@ _SPACE = re.compile(r"\s+")
 
 class NormaliseQueries:
     """Args:
-        form: Unicode normal form (``NFKC`` folds full-width Latin letters and digits, common in
-            Chinese input methods, to the ASCII that documents and BM25 tokens use); ``null``: none.
-        collapse_whitespace: runs of white space become one space; ends are trimmed.
-        lowercase: case-fold (only useful for case-sensitive retrievers; BM25 tokenizers fold).
+    form: Unicode normal form (``NFKC`` folds full-width Latin letters and digits, common in
+        Chinese input methods, to the ASCII that documents and BM25 tokens use); ``null``: none.
+    collapse_whitespace: runs of white space become one space; ends are trimmed.
+    lowercase: case-fold (only useful for case-sensitive retrievers; BM25 tokenizers fold).
     """
 
-    def __init__(self, form: str | None = "NFKC", collapse_whitespace: bool = True,
-                 lowercase: bool = False) -> None:
+    def __init__(
+        self, form: str | None = "NFKC", collapse_whitespace: bool = True, lowercase: bool = False
+    ) -> None:
         if form is not None and form not in ("NFC", "NFD", "NFKC", "NFKD"):
             raise ValueError(f"form must be NFC, NFD, NFKC, NFKD or null, got {form!r}")
         self.form, self.collapse_whitespace, self.lowercase = form, collapse_whitespace, lowercase

@@ -10,8 +10,8 @@ from rag_lab.types import Chunk, Run
 
 @runtime_checkable
 class Reranker(Protocol):
-    """Contract: re-scores at most ``depth`` top chunks per query (higher = better); chunks below the
-    depth keep their order after the reranked head. Pure: the input run is not modified.
+    """Contract: re-scores at most ``depth`` top chunks per query (higher = better); chunks below
+    the depth keep their order after the reranked head. Pure: the input run is not modified.
 
     A reranker is a post-processor (``rag_lab.postprocess.PostProcessor``): ``process`` is
     ``rerank``, so it composes in ``postprocess=[...]`` and in the ``reranker`` group alike."""

@@ -39,23 +39,32 @@ def interpolate(first: np.ndarray, rerank: np.ndarray, weight: float) -> np.ndar
 
 class CrossEncoderReranker:
     """Args:
-        model: a local path or HF id of a cross-encoder (one output logit).
-        depth: rerank the top ``depth`` chunks of each query; 0 passes the run through unchanged
-            (so one sweep can compare with and without reranking).
-        interpolation: weight of the reranker score against the first-stage score (see
-            ``interpolate``); ``None`` = the value ``rag-lab train reranker`` chose on dev and wrote to
-            the model's ``rag_lab_reranker.json``, else 1.0 (pure reranker order).
-        batch_size: pairs per forward pass (pairs of all queries are batched together, sorted by length).
-        max_length: truncate pairs to this many model tokens (``None`` = the model's setting).
-        cache_dir: deprecated and ignored (configs written before 0.2 set it): the pipeline
-            hands the reranker a view of the stage cache's ``rerank_scores`` namespace.
-        device: ``cpu``, ``cuda``, ``mps`` or ``None`` (auto).
+    model: a local path or HF id of a cross-encoder (one output logit).
+    depth: rerank the top ``depth`` chunks of each query; 0 passes the run through unchanged
+        (so one sweep can compare with and without reranking).
+    interpolation: weight of the reranker score against the first-stage score (see
+        ``interpolate``); ``None`` = the value ``rag-lab train reranker`` chose on dev and wrote to
+        the model's ``rag_lab_reranker.json``, else 1.0 (pure reranker order).
+    batch_size: pairs per forward pass (pairs of all queries are batched together, sorted by
+        length).
+    max_length: truncate pairs to this many model tokens (``None`` = the model's setting).
+    cache_dir: deprecated and ignored (configs written before 0.2 set it): the pipeline
+        hands the reranker a view of the stage cache's ``rerank_scores`` namespace.
+    device: ``cpu``, ``cuda``, ``mps`` or ``None`` (auto).
     """
 
     cache_namespace = "rerank_scores"
 
-    def __init__(self, model: str, depth: int = 100, interpolation: float | None = None, batch_size: int = 32,
-                 max_length: int | None = None, cache_dir: str | None = None, device: str | None = "cpu") -> None:
+    def __init__(
+        self,
+        model: str,
+        depth: int = 100,
+        interpolation: float | None = None,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        cache_dir: str | None = None,
+        device: str | None = "cpu",
+    ) -> None:
         if depth < 0:
             raise ConfigError(f"reranker.depth must be >= 0, got {depth}")
         if interpolation is not None and not 0.0 <= interpolation <= 1.0:
@@ -91,29 +100,45 @@ class CrossEncoderReranker:
         try:
             return CrossEncoder(self.path, max_length=self.max_length, device=self.device)
         except Exception as exc:
-            raise ConfigError(f"cannot load cross-encoder {self.model_name!r} "
-                              f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from exc
+            raise ConfigError(
+                f"cannot load cross-encoder {self.model_name!r} "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+            ) from exc
 
     @cached_property
     def identity(self) -> dict[str, Any]:
-        return {"kind": "cross_encoder", "model": self.model_name, "weights": weights_hash(self.path),
-                "max_length": self.max_length}
+        return {
+            "kind": "cross_encoder",
+            "model": self.model_name,
+            "weights": weights_hash(self.path),
+            "max_length": self.max_length,
+        }
 
     def attach_cache(self, view: CacheView) -> None:
         self._cache = view
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """Raw scores of (query, text) pairs: cached ones read back, the rest batched through the model."""
+        """Raw scores of (query, text) pairs: cached ones read back, the rest batched through the
+        model."""
         keys = [pair_key(q, t) for q, t in pairs]
         table = model_table(self.identity) if self._cache is not None else ""
         known = self._cache.get_floats(table, keys) if self._cache is not None else {}
-        todo = sorted({k: i for i, k in enumerate(keys) if k not in known}.values(),
-                      key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        todo = sorted(
+            {k: i for i, k in enumerate(keys) if k not in known}.values(),
+            key=lambda i: len(pairs[i][0]) + len(pairs[i][1]),
+        )
         fresh: dict[str, float] = {}
-        for start in range(0, len(todo), self.flush_every):  # stored as it goes: an interrupted run keeps its scores
-            part = todo[start:start + self.flush_every]
-            scores = self.model.predict([pairs[i] for i in part], batch_size=self.batch_size,
-                                        show_progress_bar=False, convert_to_numpy=True, activation_fn=None)
+        for start in range(
+            0, len(todo), self.flush_every
+        ):  # stored as it goes: an interrupted run keeps its scores
+            part = todo[start : start + self.flush_every]
+            scores = self.model.predict(
+                [pairs[i] for i in part],
+                batch_size=self.batch_size,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+                activation_fn=None,
+            )
             new = {keys[i]: float(s) for i, s in zip(part, np.asarray(scores).reshape(-1))}
             if self._cache is not None:
                 self._cache.put_floats(table, new)
@@ -141,7 +166,7 @@ class CrossEncoderReranker:
         pos = 0
         for qid, scores in run.items():
             head = heads[qid]
-            ce = raw[pos:pos + len(head)]
+            ce = raw[pos : pos + len(head)]
             pos += len(head)
             first = np.array([scores[c] for c in head], dtype=np.float64)
             combined = interpolate(first, ce, weight)

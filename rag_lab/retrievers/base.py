@@ -39,8 +39,13 @@ class PersistentRetriever(Retriever, Protocol):
     def load_index(self, directory: Path) -> None: ...
 
 
-def topk_to_run(qids: Sequence[str], ids: Sequence[str], idx: np.ndarray, scores: np.ndarray,
-                drop_nonpositive: bool = False) -> Run:
+def topk_to_run(
+    qids: Sequence[str],
+    ids: Sequence[str],
+    idx: np.ndarray,
+    scores: np.ndarray,
+    drop_nonpositive: bool = False,
+) -> Run:
     """Turn ``(n_queries, k)`` index/score matrices into a run, skipping faiss' ``-1`` padding."""
     run: Run = {}
     for qi, qid in enumerate(qids):

@@ -17,18 +17,30 @@ from rag_lab.types import Chunk, Run
 
 class BM25Retriever:
     """Args:
-        tokenizer: term analysis for chunks and queries (``english``, ``jieba``, ``whitespace``).
-        backend: ``bm25s`` or ``rank_bm25``.
-        k1, b: BM25 saturation and length normalisation.
-        method: bm25s scoring variant (``lucene``, ``robertson``, ``atire``, ``bm25l``, ``bm25+``);
-            ``rank_bm25`` always scores as its ``BM25Okapi``.
+    tokenizer: term analysis for chunks and queries (``english``, ``jieba``, ``whitespace``).
+    backend: ``bm25s`` or ``rank_bm25``.
+    k1, b: BM25 saturation and length normalisation.
+    method: bm25s scoring variant (``lucene``, ``robertson``, ``atire``, ``bm25l``, ``bm25+``);
+        ``rank_bm25`` always scores as its ``BM25Okapi``.
     """
 
-    def __init__(self, tokenizer: Tokenizer, backend: str = "bm25s", k1: float = 1.5, b: float = 0.75,
-                 method: str = "lucene") -> None:
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        backend: str = "bm25s",
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+    ) -> None:
         if backend not in ("bm25s", "rank_bm25"):
             raise ValueError(f"backend must be 'bm25s' or 'rank_bm25', got {backend!r}")
-        self.tokenizer, self.backend, self.k1, self.b, self.method = tokenizer, backend, k1, b, method
+        self.tokenizer, self.backend, self.k1, self.b, self.method = (
+            tokenizer,
+            backend,
+            k1,
+            b,
+            method,
+        )
         self.stats: dict[str, float] = {}
         self._ids: list[str] = []
 
@@ -51,13 +63,20 @@ class BM25Retriever:
 
             self._engine = BM25Okapi([t or [""] for t in tokens], k1=self.k1, b=self.b)
         t2 = time.perf_counter()
-        self.stats = {"tokenize_seconds": t1 - t0, "index_seconds": t2 - t0,
-                      "chunks_per_second": len(chunks) / max(t2 - t0, 1e-9)}
+        self.stats = {
+            "tokenize_seconds": t1 - t0,
+            "index_seconds": t2 - t0,
+            "chunks_per_second": len(chunks) / max(t2 - t0, 1e-9),
+        }
 
     def save_index(self, directory: Path) -> None:
         """Write the index (chunk ids + the backend's own format) into an empty ``directory``."""
-        if self.backend != "bm25s":  # rank-bm25 has no format of its own; it is rebuilt from the chunks
-            raise NotImplementedError("the rank_bm25 backend is not persisted (it is the reference backend)")
+        if (
+            self.backend != "bm25s"
+        ):  # rank-bm25 has no format of its own; it is rebuilt from the chunks
+            raise NotImplementedError(
+                "the rank_bm25 backend is not persisted (it is the reference backend)"
+            )
         (directory / "ids.json").write_text(json.dumps(self._ids))
         self._engine.save(str(directory / "bm25s"))
 
@@ -78,7 +97,13 @@ class BM25Retriever:
         if self.backend == "bm25s":
             idx, scores = self._engine.retrieve(tokens, k=k, show_progress=False)
         else:
-            all_scores = np.stack([self._engine.get_scores(t) for t in tokens]) if tokens else np.zeros((0, 0))
+            all_scores = (
+                np.stack([self._engine.get_scores(t) for t in tokens])
+                if tokens
+                else np.zeros((0, 0))
+            )
             idx = np.argsort(-all_scores, axis=1, kind="stable")[:, :k]
             scores = np.take_along_axis(all_scores, idx, axis=1)
-        return topk_to_run(qids, self._ids, np.asarray(idx), np.asarray(scores), drop_nonpositive=True)
+        return topk_to_run(
+            qids, self._ids, np.asarray(idx), np.asarray(scores), drop_nonpositive=True
+        )

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from rag_lab.cache import CacheView
 
 log = logging.getLogger(__name__)
-ENCODE_BLOCK = 2048  # texts encoded between writes to the cache: an interrupted encode keeps its work
+ENCODE_BLOCK = (
+    2048  # texts encoded between writes to the cache: an interrupted encode keeps its work
+)
 
 
 class DenseRetriever:
@@ -38,8 +40,16 @@ class DenseRetriever:
 
     cache_namespace = "embeddings"
 
-    def __init__(self, embedder: Embedder, index_type: str = "flat", hnsw_m: int = 32,
-                 ef_search: int = 128, nlist: int = 256, nprobe: int = 16, cache_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        index_type: str = "flat",
+        hnsw_m: int = 32,
+        ef_search: int = 128,
+        nlist: int = 256,
+        nprobe: int = 16,
+        cache_dir: str | None = None,
+    ) -> None:
         if index_type not in ("flat", "hnsw", "ivf"):
             raise ValueError(f"index_type must be flat, hnsw or ivf, got {index_type!r}")
         self.embedder = embedder
@@ -74,7 +84,9 @@ class DenseRetriever:
             index = faiss.IndexHNSWFlat(d, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efSearch = self.ef_search
         else:
-            nlist = max(1, min(self.nlist, len(vecs) // 39))  # faiss wants >= 39 points per centroid
+            nlist = max(
+                1, min(self.nlist, len(vecs) // 39)
+            )  # faiss wants >= 39 points per centroid
             index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
             index.train(vecs)
             index.nprobe = min(self.nprobe, nlist)
@@ -82,13 +94,14 @@ class DenseRetriever:
         return index
 
     def _embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
-        """Vectors of ``texts`` in order, and how many were encoded (the rest read from the cache)."""
+        """Vectors of ``texts`` in order, and how many were encoded (the rest read from the
+        cache)."""
         keys = [text_key(t) for t in texts]
         table = model_table(self.embedder.identity) if self._cache is not None else ""
         known = self._cache.get_vectors(table, keys) if self._cache is not None else {}
         todo = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in known))
         for start in range(0, len(todo), ENCODE_BLOCK):
-            block = todo[start:start + ENCODE_BLOCK]
+            block = todo[start : start + ENCODE_BLOCK]
             vecs = np.asarray(self.embedder.encode_documents(block), dtype=np.float32)
             fresh = {text_key(t): v for t, v in zip(block, vecs)}
             if self._cache is not None:
@@ -107,9 +120,12 @@ class DenseRetriever:
         t1 = time.perf_counter()
         self._index = self._build(np.ascontiguousarray(vecs, dtype=np.float32))
         t2 = time.perf_counter()
-        self.stats = {"embed_seconds": t1 - t0, "index_seconds": t2 - t0,
-                      "embedded_chunks": float(encoded),
-                      "embedding_cache_hit": float(encoded == 0)}
+        self.stats = {
+            "embed_seconds": t1 - t0,
+            "index_seconds": t2 - t0,
+            "embedded_chunks": float(encoded),
+            "embedding_cache_hit": float(encoded == 0),
+        }
         if encoded:  # a cache hit measures the disk, not the encoder
             self.stats["embed_docs_per_second"] = encoded / max(t1 - t0, 1e-9)
 
@@ -138,6 +154,8 @@ class DenseRetriever:
         qids = list(queries)
         if not qids:
             return {}
-        q = np.ascontiguousarray(self.embedder.encode_queries([queries[x] for x in qids]), dtype=np.float32)
+        q = np.ascontiguousarray(
+            self.embedder.encode_queries([queries[x] for x in qids]), dtype=np.float32
+        )
         scores, idx = self._index.search(q, min(k, len(self._ids)))
         return topk_to_run(qids, self._ids, idx, scores)

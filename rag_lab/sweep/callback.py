@@ -86,13 +86,18 @@ def varying(trials: list) -> list:
 
     keys = {k for t in trials for k in t.params}
     swept = sorted(k for k in keys if len({str(t.params.get(k)) for t in trials}) > 1)
-    return [Trial(t.name, {k: t.params.get(k) for k in swept}, t.metrics, t.per_query)
-            for t in trials]
+    return [
+        Trial(t.name, {k: t.params.get(k) for k in swept}, t.metrics, t.per_query) for t in trials
+    ]
 
 
 class MlflowSweepCallback(Callback):
-    def __init__(self, report_split: str = "test", allow_test_selection: bool = False,
-                 report_winner: bool = True) -> None:
+    def __init__(
+        self,
+        report_split: str = "test",
+        allow_test_selection: bool = False,
+        report_winner: bool = True,
+    ) -> None:
         self.report_split = report_split
         self.allow_test_selection = allow_test_selection
         self.report_winner = report_winner
@@ -131,8 +136,10 @@ class MlflowSweepCallback(Callback):
         if self.report_winner:
             winner["report"] = self._report(sweep_dir / best.name, metric)
         (sweep_dir / "winner.json").write_text(json.dumps(winner, indent=2, default=str))
-        print(f"\nsweep winner (job {best.name}, {metric}={best.metrics.get(metric):.4f} on "
-              f"{OmegaConf.select(config, 'dataset.split')}): {best.params}")
+        print(
+            f"\nsweep winner (job {best.name}, {metric}={best.metrics.get(metric):.4f} on "
+            f"{OmegaConf.select(config, 'dataset.split')}): {best.params}"
+        )
         if "report" in winner:
             value = winner["report"].get(metric, float("nan"))
             print(f"  on {self.report_split}: {metric}={value:.4f}")
@@ -143,16 +150,22 @@ class MlflowSweepCallback(Callback):
 
         tracker = build_tracker(config) if info.get("run_id") else None
         if tracker is not None:
-            report_metrics = {f"{self.report_split}/{k}": v
-                              for k, v in winner.get("report", {}).items()
-                              if isinstance(v, (int, float))}
+            report_metrics = {
+                f"{self.report_split}/{k}": v
+                for k, v in winner.get("report", {}).items()
+                if isinstance(v, (int, float))
+            }
             overrides = " ".join(f"{k}={v}" for k, v in best.params.items())
             tracker.finish_parent(
                 info["run_id"],
                 metrics={f"best/{metric}": best.metrics.get(metric), **report_metrics},
-                tags={"winner_job": best.name, "winner_run_id": best.metrics.get("_run_id", ""),
-                      "winner_overrides": overrides},
-                artifacts=[*files.values(), sweep_dir / "winner.json"])
+                tags={
+                    "winner_job": best.name,
+                    "winner_run_id": best.metrics.get("_run_id", ""),
+                    "winner_overrides": overrides,
+                },
+                artifacts=[*files.values(), sweep_dir / "winner.json"],
+            )
 
     def _report(self, job_dir: Path, metric: str) -> dict[str, float]:
         """Evaluate the winner's composed config on the report split (no child run, no cache writes

@@ -38,15 +38,20 @@ def sweep_context() -> dict[str, Any] | None:
 def check_selection_split(cfg: DictConfig) -> None:
     """A sweep selects a configuration: refuse to do that on the split reserved for reporting."""
     report = OmegaConf.select(cfg, "sweep.report_split", default="test")
-    if sweep_context() is not None and cfg.dataset.split == report and \
-            not OmegaConf.select(cfg, "sweep.allow_test_selection", default=False):
+    if (
+        sweep_context() is not None
+        and cfg.dataset.split == report
+        and not OmegaConf.select(cfg, "sweep.allow_test_selection", default=False)
+    ):
         raise ConfigError(selection_refusal(cfg.dataset.split))
 
 
 def selection_refusal(split: str) -> str:
-    return (f"a sweep selects a configuration, and dataset.split={split} is the split reserved "
-            f"for reporting the winner: sweep on dataset.split=dev (or train), or force it with "
-            f"sweep.allow_test_selection=true")
+    return (
+        f"a sweep selects a configuration, and dataset.split={split} is the split reserved "
+        f"for reporting the winner: sweep on dataset.split=dev (or train), or force it with "
+        f"sweep.allow_test_selection=true"
+    )
 
 
 def direction_refusal(metric: str | None, direction: Any) -> str | None:
@@ -58,8 +63,10 @@ def direction_refusal(metric: str | None, direction: Any) -> str | None:
     if not isinstance(direction, (str, Enum)):  # a list: one direction per objective
         directions = list(direction)
         if len(directions) != 1:
-            return (f"hydra.sweeper.direction={directions}: rag_lab optimises one metric "
-                    f"(optimized_metric={metric}); give one direction")
+            return (
+                f"hydra.sweeper.direction={directions}: rag_lab optimises one metric "
+                f"(optimized_metric={metric}); give one direction"
+            )
         direction = directions[0]
     # the plugin's default is its own ``Direction`` enum; a config gives the name
     name = (direction.name if isinstance(direction, Enum) else str(direction)).lower()
@@ -68,9 +75,11 @@ def direction_refusal(metric: str | None, direction: Any) -> str | None:
     want = "maximize" if higher_is_better(metric) else "minimize"
     if name == want:
         return None
-    return (f"hydra.sweeper.direction={name} contradicts optimized_metric={metric}, where "
-            f"{'higher' if want == 'maximize' else 'lower'} is better: set "
-            f"hydra.sweeper.direction={want}")
+    return (
+        f"hydra.sweeper.direction={name} contradicts optimized_metric={metric}, where "
+        f"{'higher' if want == 'maximize' else 'lower'} is better: set "
+        f"hydra.sweeper.direction={want}"
+    )
 
 
 def sweeper_direction(cfg: DictConfig) -> Any:

@@ -67,12 +67,19 @@ def _param_names(trials: Sequence[Trial]) -> list[str]:
     return list(dict.fromkeys(k for t in trials for k in t.params))
 
 
-def _summaries(trials: Sequence[Trial], metric: str, n_resamples: int, alpha: float,
-               seed: int) -> np.ndarray:
+def _summaries(
+    trials: Sequence[Trial], metric: str, n_resamples: int, alpha: float, seed: int
+) -> np.ndarray:
     """``(n_trials, 3)`` array of (mean, CI low, CI high) of each trial's per-query ``metric``."""
-    return np.array([paired_bootstrap_ci(t.per_query[metric].to_numpy(dtype=np.float64),
-                                         n_resamples, alpha, seed)
-                     for t in trials], dtype=np.float64).reshape(len(trials), 3)
+    return np.array(
+        [
+            paired_bootstrap_ci(
+                t.per_query[metric].to_numpy(dtype=np.float64), n_resamples, alpha, seed
+            )
+            for t in trials
+        ],
+        dtype=np.float64,
+    ).reshape(len(trials), 3)
 
 
 def _direction(metric: str, higher_is_better: bool | None) -> bool:
@@ -93,9 +100,15 @@ def _column_names(params: list[str], metric: str, headline: list[str]) -> dict[s
     return {p: (f"param:{p}" if p in reserved else p) for p in params}
 
 
-def leaderboard(trials: Sequence[Trial], metric: str, higher_is_better: bool | None = None,
-                alpha: float = 0.05, n_resamples: int = 2000, n_permutations: int = 5000,
-                seed: int = 0) -> pd.DataFrame:
+def leaderboard(
+    trials: Sequence[Trial],
+    metric: str,
+    higher_is_better: bool | None = None,
+    alpha: float = 0.05,
+    n_resamples: int = 2000,
+    n_permutations: int = 5000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per trial, best first, ranked on the per-query mean of ``metric``
     (``higher_is_better`` None: the metric's own direction, ``rag_lab.metrics.names``).
 
@@ -127,16 +140,27 @@ def leaderboard(trials: Sequence[Trial], metric: str, higher_is_better: bool | N
             diff = diff[np.isfinite(diff)]
             delta = float(diff.mean()) if diff.size else math.nan
             p = randomization_test(pair[:, 0], pair[:, 1], n_permutations, seed)
-        rows.append({
-            "rank": rank, "name": trial.name,
-            **{col: trial.params.get(p_name) for p_name, col in param_cols.items()},
-            metric: stats[i, 0], "ci_low": stats[i, 1], "ci_high": stats[i, 2],
-            "delta_vs_winner": delta, "p_vs_winner": p, "indistinguishable": bool(p >= alpha),
-            **{h: float(trial.metrics.get(h, math.nan)) for h in headline},
-        })
+        rows.append(
+            {
+                "rank": rank,
+                "name": trial.name,
+                **{col: trial.params.get(p_name) for p_name, col in param_cols.items()},
+                metric: stats[i, 0],
+                "ci_low": stats[i, 1],
+                "ci_high": stats[i, 2],
+                "delta_vs_winner": delta,
+                "p_vs_winner": p,
+                "indistinguishable": bool(p >= alpha),
+                **{h: float(trial.metrics.get(h, math.nan)) for h in headline},
+            }
+        )
     board = pd.DataFrame(rows)
-    board.attrs.update(metric=metric, alpha=alpha, higher_is_better=higher_is_better,
-                       param_columns=list(param_cols.values()))
+    board.attrs.update(
+        metric=metric,
+        alpha=alpha,
+        higher_is_better=higher_is_better,
+        param_columns=list(param_cols.values()),
+    )
     return board
 
 
@@ -168,7 +192,7 @@ def to_markdown(board: pd.DataFrame, metric: str) -> str:
     if "param_columns" in board.attrs:
         params = set(board.attrs["param_columns"])
     elif "name" in cols and metric in cols:
-        params = set(cols[cols.index("name") + 1: cols.index(metric)])
+        params = set(cols[cols.index("name") + 1 : cols.index(metric)])
     else:
         params = set()
     headers, body = [], []
@@ -177,23 +201,33 @@ def to_markdown(board: pd.DataFrame, metric: str) -> str:
         if col == "indistinguishable":
             ranks = board["rank"].tolist() if "rank" in cols else [None] * len(values)
             headers.append("≈ winner")
-            body.append(["winner" if r == 1 else ("≈" if bool(v) else "")
-                         for r, v in zip(ranks, values, strict=True)])
+            body.append(
+                [
+                    "winner" if r == 1 else ("≈" if bool(v) else "")
+                    for r, v in zip(ranks, values, strict=True)
+                ]
+            )
         else:
             headers.append(col)
             body.append([_cell(v, col in params) for v in values])
-    numeric = [pd.api.types.is_numeric_dtype(board[c]) and not pd.api.types.is_bool_dtype(board[c])
-               for c in cols]
-    lines = ["| " + " | ".join(headers) + " |",
-             "|" + "|".join("---:" if num else "---" for num in numeric) + "|"]
+    numeric = [
+        pd.api.types.is_numeric_dtype(board[c]) and not pd.api.types.is_bool_dtype(board[c])
+        for c in cols
+    ]
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join("---:" if num else "---" for num in numeric) + "|",
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in zip(*body, strict=True)]
     hib = board.attrs.get("higher_is_better", _higher_is_better(metric))
     direction = "higher" if hib else "lower"
-    legend = (f"≈ winner: not significantly different from the rank-1 trial on per-query {metric} "
-              f"(two-sided paired randomisation test, p ≥ {alpha:g}; uncorrected for multiple "
-              "comparisons). "
-              f"ci_low/ci_high: {100 * (1 - alpha):g}% percentile bootstrap CI of the mean; "
-              f"delta_vs_winner: mean per-query difference to the winner ({direction} is better).")
+    legend = (
+        f"≈ winner: not significantly different from the rank-1 trial on per-query {metric} "
+        f"(two-sided paired randomisation test, p ≥ {alpha:g}; uncorrected for multiple "
+        "comparisons). "
+        f"ci_low/ci_high: {100 * (1 - alpha):g}% percentile bootstrap CI of the mean; "
+        f"delta_vs_winner: mean per-query difference to the winner ({direction} is better)."
+    )
     return "\n".join(lines) + "\n\n" + legend + "\n"
 
 
@@ -217,8 +251,10 @@ def _slug(text: str) -> str:
 
 def _is_numeric(values: list[Any]) -> bool:
     # bools are ints to Python but on/off switches to a reader: plot them as categories
-    return all(isinstance(v, (int, float, np.integer, np.floating))
-               and not isinstance(v, (bool, np.bool_)) for v in values)
+    return all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+        for v in values
+    )
 
 
 def _yerr(stats: np.ndarray) -> np.ndarray:
@@ -236,8 +272,9 @@ def _best_per_value(keys: list[Any], means: np.ndarray, higher_is_better: bool) 
 
 def _plot_numeric(ax: Any, values: list[Any], stats: np.ndarray, higher_is_better: bool) -> None:
     x = np.asarray(values, dtype=np.float64)
-    ax.errorbar(x, stats[:, 0], yerr=_yerr(stats), fmt="o", capsize=3, alpha=0.7,
-                label="trial (CI)")
+    ax.errorbar(
+        x, stats[:, 0], yerr=_yerr(stats), fmt="o", capsize=3, alpha=0.7, label="trial (CI)"
+    )
     # other params vary too, so several trials can share a value: the line follows the best one
     best = _best_per_value(list(x), stats[:, 0], higher_is_better)
     xs = np.array(sorted(best))
@@ -247,13 +284,15 @@ def _plot_numeric(ax: Any, values: list[Any], stats: np.ndarray, higher_is_bette
     ax.legend(fontsize="small")
 
 
-def _plot_categorical(ax: Any, values: list[Any], stats: np.ndarray,
-                      higher_is_better: bool) -> None:
+def _plot_categorical(
+    ax: Any, values: list[Any], stats: np.ndarray, higher_is_better: bool
+) -> None:
     labels = [str(v) for v in values]
     cats = list(dict.fromkeys(labels))
     best = _best_per_value(labels, stats[:, 0], higher_is_better)
-    ax.bar(range(len(cats)), [best[c] for c in cats], width=0.6, color="C0", alpha=0.2,
-           label="best")
+    ax.bar(
+        range(len(cats)), [best[c] for c in cats], width=0.6, color="C0", alpha=0.2, label="best"
+    )
     # strip: spread a category's trials evenly across the bar instead of random jitter
     # (reproducible)
     slot = {c: 0 for c in cats}
@@ -263,15 +302,23 @@ def _plot_categorical(ax: Any, values: list[Any], stats: np.ndarray,
         n = count[lab]
         x[i] = cats.index(lab) + (0.0 if n == 1 else -0.2 + 0.4 * slot[lab] / (n - 1))
         slot[lab] += 1
-    ax.errorbar(x, stats[:, 0], yerr=_yerr(stats), fmt="o", capsize=3, alpha=0.8,
-                label="trial (CI)")
+    ax.errorbar(
+        x, stats[:, 0], yerr=_yerr(stats), fmt="o", capsize=3, alpha=0.8, label="trial (CI)"
+    )
     ax.set_xticks(range(len(cats)), cats, rotation=30 if max(len(c) for c in cats) > 8 else 0)
     ax.legend(fontsize="small")
 
 
-def plot_metric_vs_params(trials: Sequence[Trial], metric: str, out_dir: Path, *,
-                          higher_is_better: bool | None = None, alpha: float = 0.05,
-                          n_resamples: int = 2000, seed: int = 0) -> list[Path]:
+def plot_metric_vs_params(
+    trials: Sequence[Trial],
+    metric: str,
+    out_dir: Path,
+    *,
+    higher_is_better: bool | None = None,
+    alpha: float = 0.05,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> list[Path]:
     """One PNG per swept param (``<metric>_vs_<param>.png``): trial means with bootstrap CI bars.
 
     Numeric params: scatter at the value plus a line through the best trial per value, sorted by
@@ -308,8 +355,14 @@ def plot_metric_vs_params(trials: Sequence[Trial], metric: str, out_dir: Path, *
     return paths
 
 
-def plot_by_category(trials: Sequence[Trial], metric: str, out_dir: Path, top: int = 8, *,
-                     higher_is_better: bool | None = None) -> Path | None:
+def plot_by_category(
+    trials: Sequence[Trial],
+    metric: str,
+    out_dir: Path,
+    top: int = 8,
+    *,
+    higher_is_better: bool | None = None,
+) -> Path | None:
     """Grouped bar chart ``<metric>_by_category.png``: per-category mean of the per-query ``metric``
     (NaN skipped) for the best ``top`` trials by overall mean, one bar group per category.
 
@@ -318,17 +371,30 @@ def plot_by_category(trials: Sequence[Trial], metric: str, out_dir: Path, top: i
         return None
     higher_is_better = _direction(metric, higher_is_better)
     _check(trials, metric)
-    cats = sorted({c for t in trials if "category" in t.per_query.columns
-                   for c in t.per_query["category"].dropna().unique()}, key=str)
+    cats = sorted(
+        {
+            c
+            for t in trials
+            if "category" in t.per_query.columns
+            for c in t.per_query["category"].dropna().unique()
+        },
+        key=str,
+    )
     if not cats:
         return None
     # pandas' mean skips NaN and gives NaN (no warning) when nothing is defined
-    overall = np.array([t.per_query[metric].astype(np.float64).mean() for t in trials],
-                       dtype=np.float64)
-    best = [trials[i] for i in _order(overall, higher_is_better)[:max(top, 1)]]
-    table = np.array([
-        t.per_query.groupby("category")[metric].mean().reindex(cats).to_numpy(dtype=np.float64)
-        if "category" in t.per_query.columns else np.full(len(cats), np.nan) for t in best])
+    overall = np.array(
+        [t.per_query[metric].astype(np.float64).mean() for t in trials], dtype=np.float64
+    )
+    best = [trials[i] for i in _order(overall, higher_is_better)[: max(top, 1)]]
+    table = np.array(
+        [
+            t.per_query.groupby("category")[metric].mean().reindex(cats).to_numpy(dtype=np.float64)
+            if "category" in t.per_query.columns
+            else np.full(len(cats), np.nan)
+            for t in best
+        ]
+    )
     if not np.isfinite(table).any():
         return None
     plt = _pyplot()
@@ -375,8 +441,9 @@ def write_report(trials: Sequence[Trial], metric: str, out_dir: Path, **kw: Any)
     board.to_csv(csv_path, index=False)
     md_path.write_text(to_markdown(board, metric), encoding="utf-8")
     paths = [csv_path, md_path, *plot_metric_vs_params(trials, metric, out_dir, **ci_kw)]
-    by_cat = plot_by_category(trials, metric, out_dir, top=kw.get("top", 8),
-                              higher_is_better=kw.get("higher_is_better"))
+    by_cat = plot_by_category(
+        trials, metric, out_dir, top=kw.get("top", 8), higher_is_better=kw.get("higher_is_better")
+    )
     if by_cat is not None:
         paths.append(by_cat)
     return {p.name: p for p in paths}

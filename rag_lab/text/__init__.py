@@ -14,5 +14,15 @@ from rag_lab.text.patterns import CJK, CJK_CHAR, SENTENCE_BOUNDARY, TOKEN, has_c
 from rag_lab.text.sentences import split_sentences
 from rag_lab.text.terms import STOPWORDS, ContentTerms, TermSupport
 
-__all__ = ["CJK", "CJK_CHAR", "SENTENCE_BOUNDARY", "STOPWORDS", "TOKEN", "ContentTerms",
-           "TermSupport", "has_cjk", "normalise_text", "split_sentences"]
+__all__ = [
+    "CJK",
+    "CJK_CHAR",
+    "SENTENCE_BOUNDARY",
+    "STOPWORDS",
+    "TOKEN",
+    "ContentTerms",
+    "TermSupport",
+    "has_cjk",
+    "normalise_text",
+    "split_sentences",
+]

@@ -25,17 +25,21 @@ _LATIN_WORD = re.compile(r"[a-z]+")
 
 # Function words that carry no claim. "no"/"not"/"不"/"没有" are deliberately absent: a negation
 # added to an answer must count as an unsupported term.
-_STOP_EN = frozenset((
-    "a an and are as at be been but by can could did do does for from had has have how if in into "
-    "is it its may might must of on or shall should so such than that the their them then there "
-    "these they this those to was were what when where which who whom whose why will with would "
-    "you your i we our"
-).split())
-_STOP_ZH = frozenset((
-    "的 地 得 了 着 过 是 在 和 与 及 或 而 并 也 都 就 又 被 把 将 对 从 向 于 以 为 "
-    "由 其 之 这 那 这个 那个 这些 那些 该 此 吗 呢 吧 啊 呀 么 什么 哪 哪个 哪些 "
-    "哪里 哪儿 谁 多少 几 怎么 怎样 如何 为什么 请 一个 一种 有 个 所 则 即 等 上 中 下"
-).split())
+_STOP_EN = frozenset(
+    (
+        "a an and are as at be been but by can could did do does for from had has have how if in "
+        "into is it its may might must of on or shall should so such than that the their them then "
+        "there these they this those to was were what when where which who whom whose why will "
+        "with would you your i we our"
+    ).split()
+)
+_STOP_ZH = frozenset(
+    (
+        "的 地 得 了 着 过 是 在 和 与 及 或 而 并 也 都 就 又 被 把 将 对 从 向 于 以 为 "
+        "由 其 之 这 那 这个 那个 这些 那些 该 此 吗 呢 吧 啊 呀 么 什么 哪 哪个 哪些 "
+        "哪里 哪儿 谁 多少 几 怎么 怎样 如何 为什么 请 一个 一种 有 个 所 则 即 等 上 中 下"
+    ).split()
+)
 STOPWORDS: frozenset[str] = _STOP_EN | _STOP_ZH
 
 
@@ -58,8 +62,9 @@ class ContentTerms:
     def many(self, texts: Sequence[str]) -> list[list[str]]:
         out = []
         for toks in self.tokenizer([normalise_text(t) for t in texts]):
-            terms = (self._stem(t) if _LATIN_WORD.fullmatch(t) else t
-                     for t in toks if t not in STOPWORDS)
+            terms = (
+                self._stem(t) if _LATIN_WORD.fullmatch(t) else t for t in toks if t not in STOPWORDS
+            )
             out.append(list(dict.fromkeys(terms)))
         return out
 

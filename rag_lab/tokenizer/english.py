@@ -11,17 +11,22 @@ from collections.abc import Sequence
 
 
 class EnglishTokenizer:
-    def __init__(self, stopwords: str | Sequence[str] | None = "en",
-                 stemmer: str | None = "english", lowercase: bool = True,
-                 pattern: str = r"(?u)\b\w\w+\b") -> None:
+    def __init__(
+        self,
+        stopwords: str | Sequence[str] | None = "en",
+        stemmer: str | None = "english",
+        lowercase: bool = True,
+        pattern: str = r"(?u)\b\w\w+\b",
+    ) -> None:
         self.lowercase = lowercase
         self.pattern = re.compile(pattern)
         if isinstance(stopwords, str):
             from bm25s.stopwords import STOPWORDS_EN  # the list bm25s uses for "en"
 
             if stopwords != "en":
-                raise ValueError(f"unknown stopword list {stopwords!r}; "
-                                 "give 'en' or a list of words")
+                raise ValueError(
+                    f"unknown stopword list {stopwords!r}; give 'en' or a list of words"
+                )
             stopwords = STOPWORDS_EN
         self.stopwords = frozenset(stopwords or ())
         self._stemmer = None

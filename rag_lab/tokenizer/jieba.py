@@ -16,8 +16,13 @@ _KEEP = re.compile(r"\w", re.UNICODE)
 
 
 class JiebaTokenizer:
-    def __init__(self, mode: str = "search", lowercase: bool = True,
-                 stopwords: Sequence[str] | None = None, keep_hyphenated: bool = True) -> None:
+    def __init__(
+        self,
+        mode: str = "search",
+        lowercase: bool = True,
+        stopwords: Sequence[str] | None = None,
+        keep_hyphenated: bool = True,
+    ) -> None:
         import jieba
 
         jieba.setLogLevel(logging.WARNING)
@@ -27,8 +32,9 @@ class JiebaTokenizer:
         self.lowercase = lowercase
         self.stopwords = frozenset(stopwords or ())
         # jieba splits "HX-200" into "HX", "-", "200"; keep the hyphenated code as one extra term.
-        self._hyphenated = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+") \
-            if keep_hyphenated else None
+        self._hyphenated = (
+            re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+") if keep_hyphenated else None
+        )
 
     def __call__(self, texts: Sequence[str]) -> list[list[str]]:
         out = []

@@ -12,14 +12,28 @@ from typing import Any
 from rag_lab.outputs import CONFIG_FILE, METRICS_FILE, PER_QUERY_FILE
 
 
-def log_evaluation(tracker: Any, *, resolved: Mapping[str, Any], dataset: str, split: str,
-                   fingerprint: str, retrievers: Sequence[str], metrics: Mapping[str, float],
-                   warnings: Sequence[str], out_dir: Path, run_name: str | None = None,
-                   sweep: Mapping[str, Any] | None = None) -> str:
+def log_evaluation(
+    tracker: Any,
+    *,
+    resolved: Mapping[str, Any],
+    dataset: str,
+    split: str,
+    fingerprint: str,
+    retrievers: Sequence[str],
+    metrics: Mapping[str, float],
+    warnings: Sequence[str],
+    out_dir: Path,
+    run_name: str | None = None,
+    sweep: Mapping[str, Any] | None = None,
+) -> str:
     """Log one evaluate run; returns the tracker's run id."""
     name = run_name or f"{dataset}/{split} {'+'.join(retrievers)}"
-    tags = {"dataset": dataset, "split": split, "dataset_fingerprint": fingerprint,
-            "retrievers": ",".join(retrievers)}
+    tags = {
+        "dataset": dataset,
+        "split": split,
+        "dataset_fingerprint": fingerprint,
+        "retrievers": ",".join(retrievers),
+    }
     if warnings:
         tags["data_warnings"] = " | ".join(warnings)[:5000]
     params: Any = resolved
@@ -28,7 +42,18 @@ def log_evaluation(tracker: Any, *, resolved: Mapping[str, Any], dataset: str, s
         params = {k: v for k, v in given.items() if k.lstrip("+~") in sweep.get("swept", given)}
         tags["overrides"] = " ".join(sweep["overrides"])[:5000]
         name = run_name or f"trial {sweep['job']}: " + " ".join(sweep["overrides"])[:200]
-    artifacts = {"": out_dir / CONFIG_FILE, "tables": out_dir / PER_QUERY_FILE,
-                 "metrics": out_dir / METRICS_FILE}
-    return str(tracker.log_run(name, params, metrics, tags, artifacts,
-                               parent_run_id=sweep.get("run_id") if sweep else None))
+    artifacts = {
+        "": out_dir / CONFIG_FILE,
+        "tables": out_dir / PER_QUERY_FILE,
+        "metrics": out_dir / METRICS_FILE,
+    }
+    return str(
+        tracker.log_run(
+            name,
+            params,
+            metrics,
+            tags,
+            artifacts,
+            parent_run_id=sweep.get("run_id") if sweep else None,
+        )
+    )

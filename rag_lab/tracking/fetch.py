@@ -30,8 +30,7 @@ def resolve_tracking_uri(given: str | None = None) -> str:
     return given or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
 
 
-def download_run(run_id: str, uri: str, dest: Path,
-                 required: Collection[str] = ARTIFACTS) -> Path:
+def download_run(run_id: str, uri: str, dest: Path, required: Collection[str] = ARTIFACTS) -> Path:
     """Write the run folder of MLflow run ``run_id`` at ``uri`` into ``dest``: each of
     :data:`ARTIFACTS` that was logged (``config_resolved.yaml``, ``metrics.json``,
     ``per_query.parquet``, flat), ``dataset_fingerprint`` when the run has the tag, and
@@ -50,8 +49,10 @@ def download_run(run_id: str, uri: str, dest: Path,
                 got = Path(client.download_artifacts(run_id, artifact, tmp))
             except (MlflowException, OSError):
                 if artifact in required:
-                    raise ConfigError(f"MLflow run {run_id} has no {artifact} artifact "
-                                      f"(not a rag-lab evaluate run?)") from None
+                    raise ConfigError(
+                        f"MLflow run {run_id} has no {artifact} artifact "
+                        f"(not a rag-lab evaluate run?)"
+                    ) from None
                 continue
             shutil.move(str(got), str(dest / got.name))
     fingerprint = run.data.tags.get(FINGERPRINT)

@@ -31,7 +31,9 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
             out[prefix] = "{}"
         for k, v in tree.items():
             out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-    elif isinstance(tree, (list, tuple)) and any(isinstance(v, (Mapping, list, tuple)) for v in tree):
+    elif isinstance(tree, (list, tuple)) and any(
+        isinstance(v, (Mapping, list, tuple)) for v in tree
+    ):
         for i, v in enumerate(tree):
             out.update(flatten(v, f"{prefix}.{i}"))
     else:
@@ -40,32 +42,43 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def fetch_run(run_id: str, tracking_uri: str) -> tuple[Any, Any]:
-    """``(MlflowClient, Run)`` for a run in an existing store; ``ConfigError`` naming what is missing
-    (a sqlite store that does not exist is refused: MLflow would silently create an empty one)."""
+    """``(MlflowClient, Run)`` for a run in an existing store; ``ConfigError`` naming what is
+    missing (a sqlite store that does not exist is refused: MLflow would silently create an empty
+    one)."""
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
     from rag_lab.errors import ConfigError
 
-    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[len("sqlite:///"):]).is_file():
+    if (
+        tracking_uri.startswith("sqlite:///")
+        and not Path(tracking_uri[len("sqlite:///") :]).is_file()
+    ):
         raise ConfigError(f"no MLflow store at {tracking_uri}")
     client = MlflowClient(tracking_uri=tracking_uri)
     try:
         return client, client.get_run(run_id)
     except MlflowException as exc:
-        raise ConfigError(f"MLflow run {run_id!r} not found in {tracking_uri} ({exc.message.splitlines()[0]})") from None
+        raise ConfigError(
+            f"MLflow run {run_id!r} not found in {tracking_uri} ({exc.message.splitlines()[0]})"
+        ) from None
 
 
 class MlflowTracker:
     """Args:
-        uri: MLflow tracking URI (``sqlite:///experiments/mlflow.db``, ``http://127.0.0.1:5000``).
-        experiment: experiment name.
-        artifact_location: where a *new* experiment stores artifacts (``None`` = the server's default).
-        tags: extra tags on every run.
+    uri: MLflow tracking URI (``sqlite:///experiments/mlflow.db``, ``http://127.0.0.1:5000``).
+    experiment: experiment name.
+    artifact_location: where a *new* experiment stores artifacts (``None`` = the server's default).
+    tags: extra tags on every run.
     """
 
-    def __init__(self, uri: str, experiment: str = "rag_lab", artifact_location: str | None = None,
-                 tags: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        experiment: str = "rag_lab",
+        artifact_location: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
         self.uri, self.experiment, self.artifact_location = uri, experiment, artifact_location
         self.tags = dict(tags or {})
 
@@ -75,12 +88,15 @@ class MlflowTracker:
         import mlflow
 
         if self.uri.startswith("sqlite:///"):
-            Path(self.uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
         mlflow.set_tracking_uri(self.uri)
         exp = mlflow.get_experiment_by_name(self.experiment)
         if exp is None:
-            loc = Path(self.artifact_location).resolve().as_uri() if self.artifact_location and "://" not in self.artifact_location \
+            loc = (
+                Path(self.artifact_location).resolve().as_uri()
+                if self.artifact_location and "://" not in self.artifact_location
                 else self.artifact_location
+            )
             exp_id = mlflow.create_experiment(self.experiment, artifact_location=loc)
         else:
             exp_id = exp.experiment_id
@@ -90,11 +106,18 @@ class MlflowTracker:
         """Create a sweep's parent run (left open: children attach to it by id)."""
         mlflow, exp_id = self.connect()
         client = mlflow.tracking.MlflowClient(self.uri)
-        run = client.create_run(exp_id, run_name=run_name, tags={**self.tags, **tags, "sweep": "parent"})
+        run = client.create_run(
+            exp_id, run_name=run_name, tags={**self.tags, **tags, "sweep": "parent"}
+        )
         return {"run_id": run.info.run_id, "experiment_id": exp_id, "uri": self.uri}
 
-    def finish_parent(self, run_id: str, metrics: Mapping[str, float], tags: Mapping[str, str],
-                      artifacts: list[Path]) -> None:
+    def finish_parent(
+        self,
+        run_id: str,
+        metrics: Mapping[str, float],
+        tags: Mapping[str, str],
+        artifacts: list[Path],
+    ) -> None:
         mlflow, _ = self.connect()
         client = mlflow.tracking.MlflowClient(self.uri)
         for k, v in metrics.items():
@@ -112,13 +135,17 @@ class MlflowTracker:
         clean = {}
         for k, v in flatten(dict(params)).items():
             s = "null" if v is None else str(v)
-            clean[sanitize_key(k)] = s if len(s) <= MAX_PARAM_LEN else s[: MAX_PARAM_LEN - 3] + "..."
+            clean[sanitize_key(k)] = (
+                s if len(s) <= MAX_PARAM_LEN else s[: MAX_PARAM_LEN - 3] + "..."
+            )
         items = list(clean.items())
         for i in range(0, len(items), 100):  # MLflow's batch limit
-            mlflow.log_params(dict(items[i:i + 100]))
+            mlflow.log_params(dict(items[i : i + 100]))
 
     @contextmanager
-    def active_run(self, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str]) -> Iterator[Any]:
+    def active_run(
+        self, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str]
+    ) -> Iterator[Any]:
         """An open run for step-wise logging (training: loss curves, dev metrics per step). Yields
         the ``mlflow`` module with the run active; use ``mlflow.log_metric(k, v, step=...)``."""
         mlflow, exp_id = self.connect()
@@ -127,8 +154,15 @@ class MlflowTracker:
             self._log_params(mlflow, params)
             yield mlflow
 
-    def log_run(self, run_name: str, params: Mapping[str, Any], metrics: Mapping[str, float],
-                tags: Mapping[str, str], artifacts: Mapping[str, Path], parent_run_id: str | None = None) -> str:
+    def log_run(
+        self,
+        run_name: str,
+        params: Mapping[str, Any],
+        metrics: Mapping[str, float],
+        tags: Mapping[str, str],
+        artifacts: Mapping[str, Path],
+        parent_run_id: str | None = None,
+    ) -> str:
         """Log one run (a child of ``parent_run_id`` when given); returns its run id. Non-finite
         metrics are skipped (MLflow stores NaN poorly)."""
         mlflow, exp_id = self.connect()
@@ -137,8 +171,13 @@ class MlflowTracker:
         with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:
             mlflow.set_tags({**self.tags, **tags})
             self._log_params(mlflow, params)
-            mlflow.log_metrics({sanitize_key(k): float(v) for k, v in metrics.items()
-                                if isinstance(v, (int, float)) and math.isfinite(v)})
+            mlflow.log_metrics(
+                {
+                    sanitize_key(k): float(v)
+                    for k, v in metrics.items()
+                    if isinstance(v, (int, float)) and math.isfinite(v)
+                }
+            )
             for subdir, path in artifacts.items():
                 if Path(path).exists():
                     mlflow.log_artifact(str(path), artifact_path=subdir or None)

@@ -20,8 +20,8 @@ from transformers import TrainerCallback
 from rag_lab.build import build_pipeline, build_tracker, instantiate
 from rag_lab.dataset.base import LabelledQueries, SplitAware
 from rag_lab.errors import ConfigError
-from rag_lab.metrics import mean_metrics, run_metrics, to_document_run
 from rag_lab.metrics.names import metric_key
+from rag_lab.metrics.score import score
 from rag_lab.pipeline import Pipeline
 from rag_lab.train.data import (
     TrainingExample,
@@ -77,8 +77,9 @@ def prepare(cfg: DictConfig) -> TrainingSetup:
             continue
         others.append(other)
     dropped = leakage_guard(data, others, str(tcfg.get("leakage", "error")))
-    answerable = [q for q, g in data.qrels.items()
-                  if any(v > 0 for v in g.values()) and q not in dropped]
+    answerable = [
+        q for q, g in data.qrels.items() if any(v > 0 for v in g.values()) and q not in dropped
+    ]
     dev: LabelledQueries | None
     if dev_split:
         train_ids, dev = answerable, next(o for o in others if o.split == dev_split)
@@ -96,21 +97,40 @@ def prepare(cfg: DictConfig) -> TrainingSetup:
     # the configured first stage (retrievers, fusion, post-processors), its runs cached
     mined = pipe.run(queries, int(cfg.evaluation.retrieve_k)).final
     neg = tcfg.negatives
-    examples = build_examples(train, train_ids, pipe.chunks, mined, int(neg.num), int(neg.depth),
-                              int(neg.skip_top), str(neg.sampling), int(tcfg.seed))
-    info = {"n_train_queries": len(train_ids), "n_dev_queries": len(dev.queries) if dev else 0,
-            "n_examples": len(examples), "n_leaky_dropped": len(dropped),
-            "n_chunks": len(chunks), "prepare_seconds": time.perf_counter() - t0}
+    examples = build_examples(
+        train,
+        train_ids,
+        pipe.chunks,
+        mined,
+        int(neg.num),
+        int(neg.depth),
+        int(neg.skip_top),
+        str(neg.sampling),
+        int(tcfg.seed),
+    )
+    info = {
+        "n_train_queries": len(train_ids),
+        "n_dev_queries": len(dev.queries) if dev else 0,
+        "n_examples": len(examples),
+        "n_leaky_dropped": len(dropped),
+        "n_chunks": len(chunks),
+        "prepare_seconds": time.perf_counter() - t0,
+    }
     log.info("training data: %s", info)
     return TrainingSetup(train, dev, pipe, pipe.chunks, mined, examples, info)
 
 
-def doc_metrics(run: Run, chunks: Mapping[str, Chunk], data: LabelledQueries,
-                names: tuple[str, ...] = ("ndcg@10", "recall@10", "mrr@10")) -> dict[str, float]:
-    """Document-level metrics of a chunk run (as ``rag-lab evaluate`` scores it)."""
-    doc_run = to_document_run(run, {c: chunks[c].doc_id for r in run.values() for c in r})
+def doc_metrics(
+    run: Run,
+    chunks: Mapping[str, Chunk],
+    data: LabelledQueries,
+    names: tuple[str, ...] = ("ndcg@10", "recall@10", "mrr@10"),
+) -> dict[str, float]:
+    """Document-level metrics of a chunk run, scored as ``rag-lab evaluate`` scores it (the same
+    ``rag_lab.metrics.score.score``), keyed by the given names."""
     qrels = {q: g for q, g in data.qrels.items() if q in run or q in data.queries}
-    return mean_metrics(run_metrics(doc_run, qrels, list(names)), list(names))
+    flat, _ = score(run, chunks, qrels, list(names))
+    return {n: flat[metric_key(n)] for n in names}
 
 
 class DevSelection(TrainerCallback):
@@ -120,8 +140,15 @@ class DevSelection(TrainerCallback):
     ``restore_best`` puts back. Step 0 (the untrained model) is a candidate too, so training that
     only hurts the dev metric hands back the starting weights."""
 
-    def __init__(self, model: Any, evaluate_fn: Callable[[], dict[str, float]], metric: str,
-                 eval_steps: int, mlflow: Any = None, trainable_only: bool = False) -> None:
+    def __init__(
+        self,
+        model: Any,
+        evaluate_fn: Callable[[], dict[str, float]],
+        metric: str,
+        eval_steps: int,
+        mlflow: Any = None,
+        trainable_only: bool = False,
+    ) -> None:
         self.model, self.evaluate_fn, self.metric = model, evaluate_fn, metric
         self.eval_steps = max(1, eval_steps)
         self.mlflow, self.trainable_only = mlflow, trainable_only
@@ -130,8 +157,11 @@ class DevSelection(TrainerCallback):
         self.best: tuple[float, int, dict[str, Any]] | None = None
 
     def _state(self) -> dict[str, Any]:
-        return {k: v.detach().clone() for k, v in self.model.named_parameters()
-                if v.requires_grad or not self.trainable_only}
+        return {
+            k: v.detach().clone()
+            for k, v in self.model.named_parameters()
+            if v.requires_grad or not self.trainable_only
+        }
 
     def evaluate(self, step: int) -> dict[str, float]:
         was_training = self.model.training
@@ -144,8 +174,14 @@ class DevSelection(TrainerCallback):
         value = metrics[self.metric]
         log.info("dev at step %d: %s", step, {k: round(v, 4) for k, v in metrics.items()})
         if self.mlflow is not None:
-            self.mlflow.log_metrics({f"dev/{metric_key(k)}": v for k, v in metrics.items()
-                                     if k != "step" and math.isfinite(v)}, step=step)
+            self.mlflow.log_metrics(
+                {
+                    f"dev/{metric_key(k)}": v
+                    for k, v in metrics.items()
+                    if k != "step" and math.isfinite(v)
+                },
+                step=step,
+            )
         if self.best is None or value > self.best[0]:
             self.best = (value, step, self._state())
         return metrics
@@ -183,29 +219,41 @@ class DevSelection(TrainerCallback):
 def training_args_common(tcfg: DictConfig, out_dir: str) -> dict[str, Any]:
     """``TrainingArguments`` both trainers share (no checkpoints on disk: DevSelection keeps the
     best)."""
-    return dict(output_dir=out_dir, num_train_epochs=float(tcfg.epochs),
-                max_steps=int(tcfg.max_steps), per_device_train_batch_size=int(tcfg.batch_size),
-                learning_rate=float(tcfg.learning_rate),
-                warmup_steps=float(tcfg.warmup_ratio),  # a float < 1: a share of the steps
-                weight_decay=float(tcfg.get("weight_decay", 0.0)),
-                seed=int(tcfg.seed), data_seed=int(tcfg.seed),
-                logging_steps=max(1, int(tcfg.logging_steps)),
-                save_strategy="no", eval_strategy="no", report_to=[], disable_tqdm=True,
-                use_cpu=str(tcfg.get("device", "cpu")) == "cpu", dataloader_num_workers=0)
+    return dict(
+        output_dir=out_dir,
+        num_train_epochs=float(tcfg.epochs),
+        max_steps=int(tcfg.max_steps),
+        per_device_train_batch_size=int(tcfg.batch_size),
+        learning_rate=float(tcfg.learning_rate),
+        warmup_steps=float(tcfg.warmup_ratio),  # a float < 1: a share of the steps
+        weight_decay=float(tcfg.get("weight_decay", 0.0)),
+        seed=int(tcfg.seed),
+        data_seed=int(tcfg.seed),
+        logging_steps=max(1, int(tcfg.logging_steps)),
+        save_strategy="no",
+        eval_strategy="no",
+        report_to=[],
+        disable_tqdm=True,
+        use_cpu=str(tcfg.get("device", "cpu")) == "cpu",
+        dataloader_num_workers=0,
+    )
 
 
 def lora_config(lcfg: DictConfig, task_type: str | None = None) -> Any:
     import peft
 
-    return peft.LoraConfig(r=int(lcfg.r), lora_alpha=int(lcfg.alpha),
-                           lora_dropout=float(lcfg.dropout),
-                           target_modules=list(lcfg.target_modules), bias="none",
-                           task_type=task_type)
+    return peft.LoraConfig(
+        r=int(lcfg.r),
+        lora_alpha=int(lcfg.alpha),
+        lora_dropout=float(lcfg.dropout),
+        target_modules=list(lcfg.target_modules),
+        bias="none",
+        task_type=task_type,
+    )
 
 
 def copy_config(cfg: DictConfig) -> dict[str, Any]:
-    out: dict[str, Any] = copy.deepcopy(
-        OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    out: dict[str, Any] = copy.deepcopy(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
     return out
 
 
@@ -220,32 +268,49 @@ def output_dir(cfg: DictConfig) -> Path:
     return out
 
 
-def tracked_run(cfg: DictConfig, setup: TrainingSetup, task: str, run_name: str,
-                body: Callable[[Any], dict[str, Any]], **params: Any) -> dict[str, Any]:
+def tracked_run(
+    cfg: DictConfig,
+    setup: TrainingSetup,
+    task: str,
+    run_name: str,
+    body: Callable[[Any], dict[str, Any]],
+    **params: Any,
+) -> dict[str, Any]:
     """``body(mlflow)`` inside one MLflow run of the configured tracker (``body(None)`` with
     ``tracking=none``). Params: the train / dataset / retrievers / chunker configs, ``params``
     (e.g. the embedder's) and the setup's counts; tags: the task and the training split."""
     tracker = build_tracker(cfg)
     if tracker is None:
         return body(None)
-    all_params = {"train": copy_config(cfg.train), **params,
-                  "dataset": copy_config(cfg.dataset), "retrievers": list(cfg.retrievers),
-                  "chunker": copy_config(cfg.chunker), **setup.info}
-    tags = {"task": task, "dataset": setup.train.name, "split": setup.train.split,
-            "dataset_fingerprint": setup.train.fingerprint}
+    all_params = {
+        "train": copy_config(cfg.train),
+        **params,
+        "dataset": copy_config(cfg.dataset),
+        "retrievers": list(cfg.retrievers),
+        "chunker": copy_config(cfg.chunker),
+        **setup.info,
+    }
+    tags = {
+        "task": task,
+        "dataset": setup.train.name,
+        "split": setup.train.split,
+        "dataset_fingerprint": setup.train.fingerprint,
+    }
     with tracker.active_run(run_name, all_params, tags) as mlflow:
         return body(mlflow)
 
 
-def write_summary(mlflow: Any, summary: Mapping[str, Any], out_dir: Path,
-                  artifacts: Sequence[Path] = ()) -> Path:
+def write_summary(
+    mlflow: Any, summary: Mapping[str, Any], out_dir: Path, artifacts: Sequence[Path] = ()
+) -> Path:
     """``train_metrics.json`` in ``out_dir``; with a run, its numbers as metrics (``metric_key``
     names) and the file plus ``artifacts`` as artifacts. Returns the file."""
     path = out_dir / "train_metrics.json"
     path.write_text(json.dumps(summary, indent=2, default=float))
     if mlflow is not None:
-        mlflow.log_metrics({metric_key(k): float(v) for k, v in summary.items()
-                            if isinstance(v, (int, float))})
+        mlflow.log_metrics(
+            {metric_key(k): float(v) for k, v in summary.items() if isinstance(v, (int, float))}
+        )
         for p in (path, *artifacts):
             mlflow.log_artifact(str(p))
     return path

@@ -48,33 +48,42 @@ def find_leakage(train: LabelledQueries, others: Sequence[LabelledQueries]) -> d
     out: dict[str, list[str]] = {}
     for other in others:
         texts = {normalise_query(q.text) for q in other.queries.values()}
-        hits = [qid for qid, q in train.queries.items()
-                if qid in other.queries or normalise_query(q.text) in texts]
+        hits = [
+            qid
+            for qid, q in train.queries.items()
+            if qid in other.queries or normalise_query(q.text) in texts
+        ]
         if hits:
             out[other.split] = sorted(hits)
     return out
 
 
-def leakage_guard(train: LabelledQueries, others: Sequence[LabelledQueries],
-                  mode: str = "error") -> set[str]:
+def leakage_guard(
+    train: LabelledQueries, others: Sequence[LabelledQueries], mode: str = "error"
+) -> set[str]:
     """Refuse (``mode="error"``) or drop (``mode="drop"``, returned ids) train queries that leak
     into an evaluation split. ``others`` must not contain the training split itself."""
     if mode not in ("error", "drop"):
         raise ValueError(f"train.leakage must be error or drop, got {mode!r}")
     for other in others:
         if other.split == train.split:
-            raise DataError(f"train.eval_splits names the training split {train.split!r} itself: "
-                            "a model cannot be evaluated on the queries it was trained on")
+            raise DataError(
+                f"train.eval_splits names the training split {train.split!r} itself: "
+                "a model cannot be evaluated on the queries it was trained on"
+            )
     leaks = find_leakage(train, others)
     if not leaks:
         return set()
-    desc = "; ".join(f"{len(ids)} also in split {s!r} "
-                     f"(e.g. {ids[0]!r}: {train.queries[ids[0]].text[:60]!r})"
-                     for s, ids in leaks.items())
+    desc = "; ".join(
+        f"{len(ids)} also in split {s!r} (e.g. {ids[0]!r}: {train.queries[ids[0]].text[:60]!r})"
+        for s, ids in leaks.items()
+    )
     if mode == "error":
-        raise DataError(f"leakage: of {len(train.queries)} training queries in "
-                        f"qrels/{train.split}.tsv, {desc} (same id or identical text); remove "
-                        "them, or set train.leakage=drop to train without them")
+        raise DataError(
+            f"leakage: of {len(train.queries)} training queries in "
+            f"qrels/{train.split}.tsv, {desc} (same id or identical text); remove "
+            "them, or set train.leakage=drop to train without them"
+        )
     dropped = set().union(*map(set, leaks.values()))
     log.warning("leakage guard: dropping %d training queries: %s", len(dropped), desc)
     return dropped
@@ -95,8 +104,13 @@ def positives_of(qrels: Mapping[str, Mapping[str, int]], qid: str) -> set[str]:
     return {d for d, g in qrels.get(qid, {}).items() if g > 0}
 
 
-def positive_chunks(query: str, evidence: Sequence[str], doc_ids: set[str],
-                    by_doc: Mapping[str, list[Chunk]], ranking: Sequence[str]) -> list[Chunk]:
+def positive_chunks(
+    query: str,
+    evidence: Sequence[str],
+    doc_ids: set[str],
+    by_doc: Mapping[str, list[Chunk]],
+    ranking: Sequence[str],
+) -> list[Chunk]:
     """The chunk of each relevant document that answers the query: the one holding a gold evidence
     string when the query has some, else the best-ranked by the mining retrievers (``ranking``),
     else the first."""
@@ -112,9 +126,17 @@ def positive_chunks(query: str, evidence: Sequence[str], doc_ids: set[str],
     return out
 
 
-def build_examples(data: LabelledQueries, query_ids: Sequence[str], chunks: Mapping[str, Chunk],
-                   mined: Run, num_negatives: int, depth: int = 30, skip_top: int = 0,
-                   sampling: str = "random", seed: int = 0) -> list[TrainingExample]:
+def build_examples(
+    data: LabelledQueries,
+    query_ids: Sequence[str],
+    chunks: Mapping[str, Chunk],
+    mined: Run,
+    num_negatives: int,
+    depth: int = 30,
+    skip_top: int = 0,
+    sampling: str = "random",
+    seed: int = 0,
+) -> list[TrainingExample]:
     """One example per (query, relevant document). Negatives: chunks from the mined run's top
     ``depth`` (in ``rag_lab.ranking.ranked`` order, after skipping ``skip_top``), never from a
     document labelled relevant for that query; ``sampling`` ``top`` takes the hardest, ``random``
@@ -137,7 +159,7 @@ def build_examples(data: LabelledQueries, query_ids: Sequence[str], chunks: Mapp
         ranking = ranked(mined.get(qid, {}))
         pos = positive_chunks(q.text, q.evidence, pos_docs, by_doc, ranking)
         missing_docs += len(pos_docs) - len(pos)
-        pool = [c for c in ranking[skip_top:skip_top + depth] if chunks[c].doc_id not in pos_docs]
+        pool = [c for c in ranking[skip_top : skip_top + depth] if chunks[c].doc_id not in pos_docs]
         for p in pos:
             if sampling == "top":
                 negs = pool[:num_negatives]
@@ -149,14 +171,24 @@ def build_examples(data: LabelledQueries, query_ids: Sequence[str], chunks: Mapp
                 tries += 1
                 if chunks[cid].doc_id not in pos_docs and cid not in negs:
                     negs.append(cid)
-            examples.append(TrainingExample(qid, q.text, p.chunk_id, p.index_text, tuple(negs),
-                                            tuple(chunks[c].index_text for c in negs)))
+            examples.append(
+                TrainingExample(
+                    qid,
+                    q.text,
+                    p.chunk_id,
+                    p.index_text,
+                    tuple(negs),
+                    tuple(chunks[c].index_text for c in negs),
+                )
+            )
     if missing_docs:
-        log.warning("%d relevant documents named in qrels/%s.tsv are not in the corpus; skipped",
-                    missing_docs, data.split)
+        log.warning(
+            "%d relevant documents named in qrels/%s.tsv are not in the corpus; skipped",
+            missing_docs,
+            data.split,
+        )
     if not examples:
-        raise DataError(f"qrels/{data.split}.tsv gives no (query, relevant chunk) pair "
-                        "to train on")
+        raise DataError(f"qrels/{data.split}.tsv gives no (query, relevant chunk) pair to train on")
     return examples
 
 
@@ -166,5 +198,8 @@ def subset(data: LabelledQueries, query_ids: Sequence[str]) -> LabelledQueries:
     from dataclasses import replace
 
     keep = set(query_ids)
-    return replace(data, queries={q: x for q, x in data.queries.items() if q in keep},
-                   qrels={q: g for q, g in data.qrels.items() if q in keep})
+    return replace(
+        data,
+        queries={q: x for q, x in data.queries.items() if q in keep},
+        qrels={q: g for q, g in data.qrels.items() if q in keep},
+    )

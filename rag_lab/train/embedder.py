@@ -61,11 +61,22 @@ def dev_pool(setup: TrainingSetup, size: int, depth: int, seed: int) -> list[str
     return sorted(pool)
 
 
-def dense_run(st: Any, queries: dict[str, str], texts: dict[str, str], query_prompt: str | None,
-              doc_prompt: str | None, batch_size: int, k: int = 100) -> Run:
+def dense_run(
+    st: Any,
+    queries: dict[str, str],
+    texts: dict[str, str],
+    query_prompt: str | None,
+    doc_prompt: str | None,
+    batch_size: int,
+    k: int = 100,
+) -> Run:
     ids = list(texts)
-    kw: dict[str, Any] = dict(batch_size=batch_size, normalize_embeddings=True,
-                              convert_to_numpy=True, show_progress_bar=False)
+    kw: dict[str, Any] = dict(
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
     d = st.encode([texts[i] for i in ids], prompt=doc_prompt, **kw)
     qids = list(queries)
     q = st.encode([queries[i] for i in qids], prompt=query_prompt, **kw)
@@ -93,9 +104,11 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
     out_dir = output_dir(cfg)
     base = instantiate(cfg.embedder, "embedder")
     if not isinstance(base, SentenceTransformerEmbedder):
-        raise ConfigError(f"train embedder needs a sentence-transformers embedder, got "
-                          f"{type(base).__name__} (embedder=minilm, e5_small or "
-                          "sentence_transformer embedder.model=...)")
+        raise ConfigError(
+            f"train embedder needs a sentence-transformers embedder, got "
+            f"{type(base).__name__} (embedder=minilm, e5_small or "
+            "sentence_transformer embedder.model=...)"
+        )
     setup = prepare(cfg)
     st = base.model
     qp, dp = base.query_prompt, base.document_prompt
@@ -108,8 +121,10 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
     n_total = sum(p.numel() for p in st.parameters())
 
     n_neg = int(tcfg.negatives.num)
-    cols: dict[str, list[str]] = {"anchor": [(qp or "") + e.query for e in setup.examples],
-                                  "positive": [(dp or "") + e.positive for e in setup.examples]}
+    cols: dict[str, list[str]] = {
+        "anchor": [(qp or "") + e.query for e in setup.examples],
+        "positive": [(dp or "") + e.positive for e in setup.examples],
+    }
     for i in range(n_neg):
         cols[f"negative_{i + 1}"] = [(dp or "") + e.negatives[i] for e in setup.examples]
     train_ds = Dataset.from_dict(cols)
@@ -117,8 +132,9 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
     if loss_name == "mnrl":
         loss = MultipleNegativesRankingLoss(st, scale=float(tcfg.scale))
     elif loss_name == "cached_mnrl":
-        loss = CachedMultipleNegativesRankingLoss(st, scale=float(tcfg.scale),
-                                                  mini_batch_size=int(tcfg.mini_batch_size))
+        loss = CachedMultipleNegativesRankingLoss(
+            st, scale=float(tcfg.scale), mini_batch_size=int(tcfg.mini_batch_size)
+        )
     else:
         raise ConfigError(f"train.loss must be mnrl or cached_mnrl, got {loss_name!r}")
 
@@ -132,30 +148,47 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
 
     def run(mlflow: Any) -> dict[str, Any]:
         metric = str(tcfg.dev_metric)
-        sel = DevSelection(st, evaluate_dev, metric, int(tcfg.eval_steps), mlflow,
-                           trainable_only=use_lora)
+        sel = DevSelection(
+            st, evaluate_dev, metric, int(tcfg.eval_steps), mlflow, trainable_only=use_lora
+        )
         if dev_queries:
             sel.evaluate(0)
         args = SentenceTransformerTrainingArguments(
-            **training_args_common(tcfg, str(out_dir / "trainer")), batch_sampler="no_duplicates")
-        trainer = SentenceTransformerTrainer(model=st, args=args, train_dataset=train_ds, loss=loss,
-                                             callbacks=[sel] if dev_queries else [])
+            **training_args_common(tcfg, str(out_dir / "trainer")), batch_sampler="no_duplicates"
+        )
+        trainer = SentenceTransformerTrainer(
+            model=st,
+            args=args,
+            train_dataset=train_ds,
+            loss=loss,
+            callbacks=[sel] if dev_queries else [],
+        )
         t0 = time.perf_counter()
         result = trainer.train()
         train_seconds = time.perf_counter() - t0
         select = dev_queries and tcfg.select_best
         best_step = sel.restore_best() if select else result.global_step
-        per_second = len(train_ds) * float(tcfg.epochs) / train_seconds if tcfg.max_steps < 0 \
+        per_second = (
+            len(train_ds) * float(tcfg.epochs) / train_seconds
+            if tcfg.max_steps < 0
             else result.global_step * int(tcfg.batch_size) / train_seconds
+        )
         summary: dict[str, Any] = {
-            "train_seconds": train_seconds, "steps": result.global_step, "best_step": best_step,
-            "train_loss": float(result.training_loss), "trainable_params": n_trainable,
-            "total_params": n_total, "examples_per_second": per_second,
-            "dev_search_chunks": len(pool), **setup.info}
+            "train_seconds": train_seconds,
+            "steps": result.global_step,
+            "best_step": best_step,
+            "train_loss": float(result.training_loss),
+            "trainable_params": n_trainable,
+            "total_params": n_total,
+            "examples_per_second": per_second,
+            "dev_search_chunks": len(pool),
+            **setup.info,
+        }
         if sel.history:
             first, best = sel.history[0], max(sel.history, key=lambda h: h[metric])
-            summary.update({f"dev_start/{metric}": first[metric],
-                            f"dev_best/{metric}": best[metric]})
+            summary.update(
+                {f"dev_start/{metric}": first[metric], f"dev_best/{metric}": best[metric]}
+            )
             summary["dev_history"] = sel.history
         summary["loss_curve"] = sel.losses
         save(st, base, out_dir, use_lora)
@@ -163,20 +196,29 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
         write_summary(mlflow, summary, out_dir, [meta])
         return summary
 
-    run_name = cfg.get("run_name") or \
-        f"train embedder {base.model_name} ({'lora' if use_lora else 'full'})"
-    summary = tracked_run(cfg, setup, "train_embedder", run_name, run,
-                          embedder=copy_config(cfg.embedder))
-    print(f"\ntrained {base.model_name} ({'LoRA' if use_lora else 'full'}) on "
-          f"{setup.info['n_examples']} pairs, {summary['steps']} steps in "
-          f"{summary['train_seconds']:.1f} s; best dev step {summary['best_step']}")
+    run_name = (
+        cfg.get("run_name")
+        or f"train embedder {base.model_name} ({'lora' if use_lora else 'full'})"
+    )
+    summary = tracked_run(
+        cfg, setup, "train_embedder", run_name, run, embedder=copy_config(cfg.embedder)
+    )
+    print(
+        f"\ntrained {base.model_name} ({'LoRA' if use_lora else 'full'}) on "
+        f"{setup.info['n_examples']} pairs, {summary['steps']} steps in "
+        f"{summary['train_seconds']:.1f} s; best dev step {summary['best_step']}"
+    )
     for key in (k for k in summary if k.startswith(("dev_start", "dev_best"))):
         print(f"  {key}: {summary[key]:.4f}")
     if use_lora:
-        print(f"  adapter: {out_dir / 'adapter'}   "
-              f"(embedder=lora embedder.adapter={out_dir / 'adapter'})")
-    print(f"  merged:  {out_dir / 'merged'}   "
-          f"(embedder=sentence_transformer embedder.model={out_dir / 'merged'})")
+        print(
+            f"  adapter: {out_dir / 'adapter'}   "
+            f"(embedder=lora embedder.adapter={out_dir / 'adapter'})"
+        )
+    print(
+        f"  merged:  {out_dir / 'merged'}   "
+        f"(embedder=sentence_transformer embedder.model={out_dir / 'merged'})"
+    )
     # the trained model (merged) for in-process callers; not in the JSON
     return {**summary, "model": st}
 
@@ -184,9 +226,14 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
 def save(st: Any, base: SentenceTransformerEmbedder, out_dir: Path, use_lora: bool) -> None:
     """The adapter (LoRA only) and the merged model, each with the prompts it was trained
     with."""
-    meta = {"base_model": base.model_name, "query_prompt": base.query_prompt,
-            "document_prompt": base.document_prompt, "max_seq_length": base.max_seq_length,
-            "normalize": base.normalize, "trained_with": "rag-lab train embedder"}
+    meta = {
+        "base_model": base.model_name,
+        "query_prompt": base.query_prompt,
+        "document_prompt": base.document_prompt,
+        "max_seq_length": base.max_seq_length,
+        "normalize": base.normalize,
+        "trained_with": "rag-lab train embedder",
+    }
     if use_lora:
         adapter = out_dir / "adapter"
         st[0].model.save_pretrained(str(adapter))

@@ -39,37 +39,55 @@ class DevReranking:
         assert setup.dev is not None
         self.setup, self.depth, self.batch_size, self.metric = setup, depth, batch_size, metric
         self.heads = {q: ranked(setup.mined.get(q, {}))[:depth] for q in setup.dev.queries}
-        self.pairs = [(setup.dev.queries[q].text, setup.chunks[c].index_text)
-                      for q, h in self.heads.items() for c in h]
+        self.pairs = [
+            (setup.dev.queries[q].text, setup.chunks[c].index_text)
+            for q, h in self.heads.items()
+            for c in h
+        ]
         self.last_scores: np.ndarray | None = None
 
     def run_for(self, scores: np.ndarray, weight: float) -> Run:
         out: Run = {}
         pos = 0
         for q, head in self.heads.items():
-            ce = scores[pos:pos + len(head)]
+            ce = scores[pos : pos + len(head)]
             first = np.array([self.setup.mined[q][c] for c in head])
             pos += len(head)
-            out[q] = {c: float(s) for c, s in zip(head, interpolate(first, ce, weight))} \
-                if head else {}
+            out[q] = (
+                {c: float(s) for c, s in zip(head, interpolate(first, ce, weight))} if head else {}
+            )
         return out
 
     def sweep_weights(self, scores: np.ndarray) -> dict[float, float]:
         dev = self.setup.dev
         assert dev is not None
-        return {w: common.doc_metrics(self.run_for(scores, w), self.setup.chunks, dev,
-                               (self.metric,))[self.metric]
-                for w in WEIGHTS}
+        return {
+            w: common.doc_metrics(self.run_for(scores, w), self.setup.chunks, dev, (self.metric,))[
+                self.metric
+            ]
+            for w in WEIGHTS
+        }
 
     def __call__(self, model: Any) -> dict[str, float]:
-        scores = np.asarray(model.predict(self.pairs, batch_size=self.batch_size,
-                                          show_progress_bar=False, convert_to_numpy=True,
-                                          activation_fn=None), dtype=np.float64).reshape(-1)
+        scores = np.asarray(
+            model.predict(
+                self.pairs,
+                batch_size=self.batch_size,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+                activation_fn=None,
+            ),
+            dtype=np.float64,
+        ).reshape(-1)
         self.last_scores = scores
         by_w = self.sweep_weights(scores)
         best_w = best_weight(by_w)
-        return {self.metric: by_w[1.0], f"{self.metric}_first_stage": by_w[0.0],
-                f"{self.metric}_interpolated": by_w[best_w], "best_interpolation": float(best_w)}
+        return {
+            self.metric: by_w[1.0],
+            f"{self.metric}_first_stage": by_w[0.0],
+            f"{self.metric}_interpolated": by_w[best_w],
+            "best_interpolation": float(best_w),
+        }
 
 
 def best_weight(by_weight: dict[float, float]) -> float:
@@ -96,11 +114,14 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
     out_dir = common.output_dir(cfg)
     setup = common.prepare(cfg)
     if setup.dev is None:
-        raise ConfigError("reranker training selects checkpoints on dev: set "
-                          "train.dev_fraction > 0 or train.dev_split")
+        raise ConfigError(
+            "reranker training selects checkpoints on dev: set "
+            "train.dev_fraction > 0 or train.dev_split"
+        )
     base_path = resolve_model(str(tcfg.model))
-    ce = CrossEncoder(base_path, num_labels=1, max_length=int(tcfg.max_length),
-                      device=str(tcfg.device))
+    ce = CrossEncoder(
+        base_path, num_labels=1, max_length=int(tcfg.max_length), device=str(tcfg.device)
+    )
     use_lora = bool(tcfg.lora.enabled)
     if use_lora:
         import peft
@@ -110,13 +131,17 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
     n_neg = int(tcfg.negatives.num)
     loss_name = str(tcfg.loss)
     if loss_name == "mnrl":
-        cols: dict[str, list[Any]] = {"anchor": [e.query for e in setup.examples],
-                                      "positive": [e.positive for e in setup.examples]}
+        cols: dict[str, list[Any]] = {
+            "anchor": [e.query for e in setup.examples],
+            "positive": [e.positive for e in setup.examples],
+        }
         for i in range(n_neg):
             cols[f"negative_{i + 1}"] = [e.negatives[i] for e in setup.examples]
         loss: Any = MultipleNegativesRankingLoss(
-            ce, num_negatives=int(tcfg.in_batch_negatives),
-            scale=float(tcfg.scale))  # type: ignore[arg-type]
+            ce,
+            num_negatives=int(tcfg.in_batch_negatives),
+            scale=float(tcfg.scale),  # type: ignore[arg-type]
+        )
         sampler = "no_duplicates"
     elif loss_name == "bce":
         cols = {"query": [], "document": [], "label": []}
@@ -134,13 +159,20 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
     dev_eval = DevReranking(setup, int(tcfg.rerank_depth), int(tcfg.eval_batch_size), metric)
 
     def run(mlflow: Any) -> dict[str, Any]:
-        sel = DevSelection(ce, lambda: dev_eval(ce), str(tcfg.select_on), int(tcfg.eval_steps),
-                           mlflow, trainable_only=use_lora)
+        sel = DevSelection(
+            ce,
+            lambda: dev_eval(ce),
+            str(tcfg.select_on),
+            int(tcfg.eval_steps),
+            mlflow,
+            trainable_only=use_lora,
+        )
         sel.evaluate(0)
         common_args = common.training_args_common(tcfg, str(out_dir / "trainer"))
         args = CrossEncoderTrainingArguments(**common_args, batch_sampler=sampler)
-        trainer = CrossEncoderTrainer(model=ce, args=args, train_dataset=train_ds, loss=loss,
-                                      callbacks=[sel])
+        trainer = CrossEncoderTrainer(
+            model=ce, args=args, train_dataset=train_ds, loss=loss, callbacks=[sel]
+        )
         t0 = time.perf_counter()
         result = trainer.train()
         train_seconds = time.perf_counter() - t0
@@ -154,36 +186,56 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
         pairs_per_epoch = len(setup.examples) * (1 + n_neg + in_batch)
         epochs = float(tcfg.epochs if tcfg.max_steps < 0 else 1)
         summary: dict[str, Any] = {
-            "train_seconds": train_seconds, "steps": result.global_step, "best_step": best_step,
-            "train_loss": float(result.training_loss), "interpolation": weight,
-            "pairs_per_second": pairs_per_epoch * result.global_step
-            / max(1, trainer.state.max_steps) * epochs / train_seconds,
-            f"dev/{metric}_first_stage": by_w[0.0], f"dev/{metric}_reranker_only": by_w[1.0],
+            "train_seconds": train_seconds,
+            "steps": result.global_step,
+            "best_step": best_step,
+            "train_loss": float(result.training_loss),
+            "interpolation": weight,
+            "pairs_per_second": pairs_per_epoch
+            * result.global_step
+            / max(1, trainer.state.max_steps)
+            * epochs
+            / train_seconds,
+            f"dev/{metric}_first_stage": by_w[0.0],
+            f"dev/{metric}_reranker_only": by_w[1.0],
             f"dev/{metric}_interpolated": by_w[weight],
             "dev_by_interpolation": {str(k): v for k, v in by_w.items()},
-            "dev_history": sel.history, "loss_curve": sel.losses, **setup.info}
+            "dev_history": sel.history,
+            "loss_curve": sel.losses,
+            **setup.info,
+        }
         model_dir = out_dir / "model"
         if use_lora:
             ce[0].model = ce[0].model.merge_and_unload()
         ce.save_pretrained(str(model_dir))
-        meta = {"interpolation": weight, "base_model": str(tcfg.model),
-                "first_stage": list(cfg.retrievers), "rerank_depth": int(tcfg.rerank_depth),
-                "dev_metric": metric,
-                "dev": {k: v for k, v in summary.items() if k.startswith("dev/")},
-                "trained_with": "rag-lab train reranker"}
+        meta = {
+            "interpolation": weight,
+            "base_model": str(tcfg.model),
+            "first_stage": list(cfg.retrievers),
+            "rerank_depth": int(tcfg.rerank_depth),
+            "dev_metric": metric,
+            "dev": {k: v for k, v in summary.items() if k.startswith("dev/")},
+            "trained_with": "rag-lab train reranker",
+        }
         (model_dir / RERANKER_META).write_text(json.dumps(meta, indent=2))
         common.write_summary(mlflow, summary, out_dir, [model_dir / RERANKER_META])
         return summary
 
-    run_name = cfg.get("run_name") or \
-        f"train reranker {tcfg.model} ({loss_name}{', lora' if use_lora else ''})"
+    run_name = (
+        cfg.get("run_name")
+        or f"train reranker {tcfg.model} ({loss_name}{', lora' if use_lora else ''})"
+    )
     summary = common.tracked_run(cfg, setup, "train_reranker", run_name, run)
-    print(f"\ntrained a cross-encoder from {tcfg.model} on {setup.info['n_examples']} examples "
-          f"({loss_name}), {summary['steps']} steps in {summary['train_seconds']:.1f} s; "
-          f"kept step {summary['best_step']}")
+    print(
+        f"\ntrained a cross-encoder from {tcfg.model} on {setup.info['n_examples']} examples "
+        f"({loss_name}), {summary['steps']} steps in {summary['train_seconds']:.1f} s; "
+        f"kept step {summary['best_step']}"
+    )
     for key in (k for k in summary if k.startswith("dev/")):
         print(f"  {key}: {summary[key]:.4f}")
     print(f"  interpolation (chosen on dev): {summary['interpolation']}")
-    print(f"  model: {out_dir / 'model'}   "
-          f"(reranker=cross_encoder reranker.model={out_dir / 'model'})")
+    print(
+        f"  model: {out_dir / 'model'}   "
+        f"(reranker=cross_encoder reranker.model={out_dir / 'model'})"
+    )
     return summary

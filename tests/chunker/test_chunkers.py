@@ -10,8 +10,9 @@ from rag_lab.parser.markdown import heading_sections
 from rag_lab.text import TOKEN
 from rag_lab.types import Document
 
-ZH_SENTENCES = [f"第{i}步：检查主轴轴承润滑和冷却液流量，确认温度低于{60 + i}度。"
-                for i in range(1, 21)]
+ZH_SENTENCES = [
+    f"第{i}步：检查主轴轴承润滑和冷却液流量，确认温度低于{60 + i}度。" for i in range(1, 21)
+]
 
 BODY = (
     "Service notes for the HX-200 unit. Read them before maintenance.\n\n"
@@ -20,7 +21,8 @@ BODY = (
     "Fault E102 means the hydraulic oil is too hot. "
     "The unit stops when oil temperature exceeds 70 °C. "
     "Check the cooling fan and the oil level. Replace the filter if it is clogged.\n\n"
-    + "".join(ZH_SENTENCES) + "\n\n"
+    + "".join(ZH_SENTENCES)
+    + "\n\n"
     "- 检查风扇\n- 检查油位\n- Check the relief valve\n\n"
     "### Causes\n\n"
     "Cooling fan failure, low oil level, or a blocked cooler.\n\n"
@@ -60,7 +62,7 @@ def test_span_contract(name):
         # text order, no duplicates
         assert starts == sorted(starts) and len(set(starts)) == len(starts)
         for c in mine:
-            assert c.text == doc.text[c.start:c.end]
+            assert c.text == doc.text[c.start : c.end]
             assert c.text and c.text == c.text.strip()
             assert c.title == doc.title
             assert dict(c.metadata) == dict(doc.metadata)
@@ -87,8 +89,10 @@ def test_chunk_index_text_has_title_and_section():
     assert c.index_text == f"HX-200 manual {c.section}\n{c.text}"
 
 
-@pytest.mark.parametrize("size,overlap,n", [(30, 10, 100), (30, 10, 90), (30, 10, 91), (25, 0, 100),
-                                            (50, 49, 60), (200, 20, 100)])
+@pytest.mark.parametrize(
+    "size,overlap,n",
+    [(30, 10, 100), (30, 10, 90), (30, 10, 91), (25, 0, 100), (50, 49, 60), (200, 20, 100)],
+)
 def test_fixed_chars_windows_by_formula(size, overlap, n):
     text = ("abcdefghij" * 20)[:n]  # no whitespace, so no trimming
     chunks = FixedSizeChunker(size=size, overlap=overlap).chunk([Document("d", text)])
@@ -110,10 +114,11 @@ def test_fixed_tokens_windows_by_formula():
     chunks = FixedSizeChunker(size=size, overlap=overlap, unit="tokens").chunk([doc])
     starts = range(0, len(toks) - overlap, size - overlap)
     assert [(c.start, c.end) for c in chunks] == [
-        (toks[i][0], toks[min(i + size, len(toks)) - 1][1]) for i in starts]
+        (toks[i][0], toks[min(i + size, len(toks)) - 1][1]) for i in starts
+    ]
     for a, b in zip(chunks, chunks[1:], strict=False):
         assert len(TOKEN.findall(a.text)) == size
-        assert len(TOKEN.findall(doc.text[b.start:a.end])) == overlap
+        assert len(TOKEN.findall(doc.text[b.start : a.end])) == overlap
     assert chunks[-1].end == toks[-1][1]
     # a CJK character is one token; a Latin word or a code is one token
     assert TOKEN.findall("油温E102 hot.") == ["油", "温", "E102", "hot", "."]
@@ -121,9 +126,11 @@ def test_fixed_tokens_windows_by_formula():
 
 def test_recursive_respects_max_chars_and_headings():
     doc = make_doc()
-    for chunker in (RecursiveChunker(max_chars=150),
-                    RecursiveChunker(max_chars=150, overlap_chars=60),
-                    RecursiveChunker(max_chars=40)):
+    for chunker in (
+        RecursiveChunker(max_chars=150),
+        RecursiveChunker(max_chars=150, overlap_chars=60),
+        RecursiveChunker(max_chars=40),
+    ):
         chunks = chunker.chunk([doc])
         assert max(len(c.text) for c in chunks) <= chunker.max_chars
         for c in chunks:
@@ -144,7 +151,7 @@ def test_recursive_cuts_chinese_paragraph_at_sentence_ends():
     assert "".join(c.text for c in chunks) == para  # no overlap: the chunks tile the paragraph
     # greedy merge: a chunk plus the next sentence would not fit
     for a, b in zip(chunks, chunks[1:], strict=False):
-        next_sentence = para[b.start:para.index("。", b.start) + 1]
+        next_sentence = para[b.start : para.index("。", b.start) + 1]
         assert len(a.text) + len(next_sentence) > 150
 
 
@@ -175,15 +182,18 @@ def test_recursive_hard_cut_when_no_boundary():
     assert [(c.start, c.end) for c in chunks] == [(0, 40), (40, 80), (80, 95)]
 
 
-@pytest.mark.parametrize("factory", [
-    lambda: FixedSizeChunker(size=0),
-    lambda: FixedSizeChunker(size=10, overlap=10),
-    lambda: FixedSizeChunker(size=10, overlap=-1),
-    lambda: FixedSizeChunker(size=10, overlap=2, unit="words"),
-    lambda: RecursiveChunker(max_chars=0),
-    lambda: RecursiveChunker(max_chars=100, overlap_chars=100),
-    lambda: RecursiveChunker(max_chars=100, overlap_chars=-5),
-])
+@pytest.mark.parametrize(
+    "factory",
+    [
+        lambda: FixedSizeChunker(size=0),
+        lambda: FixedSizeChunker(size=10, overlap=10),
+        lambda: FixedSizeChunker(size=10, overlap=-1),
+        lambda: FixedSizeChunker(size=10, overlap=2, unit="words"),
+        lambda: RecursiveChunker(max_chars=0),
+        lambda: RecursiveChunker(max_chars=100, overlap_chars=100),
+        lambda: RecursiveChunker(max_chars=100, overlap_chars=-5),
+    ],
+)
 def test_invalid_params_raise(factory):
     with pytest.raises(ValueError):
         factory()
@@ -201,8 +211,10 @@ def test_slicing_chunkers_cover_every_character(name):
 
 
 def test_recursive_covers_all_but_bodyless_headings():
-    text = ("Preamble line one.\nPreamble line two.\n\n# A\n## B\n\nbody under B.\n\n"
-            "## C\n\nbody under C.\n")
+    text = (
+        "Preamble line one.\nPreamble line two.\n\n# A\n## B\n\nbody under B.\n\n"
+        "## C\n\nbody under C.\n"
+    )
     doc = Document("d", text, "", {}, heading_sections(text))
     cov = covered(doc, RecursiveChunker(max_chars=30).chunk([doc]))
     bodyless = range(text.index("# A"), text.index("## B"))

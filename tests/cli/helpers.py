@@ -10,10 +10,17 @@ from pathlib import Path
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
 
 
-def rag_lab(*args: str, cwd: Path | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rag_lab.cli", *args], capture_output=True,
-                          text=True, env=ENV, cwd=cwd, timeout=timeout)
+def rag_lab(
+    *args: str, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rag_lab.cli", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def error_line(proc: subprocess.CompletedProcess) -> str:

@@ -16,8 +16,11 @@ from tests.cli.helpers import error_line, rag_lab
 from tests.compose import TOY, TOY_OVERRIDES, compose_evaluate
 
 ROWS = [(name, cmd) for name, cmd in COMMANDS.items() if cmd.tasks is None]
-ROWS += [(f"{name} {task}", sub) for name, cmd in COMMANDS.items() for task, sub in
-         (cmd.tasks or {}).items()]
+ROWS += [
+    (f"{name} {task}", sub)
+    for name, cmd in COMMANDS.items()
+    for task, sub in (cmd.tasks or {}).items()
+]
 
 
 def toy_copy(tmp_path: Path) -> Path:
@@ -27,9 +30,16 @@ def toy_copy(tmp_path: Path) -> Path:
 
 
 def run_toy(path: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    return rag_lab("evaluate", "dataset=beir", f"dataset.path={path}", "tokenizer=jieba",
-                   "retrievers=[bm25]", f"hydra.run.dir={tmp_path / 'run'}",
-                   f"paths.experiments={tmp_path / 'exp'}", *extra)
+    return rag_lab(
+        "evaluate",
+        "dataset=beir",
+        f"dataset.path={path}",
+        "tokenizer=jieba",
+        "retrievers=[bm25]",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        f"paths.experiments={tmp_path / 'exp'}",
+        *extra,
+    )
 
 
 def test_cli_end_to_end_writes_metrics_and_mlflow_run(tmp_path):
@@ -54,8 +64,16 @@ def test_help_and_unknown_command():
 
 
 def test_the_table_covers_every_command():
-    assert set(COMMANDS) == {"evaluate", "train", "export", "gate", "judge", "cache", "serve",
-                             "llm-server"}
+    assert set(COMMANDS) == {
+        "evaluate",
+        "train",
+        "export",
+        "gate",
+        "judge",
+        "cache",
+        "serve",
+        "llm-server",
+    }
     assert set(COMMANDS["train"].tasks or {}) == {"embedder", "reranker"}
     assert all(cmd.module.startswith("rag_lab.cli.") for _, cmd in ROWS)
 
@@ -117,8 +135,10 @@ def test_qrels_naming_unknown_documents_warn_with_counts(tmp_path):
         fh.write("q1\tghost-doc\t1\n")
     proc = run_toy(path, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert ("1 of 10 judgments (1 queries) name documents not in the corpus (e.g. 'ghost-doc')"
-            in proc.stderr)
+    assert (
+        "1 of 10 judgments (1 queries) name documents not in the corpus (e.g. 'ghost-doc')"
+        in proc.stderr
+    )
 
 
 def test_qrels_naming_only_unknown_documents_fail(tmp_path):
@@ -142,8 +162,13 @@ def test_missing_mandatory_value(tmp_path):
 
 
 def test_unresolvable_model_names_the_packages(tmp_path):
-    proc = run_toy(TOY, tmp_path, "retrievers=[dense]", "embedder=sentence_transformer",
-                   "embedder.model=no-such-org/no-such-model")
+    proc = run_toy(
+        TOY,
+        tmp_path,
+        "retrievers=[dense]",
+        "embedder=sentence_transformer",
+        "embedder.model=no-such-org/no-such-model",
+    )
     assert proc.returncode == 2
     line = error_line(proc)
     assert "no-such-org/no-such-model" in line

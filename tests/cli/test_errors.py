@@ -52,8 +52,13 @@ def test_exit_status_runs_a_command_in_process(capsys):
 
 
 def test_a_hydra_task_reports_through_the_decorator(tmp_path):
-    proc = rag_lab("evaluate", "dataset=beir", f"dataset.path={tmp_path / 'nope'}",
-                   f"hydra.run.dir={tmp_path / 'run'}", "tracking=none")
+    proc = rag_lab(
+        "evaluate",
+        "dataset=beir",
+        f"dataset.path={tmp_path / 'nope'}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        "tracking=none",
+    )
     assert proc.returncode == 2
     assert "dataset folder not found" in error_line(proc)
 
@@ -61,6 +66,9 @@ def test_a_hydra_task_reports_through_the_decorator(tmp_path):
 @pytest.mark.parametrize("pattern", [r"""print\(f?["']error: """, r"except \(?RagLabError"])
 def test_error_is_written_once_in_the_package(pattern):
     """One place prints ``error:`` and turns a ``RagLabError`` into exit 2: ``cli/_errors.py``."""
-    hits = sorted(str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
-                  if re.search(pattern, p.read_text(encoding="utf-8")))
+    hits = sorted(
+        str(p.relative_to(PACKAGE.parent))
+        for p in PACKAGE.rglob("*.py")
+        if re.search(pattern, p.read_text(encoding="utf-8"))
+    )
     assert hits == ["rag_lab/cli/_errors.py"]

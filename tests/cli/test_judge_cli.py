@@ -11,19 +11,35 @@ from pathlib import Path
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
 CTX = ["Fault E102 means low oil pressure.", "Replace the seal every 3000 h."]
 GOOD = [
-    {"id": "a", "query": "What does E102 mean?", "retrieved_contexts": CTX,
-     "response": "Fault E102 means low oil pressure.", "reference": "low oil pressure"},
-    {"query": "What does E120 mean?", "retrieved_contexts": CTX,
-     "response": "Fault E120 means low oil pressure."},
-    {"query": "Who made it?", "retrieved_contexts": CTX,
-     "response": "I cannot tell from the provided context."},
+    {
+        "id": "a",
+        "query": "What does E102 mean?",
+        "retrieved_contexts": CTX,
+        "response": "Fault E102 means low oil pressure.",
+        "reference": "low oil pressure",
+    },
+    {
+        "query": "What does E120 mean?",
+        "retrieved_contexts": CTX,
+        "response": "Fault E120 means low oil pressure.",
+    },
+    {
+        "query": "Who made it?",
+        "retrieved_contexts": CTX,
+        "response": "I cannot tell from the provided context.",
+    },
     {"query": "E102?", "retrieved_contexts": CTX, "response": ""},
 ]
 
 
 def judge(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rag_lab.cli", "judge", *args],
-                          capture_output=True, text=True, env=ENV, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rag_lab.cli", "judge", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
 
 
 def write(path: Path, lines: list[str]) -> Path:
@@ -74,9 +90,22 @@ def test_ragas_judge_with_overrides_and_cache(tmp_path):
     logs = [GOOD[0], {**GOOD[1], "response": "MALFORMED reply."}]
     src = write(tmp_path / "logs.jsonl", [json.dumps(r) for r in logs])
     with FakeOpenAI(route) as fake:
-        args = ["--input", str(src), "--judge", "ragas", "--set", f"base_url={fake.url}",
-                "--set", "model=fake", "--set", "retries=0", "--set", "reference_metrics=false",
-                "--cache", str(tmp_path / "cache")]
+        args = [
+            "--input",
+            str(src),
+            "--judge",
+            "ragas",
+            "--set",
+            f"base_url={fake.url}",
+            "--set",
+            "model=fake",
+            "--set",
+            "retries=0",
+            "--set",
+            "reference_metrics=false",
+            "--cache",
+            str(tmp_path / "cache"),
+        ]
         proc = judge(*args, "--out", str(tmp_path / "s1.jsonl"))
         assert proc.returncode == 0, proc.stderr
         n_first = len(fake.requests)

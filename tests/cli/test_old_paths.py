@@ -27,11 +27,19 @@ def test_old_module_is_the_new_one(old: str, new: str):
 
 def test_old_first_in_a_fresh_interpreter():
     """Importing the old path before the new one gives the same object too."""
-    probe = "; ".join(["import importlib", *(
-        f"assert importlib.import_module({old!r}) is importlib.import_module({new!r}), {old!r}"
-        for old, new in MOVED.items())])
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          env=ENV, timeout=120)
+    probe = "; ".join(
+        [
+            "import importlib",
+            *(
+                f"assert importlib.import_module({old!r}) is "
+                f"importlib.import_module({new!r}), {old!r}"
+                for old, new in MOVED.items()
+            ),
+        ]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -54,6 +62,11 @@ def test_console_script_is_rag_lab_cli_main():
 
 def test_python_dash_m_llm_server_still_runs_the_command():
     """``python -m rag_lab.llm_server`` is what the docs and the end-to-end test start."""
-    proc = subprocess.run([sys.executable, "-m", "rag_lab.llm_server", "--help"],
-                          capture_output=True, text=True, env=ENV, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_lab.llm_server", "--help"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "usage: rag-lab llm-server" in proc.stdout, proc.stderr

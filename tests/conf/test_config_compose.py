@@ -36,8 +36,17 @@ def targets(node, where=""):
 
 
 def test_groups_of_the_contract_exist():
-    for group in ("dataset", "parser", "chunker", "embedder", "retrievers", "fusion", "reranker", "generator",
-                  "tracking"):
+    for group in (
+        "dataset",
+        "parser",
+        "chunker",
+        "embedder",
+        "retrievers",
+        "fusion",
+        "reranker",
+        "generator",
+        "tracking",
+    ):
         assert (CONF / group).is_dir(), group
     assert {"bm25", "dense"} <= set(options("retrievers"))
     assert {"beir", "sample"} <= set(options("dataset"))
@@ -69,16 +78,32 @@ def test_retrievers_multiselect_keys_by_name(retrievers, tmp_path):
 
 def test_dataset_sets_stage_defaults_but_command_line_wins(tmp_path):
     cfg = compose_evaluate(["dataset=beir", f"dataset.path={TOY}"], tmp_path)
-    assert cfg.chunker._target_.endswith("NoneChunker") and cfg.tokenizer._target_.endswith("EnglishTokenizer")
-    cfg = compose_evaluate(["dataset=beir", f"dataset.path={TOY}", "chunker=recursive", "tokenizer=jieba"], tmp_path)
-    assert cfg.chunker._target_.endswith("RecursiveChunker") and cfg.tokenizer._target_.endswith("JiebaTokenizer")
+    assert cfg.chunker._target_.endswith("NoneChunker") and cfg.tokenizer._target_.endswith(
+        "EnglishTokenizer"
+    )
+    cfg = compose_evaluate(
+        ["dataset=beir", f"dataset.path={TOY}", "chunker=recursive", "tokenizer=jieba"], tmp_path
+    )
+    assert cfg.chunker._target_.endswith("RecursiveChunker") and cfg.tokenizer._target_.endswith(
+        "JiebaTokenizer"
+    )
     cfg = compose_evaluate([], tmp_path)  # the shipped sample: Markdown chunks, bilingual analysis
-    assert cfg.chunker._target_.endswith("RecursiveChunker") and cfg.tokenizer._target_.endswith("JiebaTokenizer")
+    assert cfg.chunker._target_.endswith("RecursiveChunker") and cfg.tokenizer._target_.endswith(
+        "JiebaTokenizer"
+    )
 
 
 def test_top_level_tokenizer_and_embedder_flow_into_stages(tmp_path):
-    cfg = compose_evaluate(["dataset=beir", f"dataset.path={TOY}", "tokenizer=whitespace", "embedder=hashing",
-                            "retrievers=[dense,bm25]"], tmp_path)
+    cfg = compose_evaluate(
+        [
+            "dataset=beir",
+            f"dataset.path={TOY}",
+            "tokenizer=whitespace",
+            "embedder=hashing",
+            "retrievers=[dense,bm25]",
+        ],
+        tmp_path,
+    )
     assert cfg.retrievers.bm25.tokenizer._target_.endswith("WhitespaceTokenizer")
     assert cfg.retrievers.dense.embedder._target_.endswith("HashingEmbedder")
     assert cfg.retrievers.dense.embedder.tokenizer._target_.endswith("WhitespaceTokenizer")
@@ -95,8 +120,16 @@ def test_stage_option_instantiates(group, option, tmp_path):
 
 
 def test_build_pipeline_hybrid_on_hashing(tmp_path):
-    cfg = compose_evaluate(["dataset=beir", f"dataset.path={TOY}", "embedder=hashing", "retrievers=[dense,bm25]",
-                            "fusion=weighted"], tmp_path)
+    cfg = compose_evaluate(
+        [
+            "dataset=beir",
+            f"dataset.path={TOY}",
+            "embedder=hashing",
+            "retrievers=[dense,bm25]",
+            "fusion=weighted",
+        ],
+        tmp_path,
+    )
     pipe = build_pipeline(cfg)
     assert set(pipe.retrievers) == {"dense", "bm25"}
     assert type(pipe.fusion).__name__ == "WeightedFusion"
@@ -118,8 +151,10 @@ def test_target_walking_through_imports_is_refused(tmp_path):
     """An allowed-looking name that resolves to another package's callable (rag_lab.pipeline imports
     pathlib.Path) must not run: this one would write a file."""
     probe = tmp_path / "probe"
-    node = {"_target_": "rag_lab.pipeline.Path.write_text",
-            "_args_": [{"_target_": "rag_lab.pipeline.Path", "_args_": [str(probe)]}, "hello"]}
+    node = {
+        "_target_": "rag_lab.pipeline.Path.write_text",
+        "_args_": [{"_target_": "rag_lab.pipeline.Path", "_args_": [str(probe)]}, "hello"],
+    }
     with pytest.raises(ConfigError, match="not allowed"):
         instantiate(OmegaConf.create(node), "x")
     assert not probe.exists()

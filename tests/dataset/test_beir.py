@@ -110,8 +110,10 @@ def test_malformed_queries_line_names_file_and_line(toy_copy):
 
 def test_queries_errors(tmp_path):
     path = tmp_path / "queries.jsonl"
-    path.write_text('{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": "b"}\n{"_id": "q1", "text": "c"}\n',
-                    encoding="utf-8")
+    path.write_text(
+        '{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": "b"}\n{"_id": "q1", "text": "c"}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(DataError, match=r"queries\.jsonl:3: duplicate query id 'q1'"):
         read_queries(path)
     path.write_text('{"_id": "q1"}\n', encoding="utf-8")

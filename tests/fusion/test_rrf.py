@@ -15,12 +15,14 @@ RUNS = {
 def test_rrf_scores_by_formula():
     k = 60.0
     out = RRFFusion(k=k).fuse(RUNS, k=10)
-    assert out["q1"] == pytest.approx({
-        "a": 1 / (k + 1) + 1 / (k + 2),
-        "b": 1 / (k + 2),
-        "c": 1 / (k + 3) + 1 / (k + 1),
-        "d": 1 / (k + 3),
-    })
+    assert out["q1"] == pytest.approx(
+        {
+            "a": 1 / (k + 1) + 1 / (k + 2),
+            "b": 1 / (k + 2),
+            "c": 1 / (k + 3) + 1 / (k + 1),
+            "d": 1 / (k + 3),
+        }
+    )
     # q2 is only in one run: it is still fused, from that run alone
     assert out["q2"] == pytest.approx({"x": 1 / (k + 1)})
     assert list(out["q1"]) == ["a", "c", "b", "d"]  # descending fused score

@@ -47,8 +47,12 @@ def test_zscore_fusion_floor_is_the_runs_lowest_normalised_score():
     d, b = zscore(DENSE["q"]), zscore(BM25["q"])
     fd, fb = min(d.values()), min(b.values())
     assert fd < 0 and fb < 0
-    expected = {"a": 0.7 * d["a"] + 0.3 * b["a"], "b": 0.7 * d["b"] + 0.3 * fb,
-                "c": 0.7 * d["c"] + 0.3 * b["c"], "d": 0.7 * fd + 0.3 * b["d"]}
+    expected = {
+        "a": 0.7 * d["a"] + 0.3 * b["a"],
+        "b": 0.7 * d["b"] + 0.3 * fb,
+        "c": 0.7 * d["c"] + 0.3 * b["c"],
+        "d": 0.7 * fd + 0.3 * b["d"],
+    }
     assert out == pytest.approx(expected)
 
 

@@ -28,9 +28,11 @@ def runs(tmp_path_factory) -> dict[str, Path | str]:
     ``worse`` (8-dimensional hashing dense retriever: nDCG@10 falls from ~0.98 to ~0.58)."""
     root = tmp_path_factory.mktemp("gate_runs")
     out: dict[str, Path | str] = {}
-    for name, extra in [("base", ["retrievers=[bm25]"]),
-                        ("same", ["retrievers=[bm25]", "tracking=none"]),
-                        ("worse", ["retrievers=[dense]", "embedder.dimension=8", "tracking=none"])]:
+    for name, extra in [
+        ("base", ["retrievers=[bm25]"]),
+        ("same", ["retrievers=[bm25]", "tracking=none"]),
+        ("worse", ["retrievers=[dense]", "embedder.dimension=8", "tracking=none"]),
+    ]:
         cfg = compose_evaluate([*TOY_OVERRIDES, *extra], root / name)
         evaluate(cfg)
         out[name] = Path(cfg.paths.output_dir)
@@ -59,9 +61,11 @@ def noisy_pair(tmp_path):
     rng = np.random.default_rng(7)
     base = rng.uniform(0.3, 0.7, 200)
     signs = np.where(np.arange(200) % 2 == 0, 1.0, -1.0)
-    return {"base": synthetic(tmp_path / "base", base),
-            "tiny": synthetic(tmp_path / "tiny", base + 0.1 * signs - 0.005),
-            "big": synthetic(tmp_path / "big", base + 0.1 * signs - 0.05)}
+    return {
+        "base": synthetic(tmp_path / "base", base),
+        "tiny": synthetic(tmp_path / "tiny", base + 0.1 * signs - 0.005),
+        "big": synthetic(tmp_path / "big", base + 0.1 * signs - 0.05),
+    }
 
 
 def copy_with_fingerprint(src: Path, dst: Path, fingerprint: str | None) -> Path:
@@ -88,8 +92,17 @@ def test_identical_runs_pass(runs):
 
 
 def test_degraded_pipeline_fails_on_tolerance(runs, capsys):
-    code = run(["--baseline", str(runs["base"]), "--candidate", str(runs["worse"]),
-                "--max-drop", "ndcg_at_10=0.01", "--no-significance"])
+    code = run(
+        [
+            "--baseline",
+            str(runs["base"]),
+            "--candidate",
+            str(runs["worse"]),
+            "--max-drop",
+            "ndcg_at_10=0.01",
+            "--no-significance",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "**Verdict: FAIL**" in out and "| ndcg_at_10 |" in out and "--no-significance" in out
@@ -101,15 +114,26 @@ def test_tiny_drop_within_noise_warns_and_big_drop_fails(noisy_pair, capsys):
     assert row.delta == pytest.approx(-0.005) and row.p_value >= 0.05
     assert row.status == "warn" and tiny.exit_code == 0
     # the same drop fails when significance is switched off
-    strict = gate(noisy_pair["base"], noisy_pair["tiny"], {"ndcg_at_10": 0.001}, {},
-                  significance=False)
+    strict = gate(
+        noisy_pair["base"], noisy_pair["tiny"], {"ndcg_at_10": 0.001}, {}, significance=False
+    )
     assert strict.exit_code == 1
     big = gate(noisy_pair["base"], noisy_pair["big"], {"ndcg_at_10": 0.001}, {})
     (row,) = big.checked
     assert row.p_value < 0.05 and row.status == "fail" and big.exit_code == 1
-    assert run(["--baseline", str(noisy_pair["base"]),
-                "--candidate", str(noisy_pair["tiny"] / "metrics.json"),
-                "--max-drop", "ndcg_at_10=0.001"]) == 0
+    assert (
+        run(
+            [
+                "--baseline",
+                str(noisy_pair["base"]),
+                "--candidate",
+                str(noisy_pair["tiny"] / "metrics.json"),
+                "--max-drop",
+                "ndcg_at_10=0.001",
+            ]
+        )
+        == 0
+    )
     assert "within noise" in capsys.readouterr().out
 
 
@@ -131,9 +155,23 @@ def test_fingerprint_mismatch_refused(runs, tmp_path, capsys):
 
 def test_junit_and_summary_files(runs, tmp_path, capsys):
     junit, summary = tmp_path / "reports" / "gate.xml", tmp_path / "reports" / "gate.md"
-    code = run(["--baseline", str(runs["base"]), "--candidate", str(runs["worse"]),
-                "--max-drop", "ndcg_at_10=0.01", "--max-rise", "noise_ratio_at_5=0.5",
-                "--no-significance", "--junit", str(junit), "--summary", str(summary)])
+    code = run(
+        [
+            "--baseline",
+            str(runs["base"]),
+            "--candidate",
+            str(runs["worse"]),
+            "--max-drop",
+            "ndcg_at_10=0.01",
+            "--max-rise",
+            "noise_ratio_at_5=0.5",
+            "--no-significance",
+            "--junit",
+            str(junit),
+            "--summary",
+            str(summary),
+        ]
+    )
     assert code == 1
     assert summary.read_text() == capsys.readouterr().out
     suite = ET.parse(junit).getroot().find("testsuite")
@@ -157,8 +195,9 @@ def test_mlflow_run_id(runs, tmp_path):
     side = resolve_side(str(runs["run_id"]), str(runs["uri"]))
     assert side.fingerprint == (runs["base"] / "dataset_fingerprint").read_text()
     assert side.per_query is not None and len(side.per_query) == 8
-    result = gate(str(runs["run_id"]), runs["same"], {"ndcg_at_10": 0.01}, {},
-                  tracking_uri=str(runs["uri"]))
+    result = gate(
+        str(runs["run_id"]), runs["same"], {"ndcg_at_10": 0.01}, {}, tracking_uri=str(runs["uri"])
+    )
     assert result.exit_code == 0 and result.baseline.ref == runs["run_id"]
     with pytest.raises(GateError, match="not found"):
         resolve_side("0" * 32, str(runs["uri"]))
@@ -169,16 +208,28 @@ def test_mlflow_run_id(runs, tmp_path):
 
 def test_cli_exit_codes(runs, tmp_path):
     other = copy_with_fingerprint(runs["same"], tmp_path / "other", "0123456789abcdef")
-    cases = [([str(runs["same"])], 0), ([str(runs["worse"]), "--no-significance"], 1),
-             ([str(other)], 2), ([str(tmp_path / "nope")], 2)]
+    cases = [
+        ([str(runs["same"])], 0),
+        ([str(runs["worse"]), "--no-significance"], 1),
+        ([str(other)], 2),
+        ([str(tmp_path / "nope")], 2),
+    ]
     for (candidate, *extra), expected in cases:
-        proc = rag_lab("gate", "--baseline", str(runs["base"]), "--candidate", candidate,
-                       *CHECKS, *extra)
+        proc = rag_lab(
+            "gate", "--baseline", str(runs["base"]), "--candidate", candidate, *CHECKS, *extra
+        )
         assert proc.returncode == expected, (candidate, proc.stdout, proc.stderr)
         if expected == 2:
             assert proc.stderr.startswith("error: ") and len(proc.stderr.strip().splitlines()) == 1
-    bad = rag_lab("gate", "--baseline", str(runs["base"]), "--candidate", str(runs["same"]),
-                  "--max-drop", "ndcg_at_10")
+    bad = rag_lab(
+        "gate",
+        "--baseline",
+        str(runs["base"]),
+        "--candidate",
+        str(runs["same"]),
+        "--max-drop",
+        "ndcg_at_10",
+    )
     assert bad.returncode == 2 and "METRIC=TOLERANCE" in bad.stderr
 
 

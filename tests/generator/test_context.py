@@ -8,10 +8,22 @@ from rag_lab.generator import PROMPTS, REFUSALS, build_context, detect_language
 from rag_lab.generator.context import count_tokens
 from rag_lab.types import Chunk
 
-META = {"source": "hx200.pdf", "page": 12, "version": "2.1", "valid_from": "2023-01-01",
-        "valid_to": "2024-12-31"}
-A = Chunk("hx#0", "hx", "Fault E102 means low oil pressure.", 0, 34, section="Faults > E102",
-          metadata=META)
+META = {
+    "source": "hx200.pdf",
+    "page": 12,
+    "version": "2.1",
+    "valid_from": "2023-01-01",
+    "valid_to": "2024-12-31",
+}
+A = Chunk(
+    "hx#0",
+    "hx",
+    "Fault E102 means low oil pressure.",
+    0,
+    34,
+    section="Faults > E102",
+    metadata=META,
+)
 B = Chunk("zh#0", "zh", "故障码E102表示油压过低。", 0, 13)
 C = Chunk("c#0", "c", "word " * 50, 0, 250)
 
@@ -19,9 +31,11 @@ C = Chunk("c#0", "c", "word " * 50, 0, 250)
 def test_blocks_are_numbered_and_tagged_en():
     ctx, used = build_context([A, B], 200, "en")
     assert used == [A, B]
-    assert ctx.startswith("[1] doc: hx | section: Faults > E102 | source: hx200.pdf, p. 12 | "
-                          "version: 2.1 | valid: 2023-01-01 to 2024-12-31\n"
-                          "Fault E102 means low oil pressure.")
+    assert ctx.startswith(
+        "[1] doc: hx | section: Faults > E102 | source: hx200.pdf, p. 12 | "
+        "version: 2.1 | valid: 2023-01-01 to 2024-12-31\n"
+        "Fault E102 means low oil pressure."
+    )
     assert "\n\n[2] doc: zh\n故障码E102表示油压过低。" in ctx
 
 
@@ -52,8 +66,15 @@ def test_bad_arguments():
     assert build_context([], 10, "en") == ("", [])
 
 
-@pytest.mark.parametrize("text,lang", [("What does E102 mean?", "en"), ("E102表示什么？", "zh"),
-                                       ("HX-200 的最高温度是多少", "zh"), ("", "en")])
+@pytest.mark.parametrize(
+    "text,lang",
+    [
+        ("What does E102 mean?", "en"),
+        ("E102表示什么？", "zh"),
+        ("HX-200 的最高温度是多少", "zh"),
+        ("", "en"),
+    ],
+)
 def test_detect_language(text, lang):
     assert detect_language(text) == lang
 

@@ -7,8 +7,14 @@ import pytest
 from rag_lab.generator import REFUSALS, ExtractiveGenerator, Generator
 from rag_lab.types import Chunk
 
-EN = Chunk("hx#0", "hx", "The HX-200 pump runs at 70 °C maximum. Replace the seal every 3000 h. "
-           "Fault E102 means low oil pressure! Check the oil pump first?", 0, 100)
+EN = Chunk(
+    "hx#0",
+    "hx",
+    "The HX-200 pump runs at 70 °C maximum. Replace the seal every 3000 h. "
+    "Fault E102 means low oil pressure! Check the oil pump first?",
+    0,
+    100,
+)
 ZH = Chunk("zh#0", "zh", "故障码E102表示油压过低。请先检查油泵；最高温度为70 °C。", 0, 30)
 
 
@@ -22,8 +28,10 @@ def test_is_a_generator(gen):
 
 
 def test_english_answer_is_the_best_sentence(gen):
-    assert ExtractiveGenerator(max_sentences=1).generate("What does fault E102 mean?", [EN]) == \
-        "Fault E102 means low oil pressure!"
+    assert (
+        ExtractiveGenerator(max_sentences=1).generate("What does fault E102 mean?", [EN])
+        == "Fault E102 means low oil pressure!"
+    )
 
 
 def test_sentences_come_back_in_reading_order(gen):
@@ -68,8 +76,9 @@ def test_conf_option_instantiates_with_the_top_level_tokenizer(tmp_path):
     from rag_lab.build import instantiate
     from tests.compose import TOY, compose_evaluate
 
-    cfg = compose_evaluate(["generator=extractive", "dataset=beir", f"dataset.path={TOY}",
-                            "tokenizer=jieba"], tmp_path)
+    cfg = compose_evaluate(
+        ["generator=extractive", "dataset=beir", f"dataset.path={TOY}", "tokenizer=jieba"], tmp_path
+    )
     gen = instantiate(cfg.generator, "generator")
     assert isinstance(gen, ExtractiveGenerator) and gen.max_sentences == 2
     assert gen.generate("What does fault E102 mean?", [EN]).startswith("Fault E102")

@@ -80,8 +80,9 @@ def test_a_key_pasted_where_the_variable_name_belongs_is_refused_without_echo():
 
 
 def test_transient_failures_are_retried():
-    replies = iter([(500, {"error": "busy"}), (200, "{not json"), (200, {"choices": []}),
-                    "Low oil pressure."])
+    replies = iter(
+        [(500, {"error": "busy"}), (200, "{not json"), (200, {"choices": []}), "Low oil pressure."]
+    )
     with FakeOpenAI(lambda body: next(replies)) as fake:
         g = gen(fake.url, retries=3)
         assert g.generate("q?", [EN]) == "Low oil pressure."
@@ -91,8 +92,9 @@ def test_transient_failures_are_retried():
 def test_retries_spent_raise_naming_the_url():
     with FakeOpenAI(lambda body: (503, "overloaded")) as fake:
         g = gen(fake.url, retries=1)
-        with pytest.raises(EndpointError,
-                           match=r"/v1/chat/completions: HTTP 503: overloaded after 2 attempt"):
+        with pytest.raises(
+            EndpointError, match=r"/v1/chat/completions: HTTP 503: overloaded after 2 attempt"
+        ):
             g.generate("q?", [EN])
     assert len(fake.requests) == 2
 
@@ -121,8 +123,9 @@ def test_timeout_is_retried_then_reported():
             gen(fake.url, retries=1, timeout=0.2).generate("q?", [EN])
 
 
-@pytest.mark.parametrize("kw", [{"base_url": "localhost:8000"}, {"max_tokens": 0},
-                                {"language": "fr"}, {"timeout": 0}])
+@pytest.mark.parametrize(
+    "kw", [{"base_url": "localhost:8000"}, {"max_tokens": 0}, {"language": "fr"}, {"timeout": 0}]
+)
 def test_bad_arguments(kw):
     args = {"base_url": "http://127.0.0.1:1/v1", "model": "m", **kw}
     with pytest.raises((ConfigError, ValueError)):

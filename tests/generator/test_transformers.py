@@ -14,10 +14,13 @@ from rag_lab.types import Chunk
 
 torch = pytest.importorskip("torch")
 
-WORDS = ("fault e102 means low oil pressure context question answer system user assistant "
-         "the a").split()
-TEMPLATE = ("{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} </s> {% endfor %}"
-            "{% if add_generation_prompt %}<assistant>{% endif %}")
+WORDS = (
+    "fault e102 means low oil pressure context question answer system user assistant the a"
+).split()
+TEMPLATE = (
+    "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} </s> {% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
 EN = Chunk("hx#0", "hx", "Fault E102 means low oil pressure.", 0, 34)
 
 
@@ -33,8 +36,17 @@ def build(folder, chat_template: str | None):
     if chat_template:
         tok.chat_template = chat_template
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(vocab), n_positions=256, n_embd=16,
-                                       n_layer=1, n_head=2, eos_token_id=1, bos_token_id=1))
+    model = GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=len(vocab),
+            n_positions=256,
+            n_embd=16,
+            n_layer=1,
+            n_head=2,
+            eos_token_id=1,
+            bos_token_id=1,
+        )
+    )
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
@@ -58,8 +70,10 @@ def test_generates_greedily_within_the_cap(model_dirs):
 
 
 def test_chat_template_when_present_plain_text_otherwise(model_dirs):
-    msgs = [{"role": "system", "content": "the system"},
-            {"role": "user", "content": "the question"}]
+    msgs = [
+        {"role": "system", "content": "the system"},
+        {"role": "user", "content": "the question"},
+    ]
     chat = TransformersGenerator(model_dirs["chat"], max_new_tokens=1).chat(msgs)
     plain = TransformersGenerator(model_dirs["plain"], max_new_tokens=1).chat(msgs)
     # template: <system> the system </s> <user> the question </s> <assistant>  (9 tokens);
@@ -74,7 +88,7 @@ def test_stop_strings_cut_the_text(model_dirs):
     if len(words) < 2:
         pytest.skip("the random model stopped at once")
     cut = g.chat([{"role": "user", "content": "fault"}], stop=[words[1]])
-    assert cut.text == full[:full.find(words[1])] and cut.finish_reason == "stop"
+    assert cut.text == full[: full.find(words[1])] and cut.finish_reason == "stop"
 
 
 def test_request_identifies_model_files_and_prompt(model_dirs):
@@ -106,8 +120,15 @@ def test_conf_option_instantiates(model_dirs, tmp_path):
     from rag_lab.build import instantiate
     from tests.compose import TOY, compose_evaluate
 
-    cfg = compose_evaluate(["generator=transformers", f"generator.model={model_dirs['chat']}",
-                            "generator.max_new_tokens=3", "dataset=beir", f"dataset.path={TOY}"],
-                           tmp_path)
+    cfg = compose_evaluate(
+        [
+            "generator=transformers",
+            f"generator.model={model_dirs['chat']}",
+            "generator.max_new_tokens=3",
+            "dataset=beir",
+            f"dataset.path={TOY}",
+        ],
+        tmp_path,
+    )
     g = instantiate(cfg.generator, "generator")
     assert isinstance(g, TransformersGenerator) and g.max_new_tokens == 3 and g.gguf_file is None

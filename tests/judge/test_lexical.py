@@ -9,10 +9,15 @@ from rag_lab.generator import REFUSALS
 from rag_lab.judge import Judge, JudgeResult, LexicalJudge
 from rag_lab.judge.facts import extract_facts
 
-EN = ["The HX-200 pump runs at 70 °C maximum. Replace the seal every 3,000 h. "
-      "Fault E102 means low oil pressure, see clause 4.2.1.", "Keep the pressure below 8 MPa."]
-ZH = ["故障码E102表示油压过低，见第3条。最高温度为70 ℃，密封件每3000小时更换。"
-      "型号HX-200的压力上限为8 MPa。"]
+EN = [
+    "The HX-200 pump runs at 70 °C maximum. Replace the seal every 3,000 h. "
+    "Fault E102 means low oil pressure, see clause 4.2.1.",
+    "Keep the pressure below 8 MPa.",
+]
+ZH = [
+    "故障码E102表示油压过低，见第3条。最高温度为70 ℃，密封件每3000小时更换。"
+    "型号HX-200的压力上限为8 MPa。"
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,29 +33,38 @@ def test_is_a_judge(judge):
     assert isinstance(judge, Judge)
 
 
-@pytest.mark.parametrize("contexts,response", [
-    (EN, "The HX-200 pump runs at 70 °C maximum. "
-         "Fault E102 means low oil pressure (clause 4.2.1)."),
-    (EN, "Replace the seal every 3000 hours; keep the pressure below 8 MPa."),
-    (ZH, "故障码E102表示油压过低，见第3条。"),
-    (ZH, "最高温度为70 °C。密封件每3000 h更换。"),  # ℃ == °C (NFKC), 小时 == h
-    (ZH, "HX200的压力上限为8兆帕。"),
-])
+@pytest.mark.parametrize(
+    "contexts,response",
+    [
+        (
+            EN,
+            "The HX-200 pump runs at 70 °C maximum. "
+            "Fault E102 means low oil pressure (clause 4.2.1).",
+        ),
+        (EN, "Replace the seal every 3000 hours; keep the pressure below 8 MPa."),
+        (ZH, "故障码E102表示油压过低，见第3条。"),
+        (ZH, "最高温度为70 °C。密封件每3000 h更换。"),  # ℃ == °C (NFKC), 小时 == h
+        (ZH, "HX200的压力上限为8兆帕。"),
+    ],
+)
 def test_faithful_answers_score_one(judge, contexts, response):
     res = score(judge, contexts, response)
     assert res.faithfulness == 1.0, res.details
     assert res.details["missing"] == [] and res.details["unsupported"] == []
 
 
-@pytest.mark.parametrize("contexts,response,missing", [
-    (EN, "The HX-200 pump runs at 75 °C maximum.", "75 °c"),
-    (EN, "Fault E120 means low oil pressure.", "e120"),
-    (EN, "Fault E102 means low oil pressure, see clause 4.2.2.", "4.2.2"),
-    (EN, "Keep the pressure below 80 MPa.", "80 mpa"),
-    (ZH, "最高温度为75 °C。", "75 °c"),
-    (ZH, "故障码E120表示油压过低。", "e120"),
-    (ZH, "故障码E102表示油压过低，见第4条。", "第4条"),
-])
+@pytest.mark.parametrize(
+    "contexts,response,missing",
+    [
+        (EN, "The HX-200 pump runs at 75 °C maximum.", "75 °c"),
+        (EN, "Fault E120 means low oil pressure.", "e120"),
+        (EN, "Fault E102 means low oil pressure, see clause 4.2.2.", "4.2.2"),
+        (EN, "Keep the pressure below 80 MPa.", "80 mpa"),
+        (ZH, "最高温度为75 °C。", "75 °c"),
+        (ZH, "故障码E120表示油压过低。", "e120"),
+        (ZH, "故障码E102表示油压过低，见第4条。", "第4条"),
+    ],
+)
 def test_a_changed_fact_makes_the_sentence_unfaithful(judge, contexts, response, missing):
     res = score(judge, contexts, response)
     assert res.faithfulness == 0.0
@@ -64,11 +78,17 @@ def test_number_boundaries(judge):
     assert score(judge, ["Code E1020 appears."], "Code E102 appears.").faithfulness == 0.0
 
 
-@pytest.mark.parametrize("contexts,response", [
-    (EN, "Fault E102 means low oil pressure. "
-         "The pump was designed in Germany by a famous engineer."),
-    (ZH, "故障码E102表示油压过低。该设备由德国著名工程师设计制造。"),
-])
+@pytest.mark.parametrize(
+    "contexts,response",
+    [
+        (
+            EN,
+            "Fault E102 means low oil pressure. "
+            "The pump was designed in Germany by a famous engineer.",
+        ),
+        (ZH, "故障码E102表示油压过低。该设备由德国著名工程师设计制造。"),
+    ],
+)
 def test_unsupported_extra_sentence_lowers_the_score(judge, contexts, response):
     res = score(judge, contexts, response)
     assert res.faithfulness == 0.5
@@ -101,43 +121,60 @@ def test_threshold_is_validated():
 def test_extract_facts_kinds():
     text = "70 °C, 3000 h, 8 MPa, 2.5, E102, SV0432, HX-200, 0x1020, 4.2.1, 第3条, 364.6公里"
     facts = {(f.kind, f.text) for f in extract_facts(text)}
-    assert {("number", "70 °c"), ("number", "3000 h"), ("number", "8 mpa"), ("number", "2.5"),
-            ("code", "e102"), ("code", "sv0432"), ("code", "hx-200"), ("code", "0x1020"),
-            ("clause", "4.2.1"), ("clause", "第3条"), ("number", "364.6公里")} <= facts
+    assert {
+        ("number", "70 °c"),
+        ("number", "3000 h"),
+        ("number", "8 mpa"),
+        ("number", "2.5"),
+        ("code", "e102"),
+        ("code", "sv0432"),
+        ("code", "hx-200"),
+        ("code", "0x1020"),
+        ("clause", "4.2.1"),
+        ("clause", "第3条"),
+        ("number", "364.6公里"),
+    } <= facts
 
 
-CODES = ["Alarm SV0432 means servo overload. Firmware v2.5 fixes it; register 0x1020 holds the "
-         "count.",
-         "报警SV0432表示伺服电机过载。固件v2.5修复此问题，计数保存在寄存器0x1020。"
-         "保养周期为3000小时，电压2.5 V。"]
+CODES = [
+    "Alarm SV0432 means servo overload. Firmware v2.5 fixes it; register 0x1020 holds the count.",
+    "报警SV0432表示伺服电机过载。固件v2.5修复此问题，计数保存在寄存器0x1020。"
+    "保养周期为3000小时，电压2.5 V。",
+]
 
 
-@pytest.mark.parametrize("contexts,response,missing", [
-    # English: a digit changed inside codes, versions and registers; decimals; units
-    ([CODES[0]], "Alarm SV0423 means servo overload.", "sv0423"),
-    ([CODES[0]], "Firmware v2.6 fixes it.", "v2.6"),
-    ([CODES[0]], "Register 0x1021 holds the count.", "0x1021"),
-    (EN, "Replace the seal every 30,000 h.", "30000 h"),
-    (EN, "The HX-200 pump runs at 70 °F maximum.", "70 °f"),   # same number, another unit
-    (EN, "The HX-300 pump runs at 70 °C maximum.", "hx-300"),
-    # Chinese: the same changes inside Chinese sentences, Chinese units
-    ([CODES[1]], "报警SV0423表示伺服电机过载。", "sv0423"),
-    ([CODES[1]], "固件v3.5修复此问题。", "v3.5"),
-    ([CODES[1]], "保养周期为300小时。", "300小时"),
-    ([CODES[1]], "电压2.6 V。", "2.6 v"),
-    (ZH, "型号HX-300的压力上限为8 MPa。", "hx-300"),
-    (ZH, "型号HX-200的压力上限为9兆帕。", "9兆帕"),
-])
+@pytest.mark.parametrize(
+    "contexts,response,missing",
+    [
+        # English: a digit changed inside codes, versions and registers; decimals; units
+        ([CODES[0]], "Alarm SV0423 means servo overload.", "sv0423"),
+        ([CODES[0]], "Firmware v2.6 fixes it.", "v2.6"),
+        ([CODES[0]], "Register 0x1021 holds the count.", "0x1021"),
+        (EN, "Replace the seal every 30,000 h.", "30000 h"),
+        (EN, "The HX-200 pump runs at 70 °F maximum.", "70 °f"),  # same number, another unit
+        (EN, "The HX-300 pump runs at 70 °C maximum.", "hx-300"),
+        # Chinese: the same changes inside Chinese sentences, Chinese units
+        ([CODES[1]], "报警SV0423表示伺服电机过载。", "sv0423"),
+        ([CODES[1]], "固件v3.5修复此问题。", "v3.5"),
+        ([CODES[1]], "保养周期为300小时。", "300小时"),
+        ([CODES[1]], "电压2.6 V。", "2.6 v"),
+        (ZH, "型号HX-300的压力上限为8 MPa。", "hx-300"),
+        (ZH, "型号HX-200的压力上限为9兆帕。", "9兆帕"),
+    ],
+)
 def test_changed_codes_versions_and_units(judge, contexts, response, missing):
     res = score(judge, contexts, response)
     assert res.faithfulness == 0.0, res.details
     assert missing in res.details["missing"]
 
 
-@pytest.mark.parametrize("contexts,response", [
-    ([CODES[0]], "Alarm SV0432 means servo overload; firmware v2.5 fixes it."),
-    ([CODES[1]], "SV0432报警表示伺服电机过载，计数在寄存器0x1020。"),
-    ([CODES[1]], "保养周期为3000 h。"),
-])
+@pytest.mark.parametrize(
+    "contexts,response",
+    [
+        ([CODES[0]], "Alarm SV0432 means servo overload; firmware v2.5 fixes it."),
+        ([CODES[1]], "SV0432报警表示伺服电机过载，计数在寄存器0x1020。"),
+        ([CODES[1]], "保养周期为3000 h。"),
+    ],
+)
 def test_unchanged_codes_versions_and_units_are_supported(judge, contexts, response):
     assert score(judge, contexts, response).faithfulness == 1.0

@@ -16,8 +16,9 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 CTX = ["fault e102 means low oil pressure .", "keep the pressure below 8 mpa ."]
-WORDS = ("fault e102 means low oil pressure keep the below 8 mpa pump was made in germany . , "
-         "1990").split()
+WORDS = (
+    "fault e102 means low oil pressure keep the below 8 mpa pump was made in germany . , 1990"
+).split()
 
 
 def build(folder, entail_logit: float, labels=("contradiction", "neutral", "entailment")):
@@ -28,10 +29,17 @@ def build(folder, entail_logit: float, labels=("contradiction", "neutral", "enta
     vocab = folder / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
     tok = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
-    cfg = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=16, num_hidden_layers=1,
-                     num_attention_heads=2, intermediate_size=32, max_position_embeddings=64,
-                     num_labels=3, id2label=dict(enumerate(labels)),
-                     label2id={n: i for i, n in enumerate(labels)})
+    cfg = BertConfig(
+        vocab_size=len(WORDS) + 5,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        num_labels=3,
+        id2label=dict(enumerate(labels)),
+        label2id={n: i for i, n in enumerate(labels)},
+    )
     torch.manual_seed(0)
     model = BertForSequenceClassification(cfg)
     with torch.no_grad():
@@ -50,8 +58,11 @@ def p_entail(x: float) -> float:
 def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("nli")
     (root / "yes").mkdir(), (root / "no").mkdir(), (root / "odd").mkdir()
-    return {"yes": build(root / "yes", 6.0), "no": build(root / "no", -6.0),
-            "odd": build(root / "odd", 0.0, labels=("ENTAILMENT", "NEUTRAL", "CONTRADICTION"))}
+    return {
+        "yes": build(root / "yes", 6.0),
+        "no": build(root / "no", -6.0),
+        "odd": build(root / "odd", 0.0, labels=("ENTAILMENT", "NEUTRAL", "CONTRADICTION")),
+    }
 
 
 def test_entailed_sentences_are_supported(models):
@@ -60,8 +71,10 @@ def test_entailed_sentences_are_supported(models):
     res = j.judge("q", CTX, "Fault E102 means low oil pressure. Keep the pressure below 8 MPa.")
     assert res.faithfulness == 1.0 and res.details["n_claims"] == 2
     assert res.details["entailment"] == [round(p_entail(6.0), 4)] * 2
-    assert res.details["supported_sentences"] == ["Fault E102 means low oil pressure.",
-                                                  "Keep the pressure below 8 MPa."]
+    assert res.details["supported_sentences"] == [
+        "Fault E102 means low oil pressure.",
+        "Keep the pressure below 8 MPa.",
+    ]
 
 
 def test_not_entailed_sentences_are_unsupported(models):

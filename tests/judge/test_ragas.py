@@ -13,8 +13,10 @@ from rag_lab.generator import REFUSALS
 from rag_lab.judge import Judge, JudgeRunner, RagasJudge
 from tests.fake_openai import FakeOpenAI, route
 
-CTX = ["Fault E102 means low oil pressure. Replace the seal every 3000 h.",
-       "Keep the pressure below 8 MPa."]
+CTX = [
+    "Fault E102 means low oil pressure. Replace the seal every 3000 h.",
+    "Keep the pressure below 8 MPa.",
+]
 KEY = "sk-test-DO-NOT-LEAK-ragas"
 
 
@@ -39,15 +41,17 @@ def test_faithfulness_from_the_llm_verdicts(fake):
 
 
 def test_context_precision_and_recall_with_a_reference(fake):
-    res = judge(fake.url).judge("E102?", CTX, "Fault E102 means low oil pressure.",
-                                reference="low oil pressure")
+    res = judge(fake.url).judge(
+        "E102?", CTX, "Fault E102 means low oil pressure.", reference="low oil pressure"
+    )
     # precision: only the first context holds the reference (average precision 1.0); recall:
     # attributed
     assert res.faithfulness == 1.0
     assert res.details["context_precision"] == pytest.approx(1.0)
     assert res.details["context_recall"] == 1.0
-    res = judge(fake.url).judge("E102?", CTX[::-1], "Fault E102 means low oil pressure.",
-                                reference="low oil pressure")
+    res = judge(fake.url).judge(
+        "E102?", CTX[::-1], "Fault E102 means low oil pressure.", reference="low oil pressure"
+    )
     assert res.details["context_precision"] == pytest.approx(0.5)
 
 
@@ -71,8 +75,10 @@ def test_malformed_and_late_replies_become_counted_missing_scores(fake):
 
 
 def test_second_run_reads_the_cache_and_retries_only_failures(fake, tmp_path):
-    inputs = [("E102?", CTX, "Fault E102 means low oil pressure.", "low oil pressure"),
-              ("E102?", CTX, "MALFORMED answer.", None)]
+    inputs = [
+        ("E102?", CTX, "Fault E102 means low oil pressure.", "low oil pressure"),
+        ("E102?", CTX, "MALFORMED answer.", None),
+    ]
     first = JudgeRunner(judge(fake.url), StageCache(tmp_path), abort_after=None)
     scores = [first.judge(*x).faithfulness for x in inputs]
     assert scores == [1.0, None]
@@ -97,8 +103,10 @@ def test_key_is_sent_but_not_kept(fake, monkeypatch):
 def test_errors_never_carry_the_key(monkeypatch):
     monkeypatch.setenv("JUDGE_KEY", KEY)
     with FakeOpenAI(lambda body: (401, {"error": {"message": f"bad key {KEY}"}})) as fake:
-        r = JudgeRunner(judge(fake.url, api_key_env="JUDGE_KEY", retries=0,
-                              reference_metrics=False), abort_after=None)
+        r = JudgeRunner(
+            judge(fake.url, api_key_env="JUDGE_KEY", retries=0, reference_metrics=False),
+            abort_after=None,
+        )
         res = r.judge("E102?", CTX, "Fault E102 means low oil pressure.")
     assert res.faithfulness is None
     assert "***" in res.details["error"] and KEY not in res.details["error"]

@@ -74,8 +74,9 @@ def test_a_judge_that_never_worked_stops_the_run():
     r, _ = runner(Scripted([OSError("connection refused")] * 10, retries=0), abort_after=3)
     assert r.judge("q", [], "a").faithfulness is None
     assert r.judge("q", [], "a").faithfulness is None
-    with pytest.raises(JudgeFailedError,
-                       match="failed on 3 inputs.*has not worked once.*connection refused"):
+    with pytest.raises(
+        JudgeFailedError, match="failed on 3 inputs.*has not worked once.*connection refused"
+    ):
         r.judge("q", [], "a")
 
 
@@ -89,8 +90,9 @@ def test_after_one_success_failures_never_stop_the_run():
 
 def test_results_decided_by_rule_do_not_show_the_judge_works():
     refusal = JudgeResult(1.0, {"refusal": True, "by_rule": True})
-    r, _ = runner(Scripted([refusal, refusal] + [OSError("refused")] * 10, retries=0),
-                  abort_after=2)
+    r, _ = runner(
+        Scripted([refusal, refusal] + [OSError("refused")] * 10, retries=0), abort_after=2
+    )
     assert r.judge("q", [], "a").faithfulness == 1.0 and r.judge("q", [], "a").faithfulness == 1.0
     assert r.judge("q", [], "a").faithfulness is None
     with pytest.raises(JudgeFailedError):
@@ -107,11 +109,13 @@ def test_verdicts_are_cached_by_identity_and_inputs(tmp_path):
     assert r2.judge("q", ["c1", "c2"], "a", "ref") == JudgeResult(0.5, {"why": "x"})
     assert again.calls == 0 and r2.counts["cache_hits"] == 1
     # any change of judge identity or input is a miss
-    for ident, args in [({"model": "m2"}, ("q", ["c1", "c2"], "a", "ref")),
-                        ({"model": "m1"}, ("q", ["c1"], "a", "ref")),
-                        ({"model": "m1"}, ("q", ["c1", "c2"], "b", "ref")),
-                        ({"model": "m1"}, ("q", ["c1", "c2"], "a", None)),
-                        ({"model": "m1"}, ("q2", ["c1", "c2"], "a", "ref"))]:
+    for ident, args in [
+        ({"model": "m2"}, ("q", ["c1", "c2"], "a", "ref")),
+        ({"model": "m1"}, ("q", ["c1"], "a", "ref")),
+        ({"model": "m1"}, ("q", ["c1", "c2"], "b", "ref")),
+        ({"model": "m1"}, ("q", ["c1", "c2"], "a", None)),
+        ({"model": "m1"}, ("q2", ["c1", "c2"], "a", "ref")),
+    ]:
         j = Scripted([], identity=ident)
         runner(j, cache=cache)[0].judge(*args)
         assert j.calls == 1, (ident, args)
@@ -162,8 +166,9 @@ def test_a_judge_without_a_retry_policy_gets_one_attempt():
     assert r.judge("q", ["c"], "a").faithfulness is None
     assert r.counts == {"calls": 1, "failures": 1} and sleeps == []
     # the caller's settings win over the judge's own
-    r, sleeps = runner(Scripted([OSError("x")] * 5, retries=4, backoff=9.0), retries=1,
-                       backoff=0.25)
+    r, sleeps = runner(
+        Scripted([OSError("x")] * 5, retries=4, backoff=9.0), retries=1, backoff=0.25
+    )
     r.judge("q", ["c"], "a")
     assert sleeps == [0.25]
 

@@ -67,12 +67,16 @@ def test_is_refusal():
 
 
 def test_context_utilisation():
-    contexts = ["Fault E102 means low oil pressure.", "Replace the seal every 3000 h.",
-                "Unrelated text about bread."]
+    contexts = [
+        "Fault E102 means low oil pressure.",
+        "Replace the seal every 3000 h.",
+        "Unrelated text about bread.",
+    ]
     used = context_utilisation(["Fault E102 means low oil pressure."], contexts)
     assert used == pytest.approx(1 / 3)
-    assert context_utilisation(["E102 means low oil pressure.", "Replace the seal every 3000 h."],
-                               contexts) == pytest.approx(2 / 3)
+    assert context_utilisation(
+        ["E102 means low oil pressure.", "Replace the seal every 3000 h."], contexts
+    ) == pytest.approx(2 / 3)
     assert context_utilisation([], contexts) == 0.0
     assert context_utilisation(["anything"], []) is None
 
@@ -95,9 +99,14 @@ def test_aggregate_means_skip_missing_and_never_count_them_as_zero():
 
 
 def test_aggregate_refusal_rates_split_by_answerability_when_known():
-    rows = [row(1.0, refusal=True, answerable=False), row(1.0, refusal=False, answerable=False),
-            row(1.0, refusal=True, answerable=True), row(1.0, refusal=False, answerable=True),
-            row(1.0, refusal=False, answerable=True), row(1.0, refusal=False, answerable=True)]
+    rows = [
+        row(1.0, refusal=True, answerable=False),
+        row(1.0, refusal=False, answerable=False),
+        row(1.0, refusal=True, answerable=True),
+        row(1.0, refusal=False, answerable=True),
+        row(1.0, refusal=False, answerable=True),
+        row(1.0, refusal=False, answerable=True),
+    ]
     out = aggregate_answers(rows)
     assert out["refusal_rate_unanswerable"] == 1 / 2
     assert out["wrong_refusal_rate"] == 1 / 4
@@ -111,9 +120,11 @@ def test_aggregate_refusal_rates_split_by_answerability_when_known():
 def test_aggregate_of_scored_responses_matches_their_rows():
     judge = importlib.import_module("rag_lab.judge").LexicalJudge()
     ctx = ["The HX-200 pump runs at 3000 rpm."]
-    rows = [score_response(judge, "speed?", ctx, "The HX-200 pump runs at 3000 rpm.", "3000 rpm"),
-            score_response(judge, "speed?", ctx, REFUSALS["en"], "3000 rpm"),
-            score_response(judge, "speed?", ctx, "", None)]
+    rows = [
+        score_response(judge, "speed?", ctx, "The HX-200 pump runs at 3000 rpm.", "3000 rpm"),
+        score_response(judge, "speed?", ctx, REFUSALS["en"], "3000 rpm"),
+        score_response(judge, "speed?", ctx, "", None),
+    ]
     out = aggregate_answers(rows)
     assert out["faithfulness"] == pytest.approx((rows[0]["faithfulness"] + 1.0) / 2)
     assert out["n_missing_faithfulness"] == 1.0  # the empty response
@@ -154,8 +165,11 @@ def test_old_module_path_is_the_same_module():
 
 
 def test_old_module_path_first_in_a_fresh_interpreter():
-    probe = ("import rag_lab.answer_metrics as old, rag_lab.metrics.answers as new; "
-             "assert old is new; from rag_lab.answer_metrics import is_refusal")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120)
+    probe = (
+        "import rag_lab.answer_metrics as old, rag_lab.metrics.answers as new; "
+        "assert old is new; from rag_lab.answer_metrics import is_refusal"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr

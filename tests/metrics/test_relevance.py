@@ -14,8 +14,7 @@ def chunk(cid: str, text: str) -> Chunk:
 
 
 def test_to_document_run_takes_max_chunk_score_and_deduplicates():
-    run = {"q1": {"a#0": 0.2, "a#1": 0.9, "b#0": 0.5, "a#2": 0.1},
-           "q2": {"b#1": -1.0, "b#0": -3.0}}
+    run = {"q1": {"a#0": 0.2, "a#1": 0.9, "b#0": 0.5, "a#2": 0.1}, "q2": {"b#1": -1.0, "b#0": -3.0}}
     chunk_doc = {c: c.split("#")[0] for c in ("a#0", "a#1", "a#2", "b#0", "b#1")}
     out = to_document_run(run, chunk_doc)
     assert out == {"q1": {"a": 0.9, "b": 0.5}, "q2": {"b": -1.0}}
@@ -37,9 +36,11 @@ def evidence_case():
         "q2": Query("q2", "no gold strings", {"category": "unanswerable"}),
         "q3": Query("q3", "fan", {"evidence": "COOLING\nfan"}),
     }
-    run = {"q1": {"d1#0": 0.9, "d1#1": 0.8, "d2#0": 0.7, "d3#0": 0.1},
-           "q2": {"d1#0": 1.0},
-           "q3": {"d3#0": 0.9, "d1#1": 0.5}}
+    run = {
+        "q1": {"d1#0": 0.9, "d1#1": 0.8, "d2#0": 0.7, "d3#0": 0.1},
+        "q2": {"d1#0": 1.0},
+        "q3": {"d3#0": 0.9, "d1#1": 0.5},
+    }
     qrels = {"q1": {"d1": 2, "d2": 0}, "q2": {"d1": 0}, "q3": {"d1": 1}}
     return run, chunks, queries, qrels
 

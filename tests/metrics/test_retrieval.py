@@ -19,8 +19,20 @@ from rag_lab.metrics import (
     run_metrics,
 )
 
-RANX_METRICS = ["hit_rate@1", "hit_rate@5", "hit_rate@10", "recall@5", "recall@10", "recall@100",
-                "precision@5", "precision@10", "mrr@10", "ndcg@3", "ndcg@10", "map@100"]
+RANX_METRICS = [
+    "hit_rate@1",
+    "hit_rate@5",
+    "hit_rate@10",
+    "recall@5",
+    "recall@10",
+    "recall@100",
+    "precision@5",
+    "precision@10",
+    "mrr@10",
+    "ndcg@3",
+    "ndcg@10",
+    "map@100",
+]
 N_QUERIES = 300
 N_DOCS = 400
 
@@ -32,8 +44,9 @@ def random_qrels(rng: random.Random) -> dict[str, dict[str, int]]:
     for q in range(N_QUERIES):
         n_rel = rng.randint(1, 12)
         docs = rng.sample(range(N_DOCS), n_rel + rng.randint(0, 3))
-        qrels[f"q{q:03d}"] = {f"d{d:03d}": rng.randint(1, 3) if i < n_rel else 0
-                              for i, d in enumerate(docs)}
+        qrels[f"q{q:03d}"] = {
+            f"d{d:03d}": rng.randint(1, 3) if i < n_rel else 0 for i, d in enumerate(docs)
+        }
     return qrels
 
 
@@ -132,8 +145,9 @@ def test_ndcg_uses_linear_gain():
 def test_map_and_recall_by_formula():
     grades = {"a": 1, "b": 2, "c": 1, "z": 0}  # z is judged non-relevant
     ranking = ["a", "x", "b", "z", "y", "c"]
-    m = query_metrics(ranking, grades,
-                      ["map@100", "map@3", "recall@3", "recall@100", "precision@5"])
+    m = query_metrics(
+        ranking, grades, ["map@100", "map@3", "recall@3", "recall@100", "precision@5"]
+    )
     assert m["map@100"] == pytest.approx((1 / 1 + 2 / 3 + 3 / 6) / 3)
     assert m["map@3"] == pytest.approx((1 / 1 + 2 / 3) / 3)
     assert m["recall@3"] == pytest.approx(2 / 3)
@@ -148,8 +162,9 @@ def test_noise_ratio_is_one_minus_precision_when_k_retrieved():
         if not any(g > 0 for g in grades.values()):
             grades["d0"] = 1
         ranking = [f"d{i}" for i in rng.sample(range(40), rng.randint(10, 30))]
-        m = query_metrics(ranking, grades,
-                          ["noise_ratio@5", "precision@5", "noise_ratio@10", "precision@10"])
+        m = query_metrics(
+            ranking, grades, ["noise_ratio@5", "precision@5", "noise_ratio@10", "precision@10"]
+        )
         assert m["noise_ratio@5"] == pytest.approx(1 - m["precision@5"])
         assert m["noise_ratio@10"] == pytest.approx(1 - m["precision@10"])
 
@@ -162,8 +177,15 @@ def test_noise_ratio_over_retrieved_units_when_fewer_than_k():
 
 
 def test_unanswerable_query_ranking_metrics_nan_noise_one():
-    names = ["hit_rate@5", "recall@5", "precision@5", "mrr@10", "ndcg@10", "map@100",
-             "noise_ratio@5"]
+    names = [
+        "hit_rate@5",
+        "recall@5",
+        "precision@5",
+        "mrr@10",
+        "ndcg@10",
+        "map@100",
+        "noise_ratio@5",
+    ]
     m = query_metrics(["a", "b", "c"], {"a": 0, "b": 0}, names)
     assert m["noise_ratio@5"] == 1.0
     for name in names[:-1]:
@@ -174,8 +196,15 @@ def test_unanswerable_query_ranking_metrics_nan_noise_one():
 
 
 def test_open_set_scores_zero_for_hit_precision_mrr():
-    names = ["hit_rate@5", "precision@5", "mrr@10", "recall@5", "ndcg@10", "map@100",
-             "noise_ratio@5"]
+    names = [
+        "hit_rate@5",
+        "precision@5",
+        "mrr@10",
+        "recall@5",
+        "ndcg@10",
+        "map@100",
+        "noise_ratio@5",
+    ]
     m = query_metrics(["a", "b"], {}, names, open_set=True)
     assert m["hit_rate@5"] == 0.0 and m["precision@5"] == 0.0 and m["mrr@10"] == 0.0
     assert math.isnan(m["recall@5"]) and math.isnan(m["ndcg@10"]) and math.isnan(m["map@100"])
@@ -202,8 +231,22 @@ def test_query_missing_from_run_ranks_nothing():
     assert math.isnan(per_query["q"]["noise_ratio@5"])
 
 
-@pytest.mark.parametrize("name", ["ndcg", "ndcg@", "@10", "NDCG@10", "foo@10", "ndcg@-1",
-                                  "ndcg@1.5", "ndcg 10", "ndcg_at_10", "ndcg@10x", ""])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ndcg",
+        "ndcg@",
+        "@10",
+        "NDCG@10",
+        "foo@10",
+        "ndcg@-1",
+        "ndcg@1.5",
+        "ndcg 10",
+        "ndcg_at_10",
+        "ndcg@10x",
+        "",
+    ],
+)
 def test_parse_metric_rejects_bad_names(name):
     with pytest.raises(ValueError, match="unknown metric"):
         parse_metric(name)

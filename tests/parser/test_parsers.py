@@ -66,6 +66,7 @@ def parse_one(parser, path: Path, root: Path):
 
 # --- Markdown ------------------------------------------------------------------------------------
 
+
 def test_markdown_front_matter_becomes_metadata(tmp_path):
     path = write(tmp_path / "manuals" / "hx200.md", MD)
     doc = parse_one(MarkdownParser(), path, tmp_path)
@@ -85,15 +86,20 @@ def test_markdown_front_matter_becomes_metadata(tmp_path):
 def test_markdown_heading_sections_with_paths(tmp_path):
     doc = parse_one(MarkdownParser(), write(tmp_path / "m.md", MD), tmp_path)
     paths = [s.path for s in doc.sections]
-    assert paths == [(), ("HX-200",), ("HX-200", "E102 油温过高"),
-                     ("HX-200", "E102 油温过高", "Causes"), ("HX-200", "E105")]
+    assert paths == [
+        (),
+        ("HX-200",),
+        ("HX-200", "E102 油温过高"),
+        ("HX-200", "E102 油温过高", "Causes"),
+        ("HX-200", "E105"),
+    ]
     # sections tile the body in order, each starting at its heading
     assert doc.sections[0].start == 0
     for a, b in zip(doc.sections, doc.sections[1:], strict=False):
         assert a.end == b.start
     assert doc.sections[-1].end == len(doc.text)
     for sec in doc.sections[1:]:
-        assert doc.text[sec.start:].startswith("#" * len(sec.path) + " " + sec.path[-1])
+        assert doc.text[sec.start :].startswith("#" * len(sec.path) + " " + sec.path[-1])
     assert doc.sections[3].title == "HX-200 > E102 油温过高 > Causes"
     # the shell comment inside the fence is not a heading; it belongs to the E102 section
     comment = doc.text.index("# not a heading")
@@ -140,20 +146,36 @@ def test_heading_closing_sequence_is_stripped():
 
 # --- JSONL records -------------------------------------------------------------------------------
 
+
 def test_jsonl_records_extra_fields_become_metadata(tmp_path):
-    rows = [{"ticket": "T-1", "subject": "Pump noise", "body": "Grinding noise", "notes": "bearing",
-             "priority": 2, "site": "Plant A", "metadata": {"language": "en"}},
-            {"ticket": "T-2", "subject": "Leak", "notes": "hose"}]
+    rows = [
+        {
+            "ticket": "T-1",
+            "subject": "Pump noise",
+            "body": "Grinding noise",
+            "notes": "bearing",
+            "priority": 2,
+            "site": "Plant A",
+            "metadata": {"language": "en"},
+        },
+        {"ticket": "T-2", "subject": "Leak", "notes": "hose"},
+    ]
     path = write(tmp_path / "tickets.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n\n")
-    parser = JsonlRecordsParser(id_field="ticket", text_fields=("body", "notes"),
-                                title_field="subject")
+    parser = JsonlRecordsParser(
+        id_field="ticket", text_fields=("body", "notes"), title_field="subject"
+    )
     d1, d2 = parser.parse(path, tmp_path)
     assert (d1.doc_id, d1.title, d1.text) == ("T-1", "Pump noise", "Grinding noise\n\nbearing")
-    assert dict(d1.metadata) == {"priority": 2, "site": "Plant A", "language": "en",
-                                 "source": "tickets.jsonl"}
+    assert dict(d1.metadata) == {
+        "priority": 2,
+        "site": "Plant A",
+        "language": "en",
+        "source": "tickets.jsonl",
+    }
     assert d2.text == "hose"  # missing text fields are skipped
-    no_extra = JsonlRecordsParser(id_field="ticket", text_fields=("body",),
-                                  extra_fields_as_metadata=False)
+    no_extra = JsonlRecordsParser(
+        id_field="ticket", text_fields=("body",), extra_fields_as_metadata=False
+    )
     d = next(iter(no_extra.parse(path, tmp_path)))
     assert dict(d.metadata) == {"language": "en", "source": "tickets.jsonl"}
 
@@ -191,6 +213,7 @@ def test_beir_corpus_parser_keeps_only_metadata_object(toy_path):
 
 # --- plain text, AutoParser, parse_corpus ---------------------------------------------------------
 
+
 def test_plain_text_id_is_relative_path(tmp_path):
     path = write(tmp_path / "logs" / "2024" / "shift.txt", "Pump restarted.\n")
     doc = parse_one(PlainTextParser(), path, tmp_path)
@@ -211,8 +234,9 @@ def test_auto_parser_dispatches_by_suffix(tmp_path):
     txt = write(tmp_path / "b.txt", "text body\n")
     jl = write(tmp_path / "c.jsonl", '{"_id": "rec1", "text": "record body"}\n')
     other = write(tmp_path / "d.csv", "x,y\n")
-    auto = AutoParser({".md": MarkdownParser(), "txt": PlainTextParser(),
-                       ".jsonl": JsonlRecordsParser()})
+    auto = AutoParser(
+        {".md": MarkdownParser(), "txt": PlainTextParser(), ".jsonl": JsonlRecordsParser()}
+    )
     assert set(auto.suffixes) == {".md", ".txt", ".jsonl"}
     docs = parse_corpus(auto, [md, txt, jl, other], tmp_path)
     assert [(d.doc_id, d.title) for d in docs] == [("a", "Title A"), ("b", "b"), ("rec1", "")]

@@ -29,8 +29,13 @@ def loaded(tmp_path: Path, *overrides: str) -> tuple[Pipeline, dict[str, str]]:
 
 
 def test_run_returns_every_stage_in_order_and_is_frozen(tmp_path):
-    pipe, queries = loaded(tmp_path, *TOY_OVERRIDES, "retrievers=[dense,bm25]", "cache.dir=null",
-                           "query_transforms=[normalise]")
+    pipe, queries = loaded(
+        tmp_path,
+        *TOY_OVERRIDES,
+        "retrievers=[dense,bm25]",
+        "cache.dir=null",
+        "query_transforms=[normalise]",
+    )
     result = pipe.run(queries, 10, latency_queries=3)
     assert isinstance(result, RetrievalResult)
     assert list(result.runs) == ["dense", "bm25", "fusion"]
@@ -47,8 +52,9 @@ def test_run_returns_every_stage_in_order_and_is_frozen(tmp_path):
 
 def test_postprocessors_compose_in_order_after_fusion(tmp_path):
     as_of = "2023-09-01"
-    pipe, queries = loaded(tmp_path, *SAMPLE, "postprocess=[freshness]",
-                           f"postprocess.freshness.as_of={as_of}")
+    pipe, queries = loaded(
+        tmp_path, *SAMPLE, "postprocess=[freshness]", f"postprocess.freshness.as_of={as_of}"
+    )
     result = pipe.run(queries, 20)
     assert list(result.runs) == ["bm25", "dense", "fusion", "freshness"]
     day = dt.date.fromisoformat(as_of)
@@ -56,7 +62,9 @@ def test_postprocessors_compose_in_order_after_fusion(tmp_path):
     def valid(cid: str) -> bool:
         meta = pipe.chunks[cid].metadata
         lo, hi = meta.get("valid_from"), meta.get("valid_to")
-        return (not lo or dt.date.fromisoformat(lo) <= day) and (not hi or day <= dt.date.fromisoformat(hi))
+        return (not lo or dt.date.fromisoformat(lo) <= day) and (
+            not hi or day <= dt.date.fromisoformat(hi)
+        )
 
     fused, final = result.runs["fusion"], result.final
     dropped = 0
@@ -67,8 +75,13 @@ def test_postprocessors_compose_in_order_after_fusion(tmp_path):
         dropped += len(fused[qid]) - len(kept)
     assert dropped > 0  # the sample set has expired versions (hx200 manual v1, old firmware notes)
     assert result.stats["freshness/invalid_per_query"] == pytest.approx(dropped / len(queries))
-    demote, _ = loaded(tmp_path, *SAMPLE, "postprocess=[freshness]",
-                       f"postprocess.freshness.as_of={as_of}", "postprocess.freshness.mode=demote")
+    demote, _ = loaded(
+        tmp_path,
+        *SAMPLE,
+        "postprocess=[freshness]",
+        f"postprocess.freshness.as_of={as_of}",
+        "postprocess.freshness.mode=demote",
+    )
     demoted = demote.run(queries, 20).final
     for qid in queries:
         order = ranked(demoted[qid])
@@ -78,8 +91,13 @@ def test_postprocessors_compose_in_order_after_fusion(tmp_path):
 
 
 def test_query_transform_changes_what_retrievers_see(tmp_path):
-    pipe, _ = loaded(tmp_path, *TOY_OVERRIDES, "retrievers=[bm25]", "cache.dir=null",
-                     "query_transforms=[normalise]")
+    pipe, _ = loaded(
+        tmp_path,
+        *TOY_OVERRIDES,
+        "retrievers=[bm25]",
+        "cache.dir=null",
+        "query_transforms=[normalise]",
+    )
     full_width = {"q": "ＨＸ－２００\u3000\u3000overheating  "}
     result = pipe.run(full_width, 5)
     assert result.queries["q"] == "HX-200 overheating"
@@ -110,11 +128,18 @@ def test_restore_from_saved_indexes_ranks_like_the_indexed_pipeline(tmp_path):
 
 def test_group_argument_by_option_name(tmp_path):
     # retrievers.bm25.tokenizer=jieba means the jieba option of the tokenizer group
-    pipe, _ = loaded(tmp_path, *TOY_OVERRIDES, "tokenizer=english", "retrievers=[bm25]",
-                     "cache.dir=null", "retrievers.bm25.tokenizer=jieba")
+    pipe, _ = loaded(
+        tmp_path,
+        *TOY_OVERRIDES,
+        "tokenizer=english",
+        "retrievers=[bm25]",
+        "cache.dir=null",
+        "retrievers.bm25.tokenizer=jieba",
+    )
     assert type(pipe.retrievers["bm25"].tokenizer).__name__ == "JiebaTokenizer"  # type: ignore[attr-defined]
-    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "retrievers.bm25.tokenizer=nope"],
-                           tmp_path)
+    cfg = compose_evaluate(
+        [*TOY_OVERRIDES, "retrievers=[bm25]", "retrievers.bm25.tokenizer=nope"], tmp_path
+    )
     with pytest.raises(ConfigError) as err:
         build_pipeline(cfg)
     assert str(err.value).startswith("retrievers.bm25.tokenizer=nope: no tokenizer option 'nope'")

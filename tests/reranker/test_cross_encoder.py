@@ -31,9 +31,15 @@ def tiny(tmp_path_factory) -> str:
     vocab = folder / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
     tok = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
-    cfg = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=16, num_hidden_layers=1,
-                     num_attention_heads=2, intermediate_size=32, max_position_embeddings=128,
-                     num_labels=1)
+    cfg = BertConfig(
+        vocab_size=len(WORDS) + 5,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=128,
+        num_labels=1,
+    )
     torch.manual_seed(0)
     BertForSequenceClassification(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
@@ -41,7 +47,7 @@ def tiny(tmp_path_factory) -> str:
 
 
 def toy_run(n: int = 8) -> tuple[dict[str, Chunk], dict[str, dict[str, float]]]:
-    texts = [" ".join(WORDS[i % len(WORDS):][:4]) for i in range(n)]
+    texts = [" ".join(WORDS[i % len(WORDS) :][:4]) for i in range(n)]
     chunks = {f"d{i}#0": Chunk(f"d{i}#0", f"d{i}", t, 0, len(t)) for i, t in enumerate(texts)}
     return chunks, {"q": {f"d{i}#0": float(n - i) for i in range(n)}}
 
@@ -51,7 +57,9 @@ def test_head_is_reranked_tail_keeps_order_and_ties_follow_ids(tiny):
     rr = CrossEncoderReranker(tiny, depth=4, interpolation=1.0)
     out = rr.process({"q": "oil pressure fault"}, run, chunks)
     order = ranked(out["q"])
-    assert set(order[:4]) == {f"d{i}#0" for i in range(4)} and order[4:] == [f"d{i}#0" for i in range(4, 8)]
+    assert set(order[:4]) == {f"d{i}#0" for i in range(4)} and order[4:] == [
+        f"d{i}#0" for i in range(4, 8)
+    ]
     raw = rr.score([("oil pressure fault", chunks[c].text) for c in [f"d{i}#0" for i in range(4)]])
     assert order[:4] == [f"d{i}#0" for i in np.lexsort((np.arange(4), -raw))]
     assert rr.process({"q": "x"}, run, chunks) == rr.rerank({"q": "x"}, run, chunks)
@@ -64,8 +72,10 @@ def test_head_is_reranked_tail_keeps_order_and_ties_follow_ids(tiny):
 
 def test_interpolation_by_formula():
     first, ce = np.array([3.0, 2.0, 1.0]), np.array([0.0, 10.0, 5.0])
-    np.testing.assert_allclose(interpolate(first, ce, 0.25),
-                               0.25 * np.array([0.0, 1.0, 0.5]) + 0.75 * np.array([1.0, 0.5, 0.0]))
+    np.testing.assert_allclose(
+        interpolate(first, ce, 0.25),
+        0.25 * np.array([0.0, 1.0, 0.5]) + 0.75 * np.array([1.0, 0.5, 0.0]),
+    )
     np.testing.assert_allclose(interpolate(np.ones(3), ce, 0.0), np.ones(3))  # constant → ones
 
 
@@ -83,16 +93,27 @@ def test_scores_live_in_the_rerank_scores_namespace(tiny, tmp_path):
 
 
 def test_in_the_pipeline_reranker_then_postprocess_and_cached_across_runs(tiny, tmp_path):
-    overrides = [*TOY_OVERRIDES, "retrievers=[dense,bm25]", "tracking=none",
-                 f"cache.dir={tmp_path / 'cache'}", "reranker=cross_encoder",
-                 f"reranker.model={tiny}", "reranker.depth=5", "reranker.max_length=64",
-                 "postprocess=[cross_encoder]", f"postprocess.cross_encoder.model={tiny}",
-                 "postprocess.cross_encoder.depth=3"]
+    overrides = [
+        *TOY_OVERRIDES,
+        "retrievers=[dense,bm25]",
+        "tracking=none",
+        f"cache.dir={tmp_path / 'cache'}",
+        "reranker=cross_encoder",
+        f"reranker.model={tiny}",
+        "reranker.depth=5",
+        "reranker.max_length=64",
+        "postprocess=[cross_encoder]",
+        f"postprocess.cross_encoder.model={tiny}",
+        "postprocess.cross_encoder.depth=3",
+    ]
     cold = evaluate(compose_evaluate(overrides, tmp_path / "a"))
     warm = evaluate(compose_evaluate(overrides, tmp_path / "b"))
     n_queries = len((TOY / "queries.jsonl").read_text().splitlines())
     assert cold["cache/rerank_scores/misses"] > 0 and warm["cache/rerank_scores/misses"] == 0
-    assert warm["cache/rerank_scores/hits"] == cold["cache/rerank_scores/misses"] + cold["cache/rerank_scores/hits"]
+    assert (
+        warm["cache/rerank_scores/hits"]
+        == cold["cache/rerank_scores/misses"] + cold["cache/rerank_scores/hits"]
+    )
     assert warm["reranker/pairs_scored"] == 0 and warm["cross_encoder/pairs_scored"] == 0
     assert cold["reranker/pairs_scored"] <= 5 * n_queries
     assert warm["ndcg_at_10"] == cold["ndcg_at_10"]

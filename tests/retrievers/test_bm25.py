@@ -46,14 +46,17 @@ def test_backends_agree_on_top1_for_every_toy_query(toy_chunks, toy_texts, engli
     run_r = build(toy_chunks, english, backend="rank_bm25").retrieve(toy_texts, k=8)
     assert set(run_s) == set(run_r) == set(toy_texts)
     assert {q: top1(run_s[q]) for q in toy_texts} == {q: top1(run_r[q]) for q in toy_texts}
-    assert {q: set(run_s[q]) for q in toy_texts} == {q: set(run_r[q]) for q in toy_texts}  # same matches
+    assert {q: set(run_s[q]) for q in toy_texts} == {
+        q: set(run_r[q]) for q in toy_texts
+    }  # same matches
     assert sum(1 for q in toy_texts if run_s[q]) >= 7
 
 
 def test_robertson_equals_rank_bm25_up_to_the_constant_k1_plus_1(toy_chunks, toy_texts, english):
-    """rank_bm25's BM25Okapi and bm25s' robertson share idf = ln((N - df + 0.5) / (df + 0.5)); rank_bm25
-    floors negative idf (df > N/2), so the check needs every query term below that, which holds here.
-    bm25s drops the constant (k1 + 1) from the tf part, as Lucene does, so scores differ by that factor."""
+    """rank_bm25's BM25Okapi and bm25s' robertson share idf = ln((N - df + 0.5) / (df + 0.5));
+    rank_bm25 floors negative idf (df > N/2), so the check needs every query term below that,
+    which holds here. bm25s drops the constant (k1 + 1) from the tf part, as Lucene does, so
+    scores differ by that factor."""
     k1, b = 1.2, 0.6
     doc_tokens = english([c.index_text for c in toy_chunks])
     n = len(doc_tokens)
@@ -69,7 +72,8 @@ def test_robertson_equals_rank_bm25_up_to_the_constant_k1_plus_1(toy_chunks, toy
 
 
 def test_bm25s_lucene_score_by_hand(toy_chunks, english):
-    """Lucene BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), tf part tf / (tf + k1 (1 - b + b dl / avgdl))
+    """Lucene BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), tf part
+    tf / (tf + k1 (1 - b + b dl / avgdl))
     (Lucene >= 8 and bm25s omit the constant factor (k1 + 1), which does not change the ranking).
     Computed on the retriever's own tokens: the tokenizer output of each chunk's index_text."""
     k1, b = 1.3, 0.7
@@ -88,7 +92,9 @@ def test_bm25s_lucene_score_by_hand(toy_chunks, english):
         return total
 
     run = r.retrieve({"q": query}, k=n)["q"]
-    expected = {c.chunk_id: lucene(d) for c, d in zip(toy_chunks, docs, strict=True) if lucene(d) > 0}
+    expected = {
+        c.chunk_id: lucene(d) for c, d in zip(toy_chunks, docs, strict=True) if lucene(d) > 0
+    }
     assert set(run) == set(expected) == {"d1#0", "d2#0"}
     for cid, s in expected.items():
         assert run[cid] == pytest.approx(s, abs=1e-5)
@@ -97,7 +103,9 @@ def test_bm25s_lucene_score_by_hand(toy_chunks, english):
 def test_query_with_no_known_term_returns_empty_run(toy_chunks, english):
     for backend in ("bm25s", "rank_bm25"):
         r = build(toy_chunks, english, backend=backend)
-        run = r.retrieve({"unknown": "zebra quartz xylophone", "stop": "the and of", "ok": "oil"}, k=5)
+        run = r.retrieve(
+            {"unknown": "zebra quartz xylophone", "stop": "the and of", "ok": "oil"}, k=5
+        )
         assert run["unknown"] == {} and run["stop"] == {}, backend
         assert list(run["ok"]) == ["d1#0"], backend  # only the one matching chunk, not k
 

@@ -42,9 +42,13 @@ def test_flat_top1_equals_brute_force(toy_chunks, toy_texts, embedder):
         assert len(run[qid]) == 5
         assert ranked(run[qid])[0] == toy_chunks[int(np.argmax(sims[qi]))].chunk_id
         for cid, s in run[qid].items():  # scores are the inner products
-            assert s == pytest.approx(float(sims[qi][[c.chunk_id for c in toy_chunks].index(cid)]), abs=1e-5)
+            assert s == pytest.approx(
+                float(sims[qi][[c.chunk_id for c in toy_chunks].index(cid)]), abs=1e-5
+            )
         # the k best by brute force (by score; near-ties may swap ids)
-        assert sorted(run[qid].values(), reverse=True) == pytest.approx(sorted(sims[qi], reverse=True)[:5], abs=1e-5)
+        assert sorted(run[qid].values(), reverse=True) == pytest.approx(
+            sorted(sims[qi], reverse=True)[:5], abs=1e-5
+        )
 
 
 def test_flat_finds_the_relevant_toy_doc(toy_chunks, toy_texts, embedder):
@@ -56,7 +60,9 @@ def test_flat_finds_the_relevant_toy_doc(toy_chunks, toy_texts, embedder):
 @pytest.mark.parametrize("index_type", ["hnsw", "ivf"])
 def test_ann_index_types_return_k_and_agree_with_flat(toy_chunks, toy_texts, embedder, index_type):
     flat = build(toy_chunks, embedder).retrieve(toy_texts, k=5)
-    ann = build(toy_chunks, embedder, index_type=index_type, nlist=4, nprobe=4).retrieve(toy_texts, k=5)
+    ann = build(toy_chunks, embedder, index_type=index_type, nlist=4, nprobe=4).retrieve(
+        toy_texts, k=5
+    )
     assert set(ann) == set(flat)
     assert all(len(ann[q]) == 5 for q in toy_texts)
     top1_agree = sum(ranked(ann[q])[0] == ranked(flat[q])[0] for q in toy_texts)
@@ -85,7 +91,9 @@ def test_embeddings_are_l2_normalised(embedder):
     assert norms[3] == 0.0  # only a stopword: no features, a zero vector (not NaN)
     assert np.array_equal(embedder.encode_queries(["E102"]), vecs[1:2])  # same encoding both sides
     # texts that share terms are closer than texts that do not
-    a, b, c = embedder.encode_documents(["hydraulic oil too hot", "the oil is too hot", "PLC battery"])
+    a, b, c = embedder.encode_documents(
+        ["hydraulic oil too hot", "the oil is too hot", "PLC battery"]
+    )
     assert a @ b > a @ c
 
 
@@ -93,26 +101,41 @@ PROBE = """
 import json, sys
 from rag_lab.embedder import HashingEmbedder
 from rag_lab.tokenizer import EnglishTokenizer
-v = HashingEmbedder(tokenizer=EnglishTokenizer(), dimension=64).encode_documents(json.loads(sys.argv[1]))
+emb = HashingEmbedder(tokenizer=EnglishTokenizer(), dimension=64)
+v = emb.encode_documents(json.loads(sys.argv[1]))
 print(json.dumps({"salt": hash("salt-probe"), "vecs": v.tolist()}))
 """
 
 
 def test_embeddings_deterministic_across_instances_and_processes():
-    texts = ["Fault E102 means the hydraulic oil is too hot", "SP-45 主轴温度超过 60 °C 时报警 E120"]
+    texts = [
+        "Fault E102 means the hydraulic oil is too hot",
+        "SP-45 主轴温度超过 60 °C 时报警 E120",
+    ]
     here = HashingEmbedder(tokenizer=EnglishTokenizer(), dimension=64).encode_documents(texts)
     again = HashingEmbedder(tokenizer=EnglishTokenizer(), dimension=64).encode_documents(texts)
     assert np.array_equal(here, again)
     seed = "1" if os.environ.get("PYTHONHASHSEED") == "2" else "2"
-    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(texts)], capture_output=True, text=True,
-                         check=True, env={**os.environ, "PYTHONHASHSEED": seed})
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": seed},
+    )
     other = json.loads(out.stdout.strip().splitlines()[-1])
     assert other["salt"] != hash("salt-probe")  # the other process really has another str-hash salt
     assert np.array_equal(np.asarray(other["vecs"], dtype=np.float32), here)
 
 
 def test_identity_names_what_defines_the_vectors(embedder):
-    assert embedder.identity == {"kind": "hashing", "dimension": 1024, "char_ngrams": [3, 4],
-                                 "tokenizer": "EnglishTokenizer"}
+    assert embedder.identity == {
+        "kind": "hashing",
+        "dimension": 1024,
+        "char_ngrams": [3, 4],
+        "tokenizer": "EnglishTokenizer",
+    }
     no_ngrams = HashingEmbedder(tokenizer=EnglishTokenizer(), char_ngrams=(0, 0))
-    assert not np.array_equal(no_ngrams.encode_documents(["pumps"]), embedder.encode_documents(["pumps"]))
+    assert not np.array_equal(
+        no_ngrams.encode_documents(["pumps"]), embedder.encode_documents(["pumps"])
+    )

@@ -21,8 +21,14 @@ def test_constant_sample_gives_degenerate_ci() -> None:
 def test_ci_matches_scipy_percentile_bootstrap() -> None:
     x = np.random.default_rng(1).gamma(2.0, 0.2, size=80)
     mean, low, high = paired_bootstrap_ci(x, n_resamples=20000, seed=3)
-    ref = sps.bootstrap((x,), np.mean, n_resamples=20000, method="percentile", paired=True,
-                        random_state=np.random.default_rng(4)).confidence_interval
+    ref = sps.bootstrap(
+        (x,),
+        np.mean,
+        n_resamples=20000,
+        method="percentile",
+        paired=True,
+        random_state=np.random.default_rng(4),
+    ).confidence_interval
     width = ref.high - ref.low
     assert mean == pytest.approx(x.mean())
     # two independent 20k-resample estimates of the same percentiles: a few % of the width apart
@@ -35,9 +41,15 @@ def test_diff_ci_matches_scipy_paired_bootstrap() -> None:
     base = rng.random(60)
     a, b = base + rng.normal(0.05, 0.1, 60), base
     mean, low, high = paired_bootstrap_diff_ci(a, b, n_resamples=20000, seed=5)
-    ref = sps.bootstrap((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), n_resamples=20000,
-                        method="percentile", paired=True, vectorized=True,
-                        random_state=np.random.default_rng(6)).confidence_interval
+    ref = sps.bootstrap(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        n_resamples=20000,
+        method="percentile",
+        paired=True,
+        vectorized=True,
+        random_state=np.random.default_rng(6),
+    ).confidence_interval
     width = ref.high - ref.low
     assert mean == pytest.approx(np.mean(a - b))
     assert low == pytest.approx(ref.low, abs=0.05 * width)
@@ -61,10 +73,15 @@ def test_randomization_matches_scipy_permutation_test() -> None:
     base = rng.random(40)
     a, b = base + rng.normal(0.015, 0.1, 40), base
     p = randomization_test(a, b, n_permutations=20000, seed=9)
-    ref = sps.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis),
-                               vectorized=True, permutation_type="samples",
-                               alternative="two-sided", n_resamples=20000,
-                               random_state=np.random.default_rng(10)).pvalue
+    ref = sps.permutation_test(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        vectorized=True,
+        permutation_type="samples",
+        alternative="two-sided",
+        n_resamples=20000,
+        random_state=np.random.default_rng(10),
+    ).pvalue
     assert 0.05 < ref < 0.5  # a sample where the p-value is neither saturated nor trivially small
     assert p == pytest.approx(ref, abs=0.02)
 
@@ -87,8 +104,9 @@ def test_nan_pairs_are_dropped() -> None:
     b = np.array([0.1, 0.5, np.nan, 0.2, 0.3, np.nan])
     keep = np.isfinite(a) & np.isfinite(b)
     assert paired_bootstrap_ci(a)[0] == pytest.approx(np.nanmean(a))
-    assert paired_bootstrap_diff_ci(a, b, seed=1) == paired_bootstrap_diff_ci(a[keep], b[keep],
-                                                                              seed=1)
+    assert paired_bootstrap_diff_ci(a, b, seed=1) == paired_bootstrap_diff_ci(
+        a[keep], b[keep], seed=1
+    )
     assert randomization_test(a, b, seed=1) == randomization_test(a[keep], b[keep], seed=1)
     assert all(math.isnan(v) for v in paired_bootstrap_ci(np.array([np.nan, np.nan])))
     assert math.isnan(randomization_test(np.array([np.nan]), np.array([1.0])))
@@ -114,11 +132,15 @@ def test_chunked_draws_match_a_single_block(monkeypatch: pytest.MonkeyPatch) -> 
 
     rng = np.random.default_rng(14)
     a, b = rng.random(64), rng.random(64) - 0.05
-    big = (st.randomization_test(a, b, n_permutations=4000, seed=0),
-           st.paired_bootstrap_ci(a, seed=0))
+    big = (
+        st.randomization_test(a, b, n_permutations=4000, seed=0),
+        st.paired_bootstrap_ci(a, seed=0),
+    )
     monkeypatch.setattr(st, "_CHUNK_ELEMENTS", 64 * 7)  # 7 rows per block, 572 blocks
-    small = (st.randomization_test(a, b, n_permutations=4000, seed=0),
-             st.paired_bootstrap_ci(a, seed=0))
+    small = (
+        st.randomization_test(a, b, n_permutations=4000, seed=0),
+        st.paired_bootstrap_ci(a, seed=0),
+    )
     assert small[0] == pytest.approx(big[0], abs=0.03)
     assert small[1][1:] == pytest.approx(big[1][1:], abs=0.02)
 

@@ -20,21 +20,31 @@ from rag_lab.sweep.context import (
 )
 
 
-@pytest.mark.parametrize("metric, direction", [
-    ("ndcg@10", "maximize"), ("ndcg_at_10", "MAXIMIZE"), ("noise_ratio@5", "minimize"),
-    ("evidence_noise_ratio_at_5", "minimize"), ("answer/wrong_refusal_rate", "minimize"),
-    ("answer/refusal_rate_unanswerable", "maximize"), ("evidence_hit_rate_at_5", "maximize"),
-])
+@pytest.mark.parametrize(
+    "metric, direction",
+    [
+        ("ndcg@10", "maximize"),
+        ("ndcg_at_10", "MAXIMIZE"),
+        ("noise_ratio@5", "minimize"),
+        ("evidence_noise_ratio_at_5", "minimize"),
+        ("answer/wrong_refusal_rate", "minimize"),
+        ("answer/refusal_rate_unanswerable", "maximize"),
+        ("evidence_hit_rate_at_5", "maximize"),
+    ],
+)
 def test_agreeing_directions_pass(metric, direction):
     assert direction_refusal(metric, direction) is None
 
 
-@pytest.mark.parametrize("metric, direction, want", [
-    ("ndcg@10", "minimize", "maximize"),
-    ("evidence_noise_ratio_at_5", "maximize", "minimize"),  # once mistaken for higher-is-better
-    ("answer/wrong_refusal_rate", "maximize", "minimize"),
-    ("noise_ratio@5", "maximize", "minimize"),
-])
+@pytest.mark.parametrize(
+    "metric, direction, want",
+    [
+        ("ndcg@10", "minimize", "maximize"),
+        ("evidence_noise_ratio_at_5", "maximize", "minimize"),  # once mistaken for higher-is-better
+        ("answer/wrong_refusal_rate", "maximize", "minimize"),
+        ("noise_ratio@5", "maximize", "minimize"),
+    ],
+)
 def test_contradicting_directions_are_refused_with_the_fix(metric, direction, want):
     msg = direction_refusal(metric, direction)
     assert msg is not None and "\n" not in msg
@@ -53,8 +63,9 @@ def test_direction_edge_cases():
 
 
 def test_check_direction_reads_the_composed_sweeper():
-    cfg = OmegaConf.create({"optimized_metric": "ndcg@10",
-                            "hydra": {"sweeper": {"direction": "minimize"}}})
+    cfg = OmegaConf.create(
+        {"optimized_metric": "ndcg@10", "hydra": {"sweeper": {"direction": "minimize"}}}
+    )
     with pytest.raises(ConfigError, match="contradicts optimized_metric=ndcg@10"):
         check_direction(cfg)
     cfg.hydra.sweeper.direction = "maximize"
@@ -66,14 +77,15 @@ def test_check_direction_reads_the_composed_sweeper():
 @pytest.mark.parametrize("search", ["chunking", "fusion_weights", "rrf_k"])
 def test_shipped_optuna_searches_agree_with_their_metric(search):
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        cfg = compose("evaluate", overrides=[f"hparams_search={search}"],
-                      return_hydra_config=True)
+        cfg = compose("evaluate", overrides=[f"hparams_search={search}"], return_hydra_config=True)
     assert cfg.hydra.sweeper.direction in ("maximize", "minimize")
     check_direction(cfg)
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        flipped = compose("evaluate", overrides=[f"hparams_search={search}",
-                                                 "hydra.sweeper.direction=minimize"],
-                          return_hydra_config=True)
+        flipped = compose(
+            "evaluate",
+            overrides=[f"hparams_search={search}", "hydra.sweeper.direction=minimize"],
+            return_hydra_config=True,
+        )
     with pytest.raises(ConfigError, match="contradicts"):
         check_direction(flipped)
 
@@ -87,10 +99,17 @@ def test_outside_a_multirun_there_is_no_sweep_context():
 def test_the_callback_refuses_before_opening_a_parent(tmp_path):
     from rag_lab.sweep.callback import MlflowSweepCallback
 
-    cfg = OmegaConf.create({
-        "dataset": {"split": "dev"}, "optimized_metric": "evidence_noise_ratio@5",
-        "hydra": {"sweeper": {"direction": "maximize"}, "sweep": {"dir": str(tmp_path / "s")},
-                  "overrides": {"task": []}}})
+    cfg = OmegaConf.create(
+        {
+            "dataset": {"split": "dev"},
+            "optimized_metric": "evidence_noise_ratio@5",
+            "hydra": {
+                "sweeper": {"direction": "maximize"},
+                "sweep": {"dir": str(tmp_path / "s")},
+                "overrides": {"task": []},
+            },
+        }
+    )
     with pytest.raises(ConfigError, match="hydra.sweeper.direction=minimize"):
         MlflowSweepCallback().on_multirun_start(cfg)
     assert not (tmp_path / "s" / PARENT_FILE).exists()

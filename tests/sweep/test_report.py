@@ -30,16 +30,21 @@ def make_trial(name: str, params: dict, scores: np.ndarray, categories: bool = T
     scores[-UNANSWERABLE:] = np.nan
     hit = (scores > 0.4).astype(float)
     hit[-UNANSWERABLE:] = np.nan
-    per_query = pd.DataFrame({
-        "query_id": [f"q{i:02d}" for i in range(N)],
-        "text": [f"query {i}" for i in range(N)],
-        "category": (["factoid", "multi_hop"] * (N // 2)) if categories else [None] * N,
-        "n_relevant": [0 if i >= N - UNANSWERABLE else 1 for i in range(N)],
-        METRIC: scores,
-        "hit_rate_at_5": hit,
-    })
-    metrics = {METRIC: float(np.nanmean(scores)), "hit_rate_at_5": float(np.nanmean(hit)),
-               "n_queries": N}
+    per_query = pd.DataFrame(
+        {
+            "query_id": [f"q{i:02d}" for i in range(N)],
+            "text": [f"query {i}" for i in range(N)],
+            "category": (["factoid", "multi_hop"] * (N // 2)) if categories else [None] * N,
+            "n_relevant": [0 if i >= N - UNANSWERABLE else 1 for i in range(N)],
+            METRIC: scores,
+            "hit_rate_at_5": hit,
+        }
+    )
+    metrics = {
+        METRIC: float(np.nanmean(scores)),
+        "hit_rate_at_5": float(np.nanmean(hit)),
+        "n_queries": N,
+    }
     return Trial(name, params, metrics, per_query)
 
 
@@ -86,8 +91,9 @@ def test_significance_marks(board: pd.DataFrame) -> None:
     assert (board["delta_vs_winner"].iloc[1:] < 0).all()
 
 
-def test_ci_contains_mean_and_matches_metrics_json(board: pd.DataFrame,
-                                                   trials: list[Trial]) -> None:
+def test_ci_contains_mean_and_matches_metrics_json(
+    board: pd.DataFrame, trials: list[Trial]
+) -> None:
     assert ((board["ci_low"] <= board[METRIC]) & (board[METRIC] <= board["ci_high"])).all()
     assert (board["ci_low"] < board["ci_high"]).all()
     by_name = {t.name: t.metrics[METRIC] for t in trials}
@@ -129,8 +135,13 @@ def test_markdown_table(board: pd.DataFrame) -> None:
 
 def test_write_report_files(trials: list[Trial], board: pd.DataFrame, tmp_path: Path) -> None:
     out = write_report(trials, METRIC, tmp_path / "report", **FAST)
-    assert set(out) == {"leaderboard.csv", "leaderboard.md", "ndcg_at_10_vs_fusion.png",
-                        "ndcg_at_10_vs_fusion.k.png", "ndcg_at_10_by_category.png"}
+    assert set(out) == {
+        "leaderboard.csv",
+        "leaderboard.md",
+        "ndcg_at_10_vs_fusion.png",
+        "ndcg_at_10_vs_fusion.k.png",
+        "ndcg_at_10_by_category.png",
+    }
     for path in out.values():
         assert path.is_file() and path.parent == tmp_path / "report"
     for name, path in out.items():
@@ -160,11 +171,14 @@ def test_plots_skip_without_categories(tmp_path: Path) -> None:
 
 
 def test_single_valued_param_is_not_plotted(trials: list[Trial], tmp_path: Path) -> None:
-    same = [Trial(t.name, {**t.params, "retriever": "bm25"}, t.metrics, t.per_query)
-            for t in trials]
+    same = [
+        Trial(t.name, {**t.params, "retriever": "bm25"}, t.metrics, t.per_query) for t in trials
+    ]
     paths = plot_metric_vs_params(same, METRIC, tmp_path, n_resamples=200)
-    assert sorted(p.name for p in paths) == ["ndcg_at_10_vs_fusion.k.png",
-                                             "ndcg_at_10_vs_fusion.png"]
+    assert sorted(p.name for p in paths) == [
+        "ndcg_at_10_vs_fusion.k.png",
+        "ndcg_at_10_vs_fusion.png",
+    ]
 
 
 def test_unknown_option_is_rejected(trials: list[Trial], tmp_path: Path) -> None:
@@ -176,8 +190,10 @@ def test_direction_defaults_to_the_metrics_own(trials: list[Trial]) -> None:
     """A lower-is-better metric (here ``evidence_noise_ratio_at_5``) ranks ascending without being
     told: the direction comes from ``rag_lab.metrics.names.higher_is_better``."""
     key = "evidence_noise_ratio_at_5"
-    renamed = [Trial(t.name, t.params, {key: t.metrics[METRIC]},
-                     t.per_query.rename(columns={METRIC: key})) for t in trials]
+    renamed = [
+        Trial(t.name, t.params, {key: t.metrics[METRIC]}, t.per_query.rename(columns={METRIC: key}))
+        for t in trials
+    ]
     board = leaderboard(renamed, key, **FAST)
     assert board["name"].tolist() == ["D", "C", "B", "A"]
     assert board.attrs["higher_is_better"] is False

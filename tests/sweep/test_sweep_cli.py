@@ -18,9 +18,20 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
 
 
 def sweep(tmp_path: Path, *args: str, name: str = "sweep") -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "rag_lab.cli", "evaluate", "-m", "dataset=beir",
-           f"dataset.path={TOY}", "tokenizer=jieba", "embedder=hashing",
-           f"hydra.sweep.dir={tmp_path / name}", f"paths.experiments={tmp_path / 'exp'}", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rag_lab.cli",
+        "evaluate",
+        "-m",
+        "dataset=beir",
+        f"dataset.path={TOY}",
+        "tokenizer=jieba",
+        "embedder=hashing",
+        f"hydra.sweep.dir={tmp_path / name}",
+        f"paths.experiments={tmp_path / 'exp'}",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
 
 
@@ -65,16 +76,22 @@ def test_selecting_on_the_test_split_is_refused(tmp_path):
 
 def test_optuna_direction_against_the_metric_is_refused(tmp_path):
     """``ndcg@10`` with ``direction=minimize`` would search for the worst configuration."""
-    proc = sweep(tmp_path, "hparams_search=fusion_weights", "dataset.split=dev",
-                 "hydra.sweeper.n_trials=1", "hydra.sweeper.direction=minimize")
+    proc = sweep(
+        tmp_path,
+        "hparams_search=fusion_weights",
+        "dataset.split=dev",
+        "hydra.sweeper.n_trials=1",
+        "hydra.sweeper.direction=minimize",
+    )
     assert proc.returncode != 0
     assert "hydra.sweeper.direction=minimize contradicts optimized_metric=ndcg@10" in proc.stderr
     assert not (tmp_path / "sweep" / "0" / "metrics.json").exists()
 
 
 def test_optuna_two_trials(tmp_path):
-    proc = sweep(tmp_path, "hparams_search=fusion_weights", "dataset.split=dev",
-                 "hydra.sweeper.n_trials=2")
+    proc = sweep(
+        tmp_path, "hparams_search=fusion_weights", "dataset.split=dev", "hydra.sweeper.n_trials=2"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     _, parents, children = runs(tmp_path)
     assert len(parents) == 1 and len(children) == 2
@@ -89,8 +106,15 @@ def job_metrics(sdir: Path) -> list[dict]:
 
 
 def test_chunker_sweep_embeds_each_chunk_set_once_and_rerun_is_all_hits(tmp_path):
-    args = ("dataset.split=dev", "sweep.report_winner=false", "retrievers=[dense,bm25]",
-            "chunker=fixed_size", "chunker.overlap=5", "chunker.size=40,60,80", "fusion=rrf")
+    args = (
+        "dataset.split=dev",
+        "sweep.report_winner=false",
+        "retrievers=[dense,bm25]",
+        "chunker=fixed_size",
+        "chunker.overlap=5",
+        "chunker.size=40,60,80",
+        "fusion=rrf",
+    )
     assert sweep(tmp_path, *args, name="a").returncode == 0
     first = job_metrics(tmp_path / "a")
     # three distinct chunk sets: each embeds its new chunk texts once (one row per text)
@@ -110,8 +134,13 @@ def test_chunker_sweep_embeds_each_chunk_set_once_and_rerun_is_all_hits(tmp_path
 
 @pytest.mark.slow
 def test_joblib_launcher_runs_jobs_in_parallel_processes(tmp_path):
-    proc = sweep(tmp_path, "dataset.split=dev", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                 "retrievers=[bm25],[dense]")
+    proc = sweep(
+        tmp_path,
+        "dataset.split=dev",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "retrievers=[bm25],[dense]",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     _, parents, children = runs(tmp_path)
     assert len(parents) == 1 and len(children) == 2

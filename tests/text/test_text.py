@@ -34,8 +34,14 @@ def test_normalise_text_nfkc_case_whitespace():
 
 def test_sentences_split_on_the_named_boundary_and_on_lines():
     text = "Check the pump. Reset it!\n油压过低。请停机；然后检查\nno end"
-    assert split_sentences(text) == ["Check the pump.", "Reset it!", "油压过低。", "请停机；",
-                                     "然后检查", "no end"]
+    assert split_sentences(text) == [
+        "Check the pump.",
+        "Reset it!",
+        "油压过低。",
+        "请停机；",
+        "然后检查",
+        "no end",
+    ]
     # a full stop inside a number or a code is not a boundary (no space follows)
     assert split_sentences("Set 2.5 bar on HX.200 now.") == ["Set 2.5 bar on HX.200 now."]
     assert SENTENCE_BOUNDARY.split("a. b") == ["a.", "b"]
@@ -77,10 +83,13 @@ def test_old_import_paths_give_the_same_objects(module: str, old: str, new: str)
 
 def test_text_is_a_leaf():
     """Importing rag_lab.text loads no stage package (every stage may import it)."""
-    probe = ("import sys, rag_lab.text; "
-             "bad = [m for m in sys.modules if m.startswith(('rag_lab.chunker', "
-             "'rag_lab.metrics', 'rag_lab.tokenizer', 'rag_lab.generator', 'rag_lab.judge'))]; "
-             "assert not bad, bad")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120)
+    probe = (
+        "import sys, rag_lab.text; "
+        "bad = [m for m in sys.modules if m.startswith(('rag_lab.chunker', "
+        "'rag_lab.metrics', 'rag_lab.tokenizer', 'rag_lab.generator', 'rag_lab.judge'))]; "
+        "assert not bad, bad"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr

@@ -16,7 +16,9 @@ def test_english_stems_and_drops_stopwords():
     tok = EnglishTokenizer()
     assert tok(["The pumps are running"]) == [["pump", "run"]]
     assert tok(["Fault E102 means the OIL is hot", ""]) == [
-        ["fault", "e102", "mean", "oil", "hot"], []]
+        ["fault", "e102", "mean", "oil", "hot"],
+        [],
+    ]
 
 
 def test_english_options():
@@ -47,7 +49,9 @@ def test_jieba_options():
 
 def test_whitespace_keeps_a_chinese_sentence_as_one_token():
     assert WhitespaceTokenizer()(["主轴温度超过六十度时报警", "Oil TOO hot"]) == [
-        ["主轴温度超过六十度时报警"], ["oil", "too", "hot"]]
+        ["主轴温度超过六十度时报警"],
+        ["oil", "too", "hot"],
+    ]
     assert WhitespaceTokenizer(lowercase=False)(["Oil"]) == [["Oil"]]
 
 

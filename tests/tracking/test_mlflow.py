@@ -10,30 +10,40 @@ import pytest
 from rag_lab.tracking import MlflowTracker, flatten, sanitize_key
 
 
-@pytest.mark.parametrize("key,expected", [
-    ("ndcg@10", "ndcg_at_10"),
-    ("evidence/recall@5", "evidence/recall_at_5"),
-    ("retrievers.bm25.k1", "retrievers.bm25.k1"),
-    ("a b-c:d", "a b-c:d"),
-    ("dense(k=5)", "dense_k_5_"),
-    ("主轴", "__"),
-])
+@pytest.mark.parametrize(
+    "key,expected",
+    [
+        ("ndcg@10", "ndcg_at_10"),
+        ("evidence/recall@5", "evidence/recall_at_5"),
+        ("retrievers.bm25.k1", "retrievers.bm25.k1"),
+        ("a b-c:d", "a b-c:d"),
+        ("dense(k=5)", "dense_k_5_"),
+        ("主轴", "__"),
+    ],
+)
 def test_sanitize_key(key, expected):
     assert sanitize_key(key) == expected
 
 
 def test_flatten_by_example():
-    tree = {"retrievers": {"bm25": {"k1": 1.2, "b": 0.75}, "dense": {"embedder": {"dimension": 1024}}},
-            "fusion": {"weights": {"dense": 0.7, "bm25": 0.3}},
-            "metrics": ["ndcg@10", "recall@100"],
-            "stages": [{"name": "a"}, {"name": "b", "opts": {}}],
-            "empty": {},
-            "none": None}
+    tree = {
+        "retrievers": {"bm25": {"k1": 1.2, "b": 0.75}, "dense": {"embedder": {"dimension": 1024}}},
+        "fusion": {"weights": {"dense": 0.7, "bm25": 0.3}},
+        "metrics": ["ndcg@10", "recall@100"],
+        "stages": [{"name": "a"}, {"name": "b", "opts": {}}],
+        "empty": {},
+        "none": None,
+    }
     assert flatten(tree) == {
-        "retrievers.bm25.k1": 1.2, "retrievers.bm25.b": 0.75, "retrievers.dense.embedder.dimension": 1024,
-        "fusion.weights.dense": 0.7, "fusion.weights.bm25": 0.3,
+        "retrievers.bm25.k1": 1.2,
+        "retrievers.bm25.b": 0.75,
+        "retrievers.dense.embedder.dimension": 1024,
+        "fusion.weights.dense": 0.7,
+        "fusion.weights.bm25": 0.3,
         "metrics": ["ndcg@10", "recall@100"],  # a list of scalars stays one value
-        "stages.0.name": "a", "stages.1.name": "b", "stages.1.opts": "{}",
+        "stages.0.name": "a",
+        "stages.1.name": "b",
+        "stages.1.opts": "{}",
         "empty": "{}",
         "none": None,
     }
@@ -57,12 +67,22 @@ def test_tracker_logs_a_run(tmp_path, restore_tracking_uri):
     artifacts = tmp_path / "artifacts"
     report = tmp_path / "per_query.csv"
     report.write_text("qid,ndcg@10\nq1,1.0\n", encoding="utf-8")
-    tracker = MlflowTracker(uri=uri, experiment="unit", artifact_location=str(artifacts), tags={"suite": "tests"})
-    params = {"retrievers": {"bm25": {"k1": 1.2, "tokenizer": "english"}}, "fusion": None,
-              "long": "x" * 7000}
+    tracker = MlflowTracker(
+        uri=uri, experiment="unit", artifact_location=str(artifacts), tags={"suite": "tests"}
+    )
+    params = {
+        "retrievers": {"bm25": {"k1": 1.2, "tokenizer": "english"}},
+        "fusion": None,
+        "long": "x" * 7000,
+    }
     metrics = {"ndcg@10": 0.5, "recall@100": 1, "mrr@10": math.nan, "noise_ratio@5": math.inf}
-    run_id = tracker.log_run("trial-1", params, metrics, {"dataset": "toy"},
-                             {"reports": report, "": tmp_path / "missing.json"})
+    run_id = tracker.log_run(
+        "trial-1",
+        params,
+        metrics,
+        {"dataset": "toy"},
+        {"reports": report, "": tmp_path / "missing.json"},
+    )
 
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(run_id)

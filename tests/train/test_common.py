@@ -23,8 +23,10 @@ def test_configured_weight_decay_reaches_the_training_arguments(task, decay, tmp
     from sentence_transformers import SentenceTransformerTrainingArguments
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
 
-    arguments = {"embedder": SentenceTransformerTrainingArguments,
-                 "reranker": CrossEncoderTrainingArguments}[task]
+    arguments = {
+        "embedder": SentenceTransformerTrainingArguments,
+        "reranker": CrossEncoderTrainingArguments,
+    }[task]
     cfg = compose_train(task, [], tmp_path)
     assert cfg.train.weight_decay == decay
     args = arguments(**training_args_common(cfg.train, str(tmp_path / "t")))
@@ -45,8 +47,9 @@ def test_beir_datasets_declare_their_splits():
 def test_a_missing_eval_split_of_a_split_aware_dataset_is_skipped(tmp_path):
     from rag_lab.train.common import _load_split
 
-    cfg = OmegaConf.create({"dataset": {"_target_": "rag_lab.dataset.BeirDataset",
-                                        "path": str(TOY), "split": "test"}})
+    cfg = OmegaConf.create(
+        {"dataset": {"_target_": "rag_lab.dataset.BeirDataset", "path": str(TOY), "split": "test"}}
+    )
     assert _load_split(cfg, "train") is None
     dev = _load_split(cfg, "dev")
     assert dev is not None and dev.split == "dev"

@@ -15,8 +15,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
-from rag_lab.dataset import BeirDataset
 from rag_lab.cache import StageCache
+from rag_lab.dataset import BeirDataset
 from rag_lab.errors import DataError
 from rag_lab.paths import CONFIG_DIR
 from rag_lab.ranking import ranked
@@ -30,10 +30,19 @@ from rag_lab.train.data import (
 from tests.compose import TOY
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-PROBES = ["Fault E102 on the HX-200 means the oil is too hot.", "主轴温度超过 60 °C 时报警 E120。",
-          "grease interval"]
-BASE = ["dataset=beir", f"dataset.path={TOY}", "dataset.split=test", "train.eval_splits=[dev]",
-        "tokenizer=jieba", "chunker=none"]
+PROBES = [
+    "Fault E102 on the HX-200 means the oil is too hot.",
+    "主轴温度超过 60 °C 时报警 E120。",
+    "grease interval",
+]
+BASE = [
+    "dataset=beir",
+    f"dataset.path={TOY}",
+    "dataset.split=test",
+    "train.eval_splits=[dev]",
+    "tokenizer=jieba",
+    "chunker=none",
+]
 
 
 def compose_train(task: str, overrides: list[str], tmp_path: Path) -> DictConfig:
@@ -57,7 +66,8 @@ def leaky_toy(tmp_path) -> Path:
     with open(root / "queries.jsonl", "a") as fh:
         fh.write(json.dumps({"_id": "q10", "text": q1["text"].upper() + " ?"}) + "\n")
     (root / "qrels" / "dev.tsv").write_text(
-        "query-id\tcorpus-id\tscore\nq9\td8\t2\nq10\td1\t2\nq2\td2\t2\n")
+        "query-id\tcorpus-id\tscore\nq9\td8\t2\nq10\td1\t2\nq2\td2\t2\n"
+    )
     return root
 
 
@@ -78,14 +88,32 @@ def test_leakage_guard_fires_from_the_cli(leaky_toy, tmp_path, task):
     """`rag-lab train ...` whose training queries are also in an evaluation split: exit 2,
     nothing trained."""
     model = ["train.model=sentence-transformers/all-MiniLM-L6-v2"] if task == "reranker" else []
-    proc = subprocess.run([sys.executable, "-m", "rag_lab.cli", "train", task, "dataset=beir",
-                           f"dataset.path={leaky_toy}", "dataset.split=test",
-                           "train.eval_splits=[dev]", "embedder=minilm", *model,
-                           f"hydra.run.dir={tmp_path / 'run'}", "tracking=none", "cache.dir=null"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rag_lab.cli",
+            "train",
+            task,
+            "dataset=beir",
+            f"dataset.path={leaky_toy}",
+            "dataset.split=test",
+            "train.eval_splits=[dev]",
+            "embedder=minilm",
+            *model,
+            f"hydra.run.dir={tmp_path / 'run'}",
+            "tracking=none",
+            "cache.dir=null",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert ("error: leakage: of 8 training queries in qrels/test.tsv, 2 also in split 'dev'"
-            in proc.stderr)
+    assert (
+        "error: leakage: of 8 training queries in qrels/test.tsv, 2 also in split 'dev'"
+        in proc.stderr
+    )
     assert not (tmp_path / "run" / "model").exists() and not (tmp_path / "run" / "merged").exists()
 
 
@@ -100,9 +128,16 @@ def test_split_dev_is_deterministic_and_disjoint():
 def test_hard_negatives_never_come_from_relevant_documents(tmp_path):
     from rag_lab.train.common import prepare
 
-    cfg = compose_train("embedder", ["embedder=hashing", "train.negatives.num=3",
-                                     "train.dev_fraction=0", "train.negatives.sampling=top"],
-                        tmp_path)
+    cfg = compose_train(
+        "embedder",
+        [
+            "embedder=hashing",
+            "train.negatives.num=3",
+            "train.dev_fraction=0",
+            "train.negatives.sampling=top",
+        ],
+        tmp_path,
+    )
     setup = prepare(cfg)
     assert setup.info["n_train_queries"] == 7  # q7 is unanswerable: nothing to train on
     data = BeirDataset(str(TOY), "test").load()
@@ -119,8 +154,9 @@ def test_hard_negatives_never_come_from_relevant_documents(tmp_path):
     order = ranked(setup.mined["q1"])
     assert list(ex.negative_ids) == [c for c in order if setup.chunks[c].doc_id != "d1"][:3]
     again = build_examples(data, ["q1"], setup.chunks, setup.mined, 3, sampling="random", seed=1)
-    assert again == build_examples(data, ["q1"], setup.chunks, setup.mined, 3, sampling="random",
-                                   seed=1)
+    assert again == build_examples(
+        data, ["q1"], setup.chunks, setup.mined, 3, sampling="random", seed=1
+    )
 
 
 # -- embedder --------------------------------------------------------------------------------------
@@ -129,10 +165,20 @@ def trained_embedder(tmp_path_factory):
     from rag_lab.train.embedder import train_embedder
 
     tmp = tmp_path_factory.mktemp("train_emb")
-    cfg = compose_train("embedder", ["embedder=minilm", "train.max_steps=3", "train.batch_size=4",
-                                     "train.learning_rate=2e-3", "train.select_best=false",
-                                     "train.dev_fraction=0.3", "train.eval_steps=2",
-                                     "train.logging_steps=1"], tmp)
+    cfg = compose_train(
+        "embedder",
+        [
+            "embedder=minilm",
+            "train.max_steps=3",
+            "train.batch_size=4",
+            "train.learning_rate=2e-3",
+            "train.select_best=false",
+            "train.dev_fraction=0.3",
+            "train.eval_steps=2",
+            "train.logging_steps=1",
+        ],
+        tmp,
+    )
     with open_dict(cfg):
         cfg.tracking.uri = f"sqlite:///{tmp / 'mlflow.db'}"
         cfg.tracking.artifact_location = str(tmp / "artifacts")
@@ -191,9 +237,16 @@ def test_lora_embedder_in_a_pipeline(trained_embedder, tmp_path):
     from tests.compose import TOY_OVERRIDES, compose_evaluate
 
     tmp, _, _ = trained_embedder
-    cfg = compose_evaluate([*TOY_OVERRIDES, "embedder=lora",
-                            f"embedder.adapter={tmp / 'run' / 'adapter'}", "retrievers=[dense]",
-                            "tracking=none"], tmp_path)
+    cfg = compose_evaluate(
+        [
+            *TOY_OVERRIDES,
+            "embedder=lora",
+            f"embedder.adapter={tmp / 'run' / 'adapter'}",
+            "retrievers=[dense]",
+            "tracking=none",
+        ],
+        tmp_path,
+    )
     metrics = evaluate(cfg)
     assert 0.0 <= metrics["ndcg_at_10"] <= 1.0 and metrics["n_queries"] == 8
 
@@ -204,11 +257,22 @@ def trained_reranker(tmp_path_factory):
     from rag_lab.train.reranker import train_reranker
 
     tmp = tmp_path_factory.mktemp("train_rr")
-    cfg = compose_train("reranker", [f"train.model={MINILM}", "train.max_steps=3",
-                                     "train.batch_size=4", "train.negatives.num=2",
-                                     "train.dev_fraction=0.3", "train.eval_steps=2",
-                                     "train.rerank_depth=5", "tracking=none",
-                                     "train.select_best=false", "train.learning_rate=1e-3"], tmp)
+    cfg = compose_train(
+        "reranker",
+        [
+            f"train.model={MINILM}",
+            "train.max_steps=3",
+            "train.batch_size=4",
+            "train.negatives.num=2",
+            "train.dev_fraction=0.3",
+            "train.eval_steps=2",
+            "train.rerank_depth=5",
+            "tracking=none",
+            "train.select_best=false",
+            "train.learning_rate=1e-3",
+        ],
+        tmp,
+    )
     return tmp, train_reranker(cfg)
 
 
@@ -226,8 +290,10 @@ def test_reranker_training_writes_a_model_with_its_dev_interpolation(trained_rer
 def _toy_run(n: int = 8):
     from rag_lab.types import Chunk
 
-    chunks = {f"d{i}#0": Chunk(f"d{i}#0", f"d{i}", f"text number {i} about pumps", 0, 10)
-              for i in range(n)}
+    chunks = {
+        f"d{i}#0": Chunk(f"d{i}#0", f"d{i}", f"text number {i} about pumps", 0, 10)
+        for i in range(n)
+    }
     run = {"q1": {f"d{i}#0": float(n - i) for i in range(n)}}
     return chunks, run
 
@@ -245,7 +311,7 @@ def test_cross_encoder_reranker_contract_and_score_cache(trained_reranker, tmp_p
     out = rr.rerank(queries, run, chunks)
     order = ranked(out["q1"])
     assert set(order[:4]) == {f"d{i}#0" for i in range(4)}  # only the head is reordered
-    assert order[4:] == [f"d{i}#0" for i in range(4, 8)]    # the tail keeps its order
+    assert order[4:] == [f"d{i}#0" for i in range(4, 8)]  # the tail keeps its order
     assert rr.stats["pairs_scored"] == 4 and rr.stats.get("pairs_cached", 0) == 0
     raw = rr.score([(queries["q1"], chunks[c].index_text) for c in order[:4]])
     # pure reranker order
@@ -260,8 +326,10 @@ def test_cross_encoder_reranker_contract_and_score_cache(trained_reranker, tmp_p
     assert ranked(keep["q1"]) == [f"d{i}#0" for i in range(8)]
     assert CrossEncoderReranker(model, depth=0).rerank(queries, run, chunks) == run
     # null interpolation = the weight training chose on dev
-    assert CrossEncoderReranker(model).interpolation == json.loads(
-        (Path(model) / "rag_lab_reranker.json").read_text())["interpolation"]
+    assert (
+        CrossEncoderReranker(model).interpolation
+        == json.loads((Path(model) / "rag_lab_reranker.json").read_text())["interpolation"]
+    )
 
 
 def test_cross_encoder_in_evaluate(trained_reranker, tmp_path):
@@ -269,11 +337,21 @@ def test_cross_encoder_in_evaluate(trained_reranker, tmp_path):
     from tests.compose import TOY_OVERRIDES, compose_evaluate
 
     tmp, _ = trained_reranker
-    base = evaluate(compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none"],
-                                     tmp_path / "a"))
-    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none",
-                            "reranker=cross_encoder", f"reranker.model={tmp / 'run' / 'model'}",
-                            "reranker.depth=5", "reranker.interpolation=0.0"], tmp_path / "b")
+    base = evaluate(
+        compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking=none"], tmp_path / "a")
+    )
+    cfg = compose_evaluate(
+        [
+            *TOY_OVERRIDES,
+            "retrievers=[bm25]",
+            "tracking=none",
+            "reranker=cross_encoder",
+            f"reranker.model={tmp / 'run' / 'model'}",
+            "reranker.depth=5",
+            "reranker.interpolation=0.0",
+        ],
+        tmp_path / "b",
+    )
     same = evaluate(cfg)
     assert same["ndcg_at_10"] == pytest.approx(base["ndcg_at_10"])  # weight 0 = the first stage
     assert same["reranker/pairs_scored"] + same["reranker/pairs_cached"] > 0
@@ -292,10 +370,19 @@ def test_export_bundles_adapter_and_reranker(trained_embedder, trained_reranker,
 
     adapter = shutil.copytree(trained_embedder[0] / "run" / "adapter", tmp_path / "my-adapter")
     model = shutil.copytree(trained_reranker[0] / "run" / "model", tmp_path / "my-reranker")
-    cfg = compose_evaluate([*TOY_OVERRIDES, "embedder=lora", f"embedder.adapter={adapter}",
-                            "retrievers=[dense,bm25]", "reranker=cross_encoder",
-                            f"reranker.model={model}", "reranker.depth=4", "tracking=none"],
-                           tmp_path)
+    cfg = compose_evaluate(
+        [
+            *TOY_OVERRIDES,
+            "embedder=lora",
+            f"embedder.adapter={adapter}",
+            "retrievers=[dense,bm25]",
+            "reranker=cross_encoder",
+            f"reranker.model={model}",
+            "reranker.depth=4",
+            "tracking=none",
+        ],
+        tmp_path,
+    )
     evaluate(cfg)
     run_dir = Path(cfg.paths.output_dir)
     export_dir = export_pipeline(run_dir, tmp_path / "export")
@@ -316,11 +403,22 @@ def test_full_fine_tuning_and_cached_mnrl(tmp_path):
     from rag_lab.embedder import SentenceTransformerEmbedder
     from rag_lab.train.embedder import train_embedder
 
-    cfg = compose_train("embedder", ["embedder=minilm", "train.max_steps=1", "train.batch_size=4",
-                                     "train.lora.enabled=false", "train.loss=cached_mnrl",
-                                     "train.mini_batch_size=2", "train.dev_fraction=0",
-                                     "train.learning_rate=1e-3", "train.warmup_ratio=0",
-                                     "tracking=none"], tmp_path)
+    cfg = compose_train(
+        "embedder",
+        [
+            "embedder=minilm",
+            "train.max_steps=1",
+            "train.batch_size=4",
+            "train.lora.enabled=false",
+            "train.loss=cached_mnrl",
+            "train.mini_batch_size=2",
+            "train.dev_fraction=0",
+            "train.learning_rate=1e-3",
+            "train.warmup_ratio=0",
+            "tracking=none",
+        ],
+        tmp_path,
+    )
     summary = train_embedder(cfg)
     assert summary["trainable_params"] == summary["total_params"]
     assert not (tmp_path / "run" / "adapter").exists()
@@ -336,12 +434,23 @@ def test_reranker_lora_and_bce(tmp_path):
 
     from rag_lab.train.reranker import train_reranker
 
-    cfg = compose_train("reranker", [f"train.model={MINILM}", "train.max_steps=2",
-                                     "train.batch_size=4", "train.negatives.num=1",
-                                     "train.dev_fraction=0.3", "train.rerank_depth=3",
-                                     "train.lora.enabled=true", "train.loss=bce",
-                                     "train.select_best=false", "train.learning_rate=1e-3",
-                                     "tracking=none"], tmp_path)
+    cfg = compose_train(
+        "reranker",
+        [
+            f"train.model={MINILM}",
+            "train.max_steps=2",
+            "train.batch_size=4",
+            "train.negatives.num=1",
+            "train.dev_fraction=0.3",
+            "train.rerank_depth=3",
+            "train.lora.enabled=true",
+            "train.loss=bce",
+            "train.select_best=false",
+            "train.learning_rate=1e-3",
+            "tracking=none",
+        ],
+        tmp_path,
+    )
     summary = train_reranker(cfg)
     assert summary["steps"] == 2
     # a plain cross-encoder: no peft needed to load it
@@ -350,14 +459,18 @@ def test_reranker_lora_and_bce(tmp_path):
     assert np.isfinite(model.predict([("pump", "pump maintenance")], activation_fn=None)).all()
 
 
-@pytest.mark.parametrize("argv, code, stream, text", [
-    (["train"], 2, "stderr", "usage: rag-lab train <embedder|reranker>"),
-    (["train", "bogus"], 2, "stderr", "error: unknown task 'bogus'"),
-    (["train", "--help"], 0, "stdout", "reranker"),
-])
+@pytest.mark.parametrize(
+    "argv, code, stream, text",
+    [
+        (["train"], 2, "stderr", "usage: rag-lab train <embedder|reranker>"),
+        (["train", "bogus"], 2, "stderr", "error: unknown task 'bogus'"),
+        (["train", "--help"], 0, "stdout", "reranker"),
+    ],
+)
 def test_train_cli_usage(argv, code, stream, text):
-    proc = subprocess.run([sys.executable, "-m", "rag_lab.cli", *argv], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_lab.cli", *argv], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == code and text in getattr(proc, stream)
 
 

@@ -1,4 +1,5 @@
-"""Stage cache: keys, atomic writes, and invalidation of exactly the stages downstream of a change."""
+"""Stage cache: keys, atomic writes, and invalidation of exactly the stages downstream of a
+change."""
 
 from __future__ import annotations
 
@@ -18,11 +19,15 @@ from tests.compose import TOY, compose_evaluate
 
 def test_stage_key_is_deterministic_and_sensitive():
     a = stage_key("chunks", {"size": 512, "unit": "chars"}, "in1")
-    assert a == stage_key("chunks", {"unit": "chars", "size": 512}, "in1")  # key order does not matter
+    assert a == stage_key(
+        "chunks", {"unit": "chars", "size": 512}, "in1"
+    )  # key order does not matter
     assert a != stage_key("chunks", {"size": 256, "unit": "chars"}, "in1")
     assert a != stage_key("chunks", {"size": 512, "unit": "chars"}, "in2")
     assert a != stage_key("documents", {"size": 512, "unit": "chars"}, "in1")
-    assert content_key({"m": 1}, ["ab", "c"]) != content_key({"m": 1}, ["a", "bc"])  # length-prefixed
+    assert content_key({"m": 1}, ["ab", "c"]) != content_key(
+        {"m": 1}, ["a", "bc"]
+    )  # length-prefixed
 
 
 def test_roundtrip_counters_and_inventory(tmp_path):
@@ -64,26 +69,56 @@ def toy_copy(tmp_path):
 
 
 def run(tmp_path: Path, data: Path, *extra: str) -> dict:
-    cfg = compose_evaluate(["dataset=beir", f"dataset.path={data}", "tokenizer=jieba", "embedder=hashing",
-                            "retrievers=[dense,bm25]", "tracking=none", f"cache.dir={tmp_path / 'cache'}", *extra],
-                           tmp_path)
+    cfg = compose_evaluate(
+        [
+            "dataset=beir",
+            f"dataset.path={data}",
+            "tokenizer=jieba",
+            "embedder=hashing",
+            "retrievers=[dense,bm25]",
+            "tracking=none",
+            f"cache.dir={tmp_path / 'cache'}",
+            *extra,
+        ],
+        tmp_path,
+    )
     return evaluate(cfg)
 
 
 def counts(m: dict) -> dict[str, tuple[int, int]]:
     """(hits, misses) per namespace; embeddings count one per chunk text (a row each)."""
-    return {ns: (int(m[f"cache/{ns}/hits"]), int(m[f"cache/{ns}/misses"]))
-            for ns in ("documents", "chunks", "embeddings", "runs")}
+    return {
+        ns: (int(m[f"cache/{ns}/hits"]), int(m[f"cache/{ns}/misses"]))
+        for ns in ("documents", "chunks", "embeddings", "runs")
+    }
 
 
 def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_copy):
     cold = run(tmp_path, toy_copy)
     n = int(cold["n_chunks"])  # the toy's chunk texts are all different
-    assert counts(cold) == {"documents": (0, 1), "chunks": (0, 1), "embeddings": (0, n), "runs": (0, 2)}
-    warm = run(tmp_path, toy_copy)  # nothing changed: chunks and both runs read back, nothing embedded
-    assert counts(warm) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (0, 0), "runs": (2, 0)}
+    assert counts(cold) == {
+        "documents": (0, 1),
+        "chunks": (0, 1),
+        "embeddings": (0, n),
+        "runs": (0, 2),
+    }
+    warm = run(
+        tmp_path, toy_copy
+    )  # nothing changed: chunks and both runs read back, nothing embedded
+    assert counts(warm) == {
+        "documents": (0, 0),
+        "chunks": (1, 0),
+        "embeddings": (0, 0),
+        "runs": (2, 0),
+    }
     assert warm["dense/run_from_cache"] == warm["bm25/run_from_cache"] == 1.0
-    for key in ("ndcg_at_10", "hit_rate_at_5", "noise_ratio_at_5", "map_at_100", "evidence_hit_rate_at_5"):
+    for key in (
+        "ndcg_at_10",
+        "hit_rate_at_5",
+        "noise_ratio_at_5",
+        "map_at_100",
+        "evidence_hit_rate_at_5",
+    ):
         assert warm[key] == cold[key]
     # fusion replays the cached per-retriever runs
     fused = run(tmp_path, toy_copy, "fusion=weighted")
@@ -96,7 +131,12 @@ def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_cop
     assert sum(c["embeddings"]) == rechunk["n_chunks"] and c["embeddings"][1] > 0
     # the model: chunks and the BM25 run hit; embeddings and the dense run recompute
     remodel = run(tmp_path, toy_copy, "embedder.dimension=512")
-    assert counts(remodel) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (0, n), "runs": (1, 1)}
+    assert counts(remodel) == {
+        "documents": (0, 0),
+        "chunks": (1, 0),
+        "embeddings": (0, n),
+        "runs": (1, 1),
+    }
     assert remodel["bm25/run_from_cache"] == 1.0 and remodel["dense/run_from_cache"] == 0.0
     # labels only: the corpus fingerprint is unchanged, so everything hits
     with open(toy_copy / "qrels" / "test.tsv", "a") as fh:
@@ -104,7 +144,12 @@ def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_cop
     relabel = run(tmp_path, toy_copy)
     # a new query joined the split, so the runs (keyed by the query set) miss; both indexes are
     # restored from the cache: nothing is re-encoded or re-tokenised
-    assert counts(relabel) == {"documents": (0, 0), "chunks": (1, 0), "embeddings": (0, 0), "runs": (0, 2)}
+    assert counts(relabel) == {
+        "documents": (0, 0),
+        "chunks": (1, 0),
+        "embeddings": (0, 0),
+        "runs": (0, 2),
+    }
     assert (relabel["cache/indexes/hits"], relabel["cache/indexes/misses"]) == (2, 0)
     # one edited document: documents, chunks, indexes and runs recompute, but only that
     # document's chunk is embedded again; the others are read from the embedding table
@@ -114,7 +159,12 @@ def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_cop
     lines[6] = json.dumps(rec, ensure_ascii=False)
     (toy_copy / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     edited = run(tmp_path, toy_copy)
-    assert counts(edited) == {"documents": (0, 1), "chunks": (0, 1), "embeddings": (n - 1, 1), "runs": (0, 2)}
+    assert counts(edited) == {
+        "documents": (0, 1),
+        "chunks": (0, 1),
+        "embeddings": (n - 1, 1),
+        "runs": (0, 2),
+    }
     assert edited["dense/embedded_chunks"] == 1.0
 
 
@@ -175,7 +225,9 @@ def test_tables_views_and_every_namespace_is_managed(tmp_path):
     assert scores.get_floats(table, keys) == {keys[0]: -1.25}
     vec = np.arange(4, dtype=np.float32)
     vectors.put_vectors(model_table({"m": 1}), {text_key("t"): vec})
-    np.testing.assert_array_equal(vectors.get_vectors(model_table({"m": 1}), [text_key("t")])[text_key("t")], vec)
+    np.testing.assert_array_equal(
+        vectors.get_vectors(model_table({"m": 1}), [text_key("t")])[text_key("t")], vec
+    )
     s = c.stats()
     # rows count one each: 2 misses then 1 hit + 1 miss for scores, 1 hit for vectors
     assert (s["cache/rerank_scores/hits"], s["cache/rerank_scores/misses"]) == (1, 3)
@@ -188,7 +240,14 @@ def test_tables_views_and_every_namespace_is_managed(tmp_path):
     assert clear(tmp_path, ["rerank_scores"]) > 0 and set(inventory(tmp_path)) == {"embeddings"}
 
 
-SCIFACT = Path(__import__("os").environ.get("RAG_LAB_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "scifact"
+SCIFACT = (
+    Path(
+        __import__("os").environ.get(
+            "RAG_LAB_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"
+        )
+    )
+    / "scifact"
+)
 
 
 @pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").is_file(), reason="SciFact not on this machine")
@@ -198,8 +257,15 @@ def test_editing_one_scifact_document_reembeds_only_its_chunks(tmp_path):
 
     data_dir = tmp_path / "scifact"
     shutil.copytree(SCIFACT, data_dir)
-    overrides = ["dataset=beir", f"dataset.path={data_dir}", "chunker=recursive", "embedder=hashing",
-                 "retrievers=[dense]", "tracking=none", f"cache.dir={tmp_path / 'cache'}"]
+    overrides = [
+        "dataset=beir",
+        f"dataset.path={data_dir}",
+        "chunker=recursive",
+        "embedder=hashing",
+        "retrievers=[dense]",
+        "tracking=none",
+        f"cache.dir={tmp_path / 'cache'}",
+    ]
 
     def index() -> tuple[dict, dict]:
         cfg = compose_evaluate(overrides, tmp_path)
@@ -225,5 +291,7 @@ def test_editing_one_scifact_document_reembeds_only_its_chunks(tmp_path):
     assert 0 < len(new_texts) <= len(doc_chunks)
     assert all(c.index_text in texts for c in chunks.values() if c.doc_id != str(rec["_id"]))
     assert edited["cache/embeddings/misses"] == len(new_texts)
-    assert edited["cache/embeddings/hits"] == len({c.index_text for c in chunks.values()}) - len(new_texts)
+    assert edited["cache/embeddings/hits"] == len({c.index_text for c in chunks.values()}) - len(
+        new_texts
+    )
     assert edited["cache/indexes/misses"] == 1  # the corpus changed: the faiss index is rebuilt
