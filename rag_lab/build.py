@@ -8,7 +8,9 @@ Every ``_target_`` is checked against ``ALLOWED_TARGET_PREFIXES`` before anythin
 
 from __future__ import annotations
 
+import inspect
 import logging
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from rag_lab.cache import open_cache
 from rag_lab.errors import ConfigError
 from rag_lab.paths import CONFIG_DIR
 from rag_lab.pipeline import Pipeline
+from rag_lab.validate import OptionError
 
 log = logging.getLogger(__name__)
 
@@ -68,18 +71,155 @@ def check_targets(node: Any, where: str = "") -> None:
             check_targets(v, f"{where}[{i}]")
 
 
+def _slot_protocols() -> dict[str, type]:
+    """The protocol a class must satisfy in each slot: the top-level group a ``where`` starts with
+    (``retrievers.bm25`` → ``retrievers``, ``judge=nli`` → ``judge``), or the argument name of a
+    nested stage (``embedder``, ``tokenizer``, an auto parser's ``parsers``)."""
+    from rag_lab.chunker.base import Chunker
+    from rag_lab.dataset.base import Dataset
+    from rag_lab.embedder.base import Embedder
+    from rag_lab.fusion.base import Fusion
+    from rag_lab.generator.base import Generator
+    from rag_lab.judge.base import Judge
+    from rag_lab.parser.base import Parser
+    from rag_lab.postprocess.base import PostProcessor
+    from rag_lab.protocols import Tracker
+    from rag_lab.query_transforms.base import QueryTransform
+    from rag_lab.retrievers.base import Retriever
+    from rag_lab.tokenizer.base import Tokenizer
+
+    return {
+        "dataset": Dataset,
+        "parser": Parser,
+        "parsers": Parser,
+        "chunker": Chunker,
+        "retrievers": Retriever,
+        "fusion": Fusion,
+        "reranker": PostProcessor,  # the reranker group runs as the first post-processor
+        "postprocess": PostProcessor,
+        "query_transforms": QueryTransform,
+        "generator": Generator,
+        "judge": Judge,
+        "tracking": Tracker,
+        "embedder": Embedder,
+        "tokenizer": Tokenizer,
+    }
+
+
+def _methods(protocol: type) -> list[str]:
+    """The methods a protocol names (its data members and properties may be instance attributes,
+    so a class cannot be checked for them)."""
+    names: list[str] = []
+    for base in protocol.__mro__:
+        if base is object or base.__module__ == "typing":
+            continue
+        for name, value in vars(base).items():
+            public = not name.startswith("_") or name == "__call__"
+            if public and inspect.isfunction(value) and name not in names:
+                names.append(name)
+    return names
+
+
+def _defines(cls: type, name: str) -> bool:
+    # ``hasattr`` is not enough for ``__call__``: every class has ``type.__call__``
+    return any(name in vars(base) for base in cls.__mro__ if base is not object)
+
+
+def check_slots(node: Any, where: str, protocol: type | None = None) -> None:
+    """Raise ``ConfigError`` unless the class each ``_target_`` of ``node`` names satisfies its
+    slot's protocol: ``node`` itself that of ``where``'s group (or ``protocol``), a nested stage
+    that of its argument name (``embedder`` → Embedder, ``tokenizer`` → Tokenizer). A nested
+    ``_target_`` under any other argument is refused: only stages are built from a config.
+    Run after ``check_targets`` (the classes are imported to be inspected)."""
+    from hydra.utils import get_class
+
+    slots = _slot_protocols()
+    slot = re.split(r"[.=\[]", where, maxsplit=1)[0]
+    if protocol is None:
+        protocol = slots.get(slot)
+
+    def visit(value: Any, here: str, expected: type | None, nested: bool) -> None:
+        if isinstance(value, Mapping):
+            target = value.get("_target_")
+            if target is not None:
+                if expected is None and nested:
+                    raise ConfigError(
+                        f"{here}._target_={target!r} is not allowed: a nested stage is built only "
+                        f"as {', '.join(n for n in slots if n in _NESTED)}"
+                    )
+                if expected is not None:
+                    cls = get_class(str(target))
+                    missing = [m for m in _methods(expected) if not _defines(cls, m)]
+                    if missing:
+                        article = "an" if expected.__name__[0] in "AEIOU" else "a"
+                        raise ConfigError(
+                            f"{here}._target_={target!r} is not {article} {expected.__name__} "
+                            f"({expected.__module__}.{expected.__name__}: no "
+                            f"{', '.join(missing)})"
+                        )
+            for k, v in value.items():
+                key = str(k)
+                if key == "_target_":
+                    continue
+                child = slots.get(key) if key in _NESTED else None
+                if target is None and child is None:
+                    child = expected  # a plain mapping of stages (``parsers: {.md: ...}``)
+                visit(v, f"{here}.{key}", child, nested or target is not None)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                visit(v, f"{here}[{i}]", expected, nested)
+
+    visit(node, where or "<root>", protocol, False)
+
+
+# argument names under which a stage builds another stage (``tokenizer: ${tokenizer}``)
+_NESTED = ("embedder", "tokenizer", "parsers")
+
+# arguments that make a library import or unpickle code shipped with a model: refused in configs
+# read from disk (``check_code_loading``) unless the user says they trust it
+CODE_LOADING_ARGUMENTS: dict[str, str] = {
+    "trust_remote_code": "runs the Python files of a model folder",
+    "weights_only": "lets torch.load unpickle arbitrary objects",
+    "allow_pickle": "lets numpy.load unpickle arbitrary objects",
+}
+
+
+def check_code_loading(node: Any, where: str = "") -> None:
+    """Raise ``ConfigError`` when ``node`` (anywhere, also inside ``model_kwargs``-style dicts)
+    sets an argument of ``CODE_LOADING_ARGUMENTS`` to its code-loading value:
+    ``trust_remote_code`` / ``allow_pickle`` true, ``weights_only`` false."""
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            key, here = str(k), f"{where}.{k}" if where else str(k)
+            if key in CODE_LOADING_ARGUMENTS:
+                loads_code = (v is False) if key == "weights_only" else bool(v)
+                if loads_code:
+                    raise ConfigError(
+                        f"{here}={v!r} {CODE_LOADING_ARGUMENTS[key]} (only if you trust the "
+                        "export: load_pipeline(..., trust_remote_code=True) / --trust-remote-code)"
+                    )
+            check_code_loading(v, here)
+    elif isinstance(node, (list, tuple)):
+        for i, v in enumerate(node):
+            check_code_loading(v, f"{where}[{i}]")
+
+
 def instantiate(node: Any, where: str, **kwargs: Any) -> Any:
-    """``hydra.utils.instantiate`` behind the allow-list; a constructor's error becomes a one-line
-    ``ConfigError`` naming ``where``."""
+    """``hydra.utils.instantiate`` behind the allow-list and the slot check (``check_targets``,
+    ``check_slots``: the class named for ``where``'s slot must satisfy its protocol); a
+    constructor's error becomes a one-line ``ConfigError`` naming ``where``."""
     from hydra.utils import instantiate as hydra_instantiate
 
     check_targets(node, where)
+    check_slots(node, where)
     try:
         return hydra_instantiate(node, _convert_="all", **kwargs)
     except Exception as exc:
         cause: BaseException = exc
         while cause.__cause__ is not None:  # hydra wraps the constructor's own error
             cause = cause.__cause__
+        if isinstance(cause, OptionError):  # a constructor's bad argument: name the full key
+            raise cause.at(where) from None
         if isinstance(cause, ConfigError):
             raise cause from None
         raise ConfigError(f"cannot build {where}: {type(cause).__name__}: {cause}") from exc
@@ -163,9 +303,8 @@ def build_pipeline(cfg: DictConfig) -> Pipeline:
         "retrievers": retriever_cfgs,
     }
     cache_dir = OmegaConf.select(cfg, "cache.dir", default=None)
-    retrieve_k = OmegaConf.select(cfg, "evaluation.retrieve_k", default=None) or cfg.get(
-        "retrieve_k"
-    )
+    retrieve_k = OmegaConf.select(cfg, "evaluation.retrieve_k", default=None)
+    retrieve_k = cfg.get("retrieve_k") if retrieve_k is None else retrieve_k
     if retrieve_k is None:
         raise ConfigError("missing setting evaluation.retrieve_k")
     pipe = Pipeline(
@@ -176,7 +315,9 @@ def build_pipeline(cfg: DictConfig) -> Pipeline:
         postprocessors,
         transforms,
         int(retrieve_k),
-        open_cache(cache_dir) if cache_dir else None,
+        open_cache(cache_dir, on_error=OmegaConf.select(cfg, "cache.on_error", default=None))
+        if cache_dir
+        else None,
         stage_configs,
     )
     log.info(

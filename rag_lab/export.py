@@ -20,16 +20,25 @@ the corpus files, the stage cache or Hydra::
       dataset_fingerprint    folder as a side
       metrics_test.json      the report-split metrics, when a test run was given
       card.md                human-readable summary
+      manifest.json          sha256 of every other file (``rag_lab.manifest``)
 
 Contracts:
 
 - ``export_pipeline`` never re-embeds what the run's stage cache holds (it builds the pipeline
   from the run's resolved config, cache included) and refuses when the dataset on disk no longer
   has the fingerprint the run recorded (the export's chunks would not be what was scored).
-- ``load_pipeline`` refuses any ``_target_`` outside ``rag_lab.build.ALLOWED_TARGET_PREFIXES``
-  anywhere in ``pipeline.yaml`` before instantiating anything, builds the stages with
-  ``build_pipeline`` and restores chunks and indexes from disk (``Pipeline.restore``: no
-  encoding of documents).
+- Every name that becomes a path (retrievers, post-processors) is one plain path component
+  (``rag_lab.safe_paths.plain_name``): nothing is written outside ``out_dir``. ``overwrite``
+  replaces only an export (a folder with ``pipeline.yaml``).
+- ``load_pipeline`` refuses, before instantiating anything: any ``_target_`` outside
+  ``rag_lab.build.ALLOWED_TARGET_PREFIXES`` anywhere in ``pipeline.yaml``; files that differ from
+  ``manifest.json`` (``verify=False`` skips the check; an export without one, written by
+  rag_lab 0.1, loads with a warning); code-loading arguments
+  (``trust_remote_code: true`` ..., ``rag_lab.build.check_code_loading``) unless
+  ``trust_remote_code=True``; bundled-model and index paths outside the export; a stage whose
+  class is not of its slot's protocol. It builds
+  the stages with ``build_pipeline`` and restores chunks and indexes from disk
+  (``Pipeline.restore``: no encoding of documents).
 - ``ExportedPipeline.retrieve*`` runs the same ``Pipeline.run`` as evaluation at ``retrieve_k``,
   then cuts to ``k``: for ``k <= retrieve_k`` the ranking is the evaluation's ranking (ties by
   ascending chunk id, rag_lab's one rule).
@@ -53,14 +62,22 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from rag_lab.build import build_dataset, build_pipeline, check_targets, instantiate
+from rag_lab.build import (
+    build_dataset,
+    build_pipeline,
+    check_code_loading,
+    check_targets,
+    instantiate,
+)
 from rag_lab.errors import ConfigError, DataError
+from rag_lab.manifest import MANIFEST_FILE, verify_manifest, write_manifest
 from rag_lab.metrics.names import HEADLINE
 from rag_lab.metrics.score import check_labels, score_split
 from rag_lab.outputs import FINGERPRINT_FILE, METRICS_FILE, PER_QUERY_FILE, write_scores
 from rag_lab.pipeline import Pipeline
 from rag_lab.ranking import ranked
 from rag_lab.retrievers.base import PersistentRetriever
+from rag_lab.safe_paths import inside, plain_name
 from rag_lab.types import Chunk, chunk_from_dict, chunk_to_dict
 
 log = logging.getLogger(__name__)
@@ -220,6 +237,31 @@ def _bundle_models(config: dict[str, Any], staging: Path) -> dict[str, str]:
     return bundled
 
 
+def _check_names(config: Mapping[str, Any], source: Path) -> None:
+    """Every retriever and post-processor name becomes a folder name in the export
+    (``indexes/<name>``, ``model/<name>``, ``postprocess/<name>``): refuse any that is not one
+    plain path component, naming ``source`` (the file the names came from)."""
+    for group, what in (("retrievers", "retriever"), ("postprocess", "post-processor")):
+        for name in config.get(group) or {}:
+            plain_name(name, f"{source}: {what} name")
+
+
+def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} exists and is not a folder")
+    if not any(out_dir.iterdir()):
+        return
+    if not overwrite:
+        raise ConfigError(f"{out_dir} exists and is not empty (pass overwrite=True / --overwrite)")
+    if not (out_dir / PIPELINE_FILE).is_file():
+        raise ConfigError(
+            f"{out_dir} is not empty and not an export (no {PIPELINE_FILE}): --overwrite "
+            "replaces only an export folder; choose an empty or new --out"
+        )
+
+
 def _pipeline_config(resolved: Mapping[str, Any]) -> dict[str, Any]:
     """The resolved config minus the run's I/O sections; retrievers no longer point at a cache."""
     config = {k: v for k, v in resolved.items() if k not in DROPPED_SECTIONS}
@@ -321,8 +363,8 @@ def export_pipeline(
         raise ConfigError(
             f"{test_run_dir}: no metrics.json (test_run_dir must be a finished run folder)"
         )
-    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
-        raise ConfigError(f"{out_dir} exists and is not empty (pass overwrite=True / --overwrite)")
+    _check_names(resolved, run_dir / "config_resolved.yaml")
+    _check_out_dir(out_dir, overwrite)
     if test_run_dir is not None:
         _check_same_pipeline(resolved, Path(test_run_dir))
     cfg = OmegaConf.create(resolved)
@@ -388,6 +430,7 @@ def export_pipeline(
         )
         dev = json.loads((run_dir / "metrics.json").read_text())
         (staging / "card.md").write_text(_card(config, export, dev, test_metrics))
+        write_manifest(staging)  # last: it hashes every other file
         if out_dir.exists():
             shutil.rmtree(out_dir)
         os.replace(staging, out_dir)
@@ -408,14 +451,10 @@ def export_sweep(sweep_dir: Path, out_dir: Path, *, overwrite: bool = False) -> 
     """Export a sweep's winner: the job named by ``<sweep_dir>/winner.json``, with the winner's
     report-split run (``winner_<sweep.report_split>``, default ``winner_test``) as the test metrics
     when that folder holds a finished run."""
+    from rag_lab.sweep.winner import read_winner  # its job must be a folder inside sweep_dir
+
     sweep_dir = Path(sweep_dir)
-    winner_file = sweep_dir / "winner.json"
-    if not winner_file.is_file():
-        raise ConfigError(f"{sweep_dir}: no winner.json (not a finished sweep folder)")
-    job = json.loads(winner_file.read_text()).get("job")
-    if job is None or not (sweep_dir / str(job)).is_dir():
-        raise ConfigError(f"{winner_file}: winner job {job!r} has no folder in {sweep_dir}")
-    run_dir = sweep_dir / str(job)
+    _, run_dir = read_winner(sweep_dir)
     resolved = _read_resolved(run_dir)
     report_split = (resolved.get("sweep") or {}).get("report_split", "test")
     test_dir = sweep_dir / f"winner_{report_split}"
@@ -502,14 +541,36 @@ def _set_key(config: DictConfig, dotted: str, value: str) -> None:
         OmegaConf.update(config, dotted, value, merge=False)
 
 
-def load_pipeline(path: str | os.PathLike[str]) -> ExportedPipeline:
+_warned_unverified: set[Path] = set()
+
+
+def _verify(root: Path) -> None:
+    if not verify_manifest(root) and root not in _warned_unverified:
+        _warned_unverified.add(root)
+        log.warning(
+            "%s has no %s (written by rag_lab 0.1): its files cannot be verified; "
+            "load only exports you trust",
+            root,
+            MANIFEST_FILE,
+        )
+
+
+def load_pipeline(
+    path: str | os.PathLike[str], *, verify: bool = True, trust_remote_code: bool = False
+) -> ExportedPipeline:
     """Load an export folder written by ``export_pipeline``.
 
-    Raises ``ConfigError`` when ``pipeline.yaml`` is missing or malformed, names a ``_target_``
-    outside the allow-list or not resolving to an allowed class (``check_targets``, on the
-    whole file before anything is instantiated), or an
-    index is missing. Document embeddings and BM25 statistics are read from ``indexes/``; only
-    queries are encoded (the dense model loads on the first query)."""
+    Raises ``ConfigError`` (or ``DataError`` for a changed file), before anything is
+    instantiated, when ``pipeline.yaml`` is missing or malformed; names a ``_target_`` outside the
+    allow-list or not resolving to an allowed class (``check_targets``, on the whole file); with
+    ``verify``, when a file differs from ``manifest.json``, is missing from the folder or is not
+    in the manifest (an export without a manifest loads with one warning); unless
+    ``trust_remote_code``, when the file sets a code-loading argument (``check_code_loading``:
+    ``trust_remote_code: true`` anywhere, also inside ``model_kwargs``); when a retriever name is
+    not a plain name or a bundled model path leads outside the folder; when a stage's class does
+    not satisfy its slot's protocol (``build_pipeline``); or when an index is missing. Document
+    embeddings and BM25 statistics are read from ``indexes/``; only queries are encoded (the
+    dense model loads on the first query)."""
     root = Path(path).expanduser().resolve()
     cfg_path = root / PIPELINE_FILE
     if not cfg_path.is_file():
@@ -526,19 +587,32 @@ def load_pipeline(path: str | os.PathLike[str]) -> ExportedPipeline:
         raise ConfigError(f"{cfg_path}: expected a mapping with `retrievers` and `retrieve_k`")
     try:
         check_targets(raw)
+        if not trust_remote_code:
+            check_code_loading(raw)
     except ConfigError as exc:
         raise ConfigError(f"{cfg_path}: refusing to load: {exc}") from None
+    _check_names(raw, cfg_path)
+    if verify:
+        _verify(root)
     config = OmegaConf.create(raw)
     export = raw.get("export") or {}
-    for dotted, rel in (export.get("bundled_models") or {}).items():
-        _set_key(config, dotted, str(root / rel))
+    bundled = export.get("bundled_models") or {}
+    if not isinstance(bundled, Mapping):
+        raise ConfigError(f"{cfg_path}: export.bundled_models must be a mapping")
+    for dotted, rel in bundled.items():
+        where = f"{cfg_path}: refusing to load: export.bundled_models.{dotted}"
+        _set_key(config, str(dotted), str(inside(root, str(rel), where)))
     config.evaluation = config.get("evaluation") or {}
     config.evaluation.retrieve_k = int(raw["retrieve_k"])
     pipe = build_pipeline(config)  # cache.dir absent: no stage cache
     with gzip.open(root / CHUNKS_FILE, "rt", encoding="utf-8") as fh:
         chunks = [chunk_from_dict(d) for d in json.load(fh)]
+    indexes = {
+        name: inside(root, f"{INDEXES_DIR}/{name}", f"{cfg_path}: index of retriever {name!r}")
+        for name in pipe.retrievers
+    }
     try:
-        pipe.restore(chunks, {name: root / INDEXES_DIR / name for name in pipe.retrievers})
+        pipe.restore(chunks, indexes)
     except ConfigError as exc:
         raise ConfigError(f"{root}: {exc}") from None
     return ExportedPipeline(root, config, pipe)
@@ -552,6 +626,8 @@ def evaluate_exported(
     dataset: Mapping[str, Any] | DictConfig | None = None,
     *,
     out_dir: Path | None = None,
+    verify: bool = True,
+    trust_remote_code: bool = False,
     **dataset_overrides: Any,
 ) -> dict[str, float]:
     """Score an export on a labelled split and return ``score``'s flat metrics (the quality
@@ -562,8 +638,9 @@ def evaluate_exported(
     ``dataset_overrides`` replace its arguments (``split="test"``, ``path=...``). The run uses the
     export's ``evaluation`` settings. With ``out_dir``, writes ``metrics.json``,
     ``per_query.parquet`` and ``dataset_fingerprint`` there (a gate side). A corpus fingerprint
-    different from the export's is logged as a warning: the labels may not match the chunks."""
-    exported = load_pipeline(path)
+    different from the export's is logged as a warning: the labels may not match the chunks.
+    ``verify`` and ``trust_remote_code`` are ``load_pipeline``'s."""
+    exported = load_pipeline(path, verify=verify, trust_remote_code=trust_remote_code)
     export = OmegaConf.select(exported.config, "export", default=None) or {}
     if dataset is None:
         source = Path(str(export.get("source_run", ""))) / "config_resolved.yaml"

@@ -42,6 +42,43 @@ def check_env_name(name: str | None, where: str) -> str | None:
     return name
 
 
+# the key part of an override that carries a credential (``generator.api_key_env``, ``+x.token``)
+_SECRET_KEY = re.compile(r"(api_?key|secret|password|passwd|(^|_)token)(_env)?$", re.IGNORECASE)
+# how API keys of the common providers begin (OpenAI, Anthropic, HF, GitHub, Groq, xAI, Slack,
+# Google)
+_KEY_PREFIX = re.compile(r"(sk|pk|rk|hf|ghp|gho|ghs|ghu|github_pat|gsk|xai|xox[abprs])[-_]|AIza")
+
+
+def looks_like_secret(value: str) -> bool:
+    """``value`` could be a key rather than the name of the variable holding one: it is not a
+    plausible environment variable name, or it starts the way API keys do (``sk-``, ``hf_``,
+    ...). ``null``, empty values and interpolations (``${oc.env:X}``) are not secrets."""
+    text = value.strip().strip("'\"")
+    if text in ("", "null", "None", "~") or text.startswith("${"):
+        return False
+    return _KEY_PREFIX.match(text) is not None or not _ENV_NAME.fullmatch(text)
+
+
+def check_overrides(overrides: Sequence[str]) -> None:
+    """Refuse a command line that pastes a credential into a config key
+    (``generator.api_key_env=sk-...``) before Hydra writes the overrides into the run folder
+    (``.hydra/overrides.yaml``, ``config.yaml``). The message names the key, never the value."""
+    for arg in overrides:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, _, value = arg.partition("=")
+        key = key.lstrip("+~")
+        last = key.rsplit(".", 1)[-1]
+        if not _SECRET_KEY.search(last):
+            continue
+        if any(looks_like_secret(v) for v in value.split(",")):
+            raise ConfigError(
+                f"{key}=<redacted>: the value looks like a key, and a command line is saved with "
+                "the run; give the NAME of an environment variable holding it instead "
+                f"(e.g. {key}=OPENAI_API_KEY, after export OPENAI_API_KEY=...); nothing was written"
+            )
+
+
 def api_key(env_name: str | None) -> str | None:
     """The key in ``$env_name`` (None when the name is None or the variable unset/empty)."""
     return (os.environ.get(env_name) or None) if env_name else None

@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
     from rag_lab.cache import CacheView
 
 
@@ -34,3 +37,30 @@ class CacheAware(Protocol):
     cache_namespace: str
 
     def attach_cache(self, view: CacheView) -> None: ...
+
+
+@runtime_checkable
+class Tracker(Protocol):
+    """What the ``tracking`` group builds: ``log_run`` records one run (params, metrics, tags,
+    artifact files) and returns its id (``rag_lab.tracking.MlflowTracker``)."""
+
+    def log_run(
+        self,
+        run_name: str,
+        params: Mapping[str, Any],
+        metrics: Mapping[str, float],
+        tags: Mapping[str, str],
+        artifacts: Mapping[str, Path],
+        parent_run_id: str | None = None,
+    ) -> str: ...
+
+
+@runtime_checkable
+class Remote(Protocol):
+    """A stage that talks to a service at ``uri`` says, before any work, whether it is
+    reachable: ``check()`` raises a one-line ``ConfigError`` in seconds, or switches to its
+    fallback and updates ``uri``."""
+
+    uri: str
+
+    def check(self) -> None: ...

@@ -27,12 +27,24 @@ DEFAULT_EXPERIMENT = "rag_lab_exports"
 
 
 class RagLabPipelineModel(mlflow.pyfunc.PythonModel):  # type: ignore[name-defined]
-    """pyfunc wrapper around :class:`rag_lab.export.ExportedPipeline` (artifact ``export``)."""
+    """pyfunc wrapper around :class:`rag_lab.export.ExportedPipeline` (artifact ``export``).
+    ``verify`` and ``trust_remote_code`` are ``load_pipeline``'s, fixed when the model is logged
+    (class defaults: a model pickled before these existed verifies and trusts nothing)."""
+
+    verify: bool = True
+    trust_remote_code: bool = False
+
+    def __init__(self, verify: bool = True, trust_remote_code: bool = False) -> None:
+        self.verify, self.trust_remote_code = verify, trust_remote_code
 
     def load_context(self, context: Any) -> None:
         from rag_lab.export import load_pipeline
 
-        self.pipeline = load_pipeline(context.artifacts["export"])
+        self.pipeline = load_pipeline(
+            context.artifacts["export"],
+            verify=self.verify,
+            trust_remote_code=self.trust_remote_code,
+        )
 
     # model_input is left unannotated: MLflow 3 reads predict's type hints as a schema (and warns
     # on a DataFrame); the signature logged by ``log_export`` describes input and output instead.
@@ -89,6 +101,8 @@ def log_export(
     name: str = DEFAULT_MODEL_NAME,
     experiment: str = DEFAULT_EXPERIMENT,
     artifact_location: str | None = None,
+    verify: bool = True,
+    trust_remote_code: bool = False,
 ) -> str:
     """Log ``export_dir`` as a pyfunc model in a new run of ``experiment`` at ``tracking_uri``;
     register it as ``registered_name`` when given. Returns the model URI
@@ -97,7 +111,9 @@ def log_export(
     A new experiment at a ``sqlite:///`` store keeps artifacts in ``mlartifacts/`` beside the file
     unless ``artifact_location`` says otherwise.
     ``pip_requirements`` names only rag_lab: the model is meant for ``--env-manager local`` in an
-    environment where rag_lab is installed (no environment is resolved or built)."""
+    environment where rag_lab is installed (no environment is resolved or built).
+    ``verify`` / ``trust_remote_code`` are ``load_pipeline``'s, for this check and for the served
+    model's own load."""
     from rag_lab import __version__
     from rag_lab.export import load_pipeline
     from rag_lab.tracking.mlflow import MlflowTracker
@@ -106,7 +122,8 @@ def log_export(
     if artifact_location is None and tracking_uri.startswith("sqlite:///"):
         # as conf/tracking/mlflow.yaml: artifacts beside the store, not in the working directory
         artifact_location = str(Path(tracking_uri[len("sqlite:///") :]).parent / "mlartifacts")
-    exported = load_pipeline(export_dir)  # refuse a broken or tampered export before logging it
+    # refuse a broken or tampered export before logging it
+    exported = load_pipeline(export_dir, verify=verify, trust_remote_code=trust_remote_code)
     mlflow, exp_id = MlflowTracker(tracking_uri, experiment, artifact_location).connect()
     with mlflow.start_run(experiment_id=exp_id, run_name=f"export {export_dir.name}"):
         export = exported.config.get("export") or {}
@@ -119,7 +136,7 @@ def log_export(
         )
         info = mlflow.pyfunc.log_model(
             name=name,
-            python_model=RagLabPipelineModel(),
+            python_model=RagLabPipelineModel(verify, trust_remote_code),
             artifacts={"export": str(export_dir)},
             pip_requirements=[f"rag_lab=={__version__}"],
             signature=_signature(),

@@ -7,22 +7,34 @@ Returns the optimised metric (``optimized_metric`` in the config), which is what
 
 from __future__ import annotations
 
+import functools
+import sys
+
 import hydra
 from omegaconf import DictConfig
 
 from rag_lab.cli._errors import user_errors
+from rag_lab.llm_client import check_overrides
 from rag_lab.metrics.names import metric_key
 from rag_lab.paths import CONFIG_DIR
 
 
 @hydra.main(config_path=CONFIG_DIR, config_name="evaluate", version_base="1.3")
 @user_errors
-def main(cfg: DictConfig) -> float | None:
+def task(cfg: DictConfig) -> float | None:
     from rag_lab.evaluate import evaluate  # the pipeline's imports wait until a run starts
 
     metrics = evaluate(cfg)
     opt = cfg.get("optimized_metric")
     return metrics.get(metric_key(opt)) if opt else None
+
+
+@functools.wraps(task)  # main.__wrapped__(cfg) runs the task on a composed config (tests)
+def main() -> float | None:
+    """The command: refuse a credential pasted on the command line before Hydra saves the
+    command line in the run folder, then run the Hydra task."""
+    user_errors(check_overrides)(sys.argv[1:])
+    return task()
 
 
 if __name__ == "__main__":

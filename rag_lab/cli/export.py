@@ -50,7 +50,11 @@ def parser() -> argparse.ArgumentParser:
         required=True,
         help="export folder to write (must not exist or be empty)",
     )
-    ap.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
+    ap.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier export at --out (any other non-empty folder is refused)",
+    )
     ap.add_argument(
         "--log-model",
         action="store_true",

@@ -16,12 +16,21 @@ from rag_lab.cli._options import tracking_uri_option
 from rag_lab.tracking.fetch import resolve_tracking_uri
 
 
-def log_model(export_dir: Path, uri: str, register: str | None) -> str:
+def log_model(
+    export_dir: Path,
+    uri: str,
+    register: str | None,
+    *,
+    verify: bool = True,
+    trust_remote_code: bool = False,
+) -> str:
     """Log ``export_dir`` at ``uri`` (registered as ``register`` when given); prints the model URI
     and the ``mlflow models serve`` line. Also ``rag-lab export --log-model``."""
     from rag_lab.serve import log_export  # mlflow loads here
 
-    model_uri = log_export(export_dir, uri, register)
+    model_uri = log_export(
+        export_dir, uri, register, verify=verify, trust_remote_code=trust_remote_code
+    )
     print(
         f"logged model: {model_uri} ({uri})\n"
         f"serve: MLFLOW_TRACKING_URI={uri} mlflow models serve -m {model_uri} "
@@ -39,10 +48,26 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("export", type=Path, help="a folder written by `rag-lab export`")
     tracking_uri_option(ap, "the model")
     ap.add_argument("--register", metavar="NAME", help="register the model under NAME")
+    ap.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="load the export even if its files differ from manifest.json",
+    )
+    ap.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="let the export's stages load code shipped with a model",
+    )
     return ap
 
 
 @user_errors
 def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-    log_model(args.export, resolve_tracking_uri(args.tracking_uri), args.register)
+    log_model(
+        args.export,
+        resolve_tracking_uri(args.tracking_uri),
+        args.register,
+        verify=not args.no_verify,
+        trust_remote_code=args.trust_remote_code,
+    )

@@ -41,3 +41,18 @@ def test_not_an_export_is_refused(tmp_path):
     proc = rag_lab("serve", str(tmp_path / "empty"), "--tracking-uri", uri, timeout=120)
     assert proc.returncode == 2 and "not a rag_lab export folder" in error_line(proc)
     assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_tampered_export_is_refused_unless_no_verify(export_dir, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "export"
+    shutil.copytree(export_dir, copy)
+    with open(copy / "card.md", "a") as fh:
+        fh.write("edited\n")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert exit_status(main, [str(copy), "--tracking-uri", uri]) == 2
+    err = capsys.readouterr().err
+    assert "card.md differs from its sha256 in manifest.json" in err and "--no-verify" in err
+    assert exit_status(main, [str(copy), "--tracking-uri", uri, "--no-verify"]) == 0
+    assert "logged model:" in capsys.readouterr().out

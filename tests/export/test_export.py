@@ -202,8 +202,10 @@ def test_not_an_export_and_missing_index(hybrid, tmp_path):
         load_pipeline(tmp_path)
     broken = shutil.copytree(hybrid[2], tmp_path / "broken")
     shutil.rmtree(broken / "indexes" / "dense")
+    with pytest.raises(DataError, match="indexes/dense/ids.json is missing"):
+        load_pipeline(broken)  # the manifest names the first missing file
     with pytest.raises(ConfigError, match="no saved index for retriever 'dense'"):
-        load_pipeline(broken)
+        load_pipeline(broken, verify=False)
 
 
 def test_export_works_without_corpus_or_cache(tmp_path):
@@ -255,6 +257,10 @@ def test_out_dir_must_be_empty_unless_overwrite(hybrid, tmp_path):
     (out / "keep").write_text("x")
     with pytest.raises(ConfigError, match="not empty"):
         export_pipeline(run_dir, out)
+    with pytest.raises(ConfigError, match="not an export"):  # overwrite replaces only an export
+        export_pipeline(run_dir, out, overwrite=True)
+    assert (out / "keep").is_file()
+    (out / "pipeline.yaml").write_text("{}")  # a (previous) export
     export_pipeline(run_dir, out, overwrite=True)
     assert not (out / "keep").exists() and (out / "pipeline.yaml").is_file()
     with pytest.raises(ConfigError, match="not a finished"):
