@@ -20,6 +20,8 @@ class LabelledQueries:
     ``fingerprint`` hashes the corpus sources, the queries and the qrels file bytes;
     ``corpus_fingerprint`` the corpus sources alone (names and bytes), which is what keys the
     parse/chunk/embed stages, so editing labels never re-embeds.
+    ``on_empty`` is the dataset's policy for documents with empty text (``skip`` or ``fail``),
+    for ``rag_lab.parser.parse_corpus``.
     """
 
     name: str
@@ -31,6 +33,7 @@ class LabelledQueries:
     fingerprint: str
     corpus_fingerprint: str = ""
     warnings: tuple[str, ...] = field(default=())
+    on_empty: str = "skip"
 
 
 @runtime_checkable

@@ -8,58 +8,86 @@ from __future__ import annotations
 
 import csv
 import logging
+import math
 from pathlib import Path
+from typing import cast
 
 from rag_lab.dataset.base import LabelledQueries
-from rag_lab.errors import DataError
-from rag_lab.io import fingerprint_files, read_jsonl, require_file, require_key
+from rag_lab.errors import ConfigError, DataError
+from rag_lab.io import fingerprint_files, read_jsonl, read_lines, require_file, require_key
+from rag_lab.parser.base import ON_EMPTY
 from rag_lab.types import Qrels, Query
 
 log = logging.getLogger(__name__)
 
 
+def _grade(score: str, path: Path, lineno: int) -> int | float:
+    """A judgment grade: integral values stay ``int``; fractional ones (0.5, 1.7) are kept as they
+    are, as ranx and trec_eval keep them (relevant iff > 0, linear gain in nDCG)."""
+    try:
+        value = float(score)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise DataError(f"{path}:{lineno}: score {score!r} is not a finite number")
+    return int(value) if value.is_integer() else value
+
+
 def read_qrels(path: Path) -> Qrels:
-    """Read a BEIR qrels TSV (``query-id corpus-id score``; header optional)."""
-    qrels: Qrels = {}
-    with open(require_file(path, "qrels file"), encoding="utf-8", newline="") as fh:
-        for lineno, row in enumerate(csv.reader(fh, delimiter="\t"), 1):
-            if not row or not "".join(row).strip():
-                continue
-            if lineno == 1 and row[0].strip().lower() in ("query-id", "query_id", "qid"):
-                continue
-            if len(row) < 3:
-                raise DataError(
-                    f"{path}:{lineno}: expected 3 tab-separated columns "
-                    f"(query-id, corpus-id, score), got {len(row)}"
-                )
-            qid, did, score = row[0].strip(), row[1].strip(), row[2].strip()
-            try:
-                grade = int(float(score))
-            except (ValueError, OverflowError):
-                raise DataError(
-                    f"{path}:{lineno}: score {score!r} is not a finite number"
-                ) from None
-            if did in qrels.setdefault(qid, {}):
-                raise DataError(
-                    f"{path}:{lineno}: duplicate judgment for query {qid!r}, document {did!r}"
-                )
-            qrels[qid][did] = grade
+    """Read a BEIR qrels TSV (``query-id corpus-id score``; header optional; UTF-8, BOM accepted).
+
+    Grades may be fractional (kept, not truncated). Refused with ``file:line``: fewer than three
+    columns, an empty id, a score that is not a finite number, a repeated (query, document) pair
+    (both lines named)."""
+    qrels: dict[str, dict[str, int | float]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for lineno, line in read_lines(require_file(path, "qrels file")):
+        try:
+            row = next(csv.reader([line], delimiter="\t"), [])
+        except csv.Error as exc:
+            raise DataError(f"{path}:{lineno}: unreadable TSV line ({exc})") from None
+        if not row or not "".join(row).strip():
+            continue
+        if lineno == 1 and row[0].strip().lower() in ("query-id", "query_id", "qid"):
+            continue
+        if len(row) < 3:
+            raise DataError(
+                f"{path}:{lineno}: expected 3 tab-separated columns "
+                f"(query-id, corpus-id, score), got {len(row)}"
+            )
+        qid, did, score = row[0].strip(), row[1].strip(), row[2].strip()
+        if not qid or not did:
+            raise DataError(f"{path}:{lineno}: empty {'query' if not qid else 'corpus'} id")
+        grade = _grade(score, path, lineno)
+        if (qid, did) in first_line:
+            raise DataError(
+                f"{path}:{lineno}: duplicate judgment for query {qid!r}, document {did!r} "
+                f"(first at {path}:{first_line[qid, did]})"
+            )
+        first_line[qid, did] = lineno
+        qrels.setdefault(qid, {})[did] = grade
     if not qrels:
         raise DataError(f"{path}: no judgments")
-    return qrels
+    return cast(Qrels, qrels)  # grades are int | float (types.Qrels still says int)
 
 
 def read_queries(path: Path) -> dict[str, Query]:
+    """Read a BEIR ``queries.jsonl`` (``_id``, ``text``, optional ``metadata`` object); a repeated
+    id is refused naming both lines."""
     queries: dict[str, Query] = {}
+    first_line: dict[str, int] = {}
     for lineno, rec in read_jsonl(require_file(path, "queries file")):
         qid = str(require_key(rec, "_id", path, lineno))
         text = require_key(rec, "text", path, lineno)
         if qid in queries:
-            raise DataError(f"{path}:{lineno}: duplicate query id {qid!r}")
+            raise DataError(
+                f"{path}:{lineno}: duplicate query id {qid!r} (first at {path}:{first_line[qid]})"
+            )
         meta = rec.get("metadata") or {}
         if not isinstance(meta, dict):
             raise DataError(f"{path}:{lineno}: 'metadata' must be an object")
         queries[qid] = Query(qid, str(text), meta)
+        first_line[qid] = lineno
     return queries
 
 
@@ -71,6 +99,9 @@ class BeirDataset:
         split: qrels file stem under ``qrels/`` (``test``, ``dev``, ``train``).
         corpus: corpus file or folder, relative to ``path``.
         name: a label for logs and MLflow (defaults to the folder name).
+        on_empty: what parsing does with a document whose text is empty or blank: ``skip`` it
+            (counted: ``n_empty_documents`` in the warnings) or ``fail`` naming its file and line.
+            Carried on the loaded split (``LabelledQueries.on_empty``) for ``parse_corpus``.
     """
 
     def __init__(
@@ -80,12 +111,16 @@ class BeirDataset:
         corpus: str = "corpus.jsonl",
         queries: str = "queries.jsonl",
         name: str | None = None,
+        on_empty: str = "skip",
     ) -> None:
+        if on_empty not in ON_EMPTY:
+            raise ConfigError(f"dataset.on_empty={on_empty!r}: use one of {', '.join(ON_EMPTY)}")
         self.path = Path(path).expanduser()
         self.split = split
         self.corpus = corpus
         self.queries_file = queries
         self.name = name or self.path.resolve().name
+        self.on_empty = on_empty
 
     def corpus_sources(self) -> tuple[Path, tuple[Path, ...]]:
         src = self.path / self.corpus
@@ -140,5 +175,14 @@ class BeirDataset:
             log.warning(w)
         corpus_fp = fingerprint_files(sources, root=root)
         return LabelledQueries(
-            self.name, self.split, sources, root, queries, qrels, fp, corpus_fp, tuple(warnings)
+            self.name,
+            self.split,
+            sources,
+            root,
+            queries,
+            qrels,
+            fp,
+            corpus_fp,
+            tuple(warnings),
+            self.on_empty,
         )

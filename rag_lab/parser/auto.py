@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from rag_lab.parser.base import Parser
+from rag_lab.parser.base import LineLocated, Parser
 from rag_lab.types import Document
 
 
@@ -24,3 +24,12 @@ class AutoParser:
 
     def parse(self, path: Path, root: Path) -> Iterator[Document]:
         yield from self.parsers[path.suffix.lower()].parse(path, root)
+
+    def parse_lines(self, path: Path, root: Path) -> Iterator[tuple[int | None, Document]]:
+        """Lines from the suffix's parser when it knows them (``LineLocated``), else ``None``."""
+        parser = self.parsers[path.suffix.lower()]
+        if isinstance(parser, LineLocated):
+            yield from parser.parse_lines(path, root)
+        else:
+            for doc in parser.parse(path, root):
+                yield None, doc

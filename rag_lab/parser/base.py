@@ -1,13 +1,22 @@
-"""Parser protocol: a corpus source file → documents under the metadata contract."""
+"""Parser protocol: a corpus source file → documents under the metadata contract;
+``LineLocated``: the optional capability of saying which line each document comes from;
+``read_corpus`` / ``parse_corpus``: every source, with the corpus-level checks."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from rag_lab.errors import DataError
+from rag_lab.errors import ConfigError, DataError
 from rag_lab.types import Document
+
+log = logging.getLogger(__name__)
+
+# what parse_corpus does with a document whose text is empty or blank (``dataset.on_empty``)
+ON_EMPTY = ("skip", "fail")
 
 
 @runtime_checkable
@@ -16,13 +25,22 @@ class Parser(Protocol):
 
     Contract: ``suffixes`` lists the file endings it reads (``.jsonl``); ``parse(path, root)``
     yields documents with stable ids (from the record, front matter, or the path relative to
-    ``root`` without its suffix) and ``metadata['source']`` set to that relative path. Bad input
-    raises ``DataError`` naming the file (and line).
+    ``root`` without its suffix) and ``metadata['source']`` set to that relative path. A document
+    may have empty text (``parse_corpus`` applies the dataset's ``on_empty`` policy). Bad input
+    raises ``DataError`` naming the file (and line), never another exception.
     """
 
     suffixes: tuple[str, ...]
 
     def parse(self, path: Path, root: Path) -> Iterator[Document]: ...
+
+
+@runtime_checkable
+class LineLocated(Protocol):
+    """A parser of line-oriented files (JSONL): ``parse_lines`` yields ``(line, document)``,
+    ``line`` 1-based or ``None`` when unknown, so corpus-level errors can name ``file:line``."""
+
+    def parse_lines(self, path: Path, root: Path) -> Iterator[tuple[int | None, Document]]: ...
 
 
 def relative_id(path: Path, root: Path) -> str:
@@ -33,31 +51,96 @@ def relative_id(path: Path, root: Path) -> str:
     return rel.with_suffix("").as_posix()
 
 
-def parse_corpus(parser: Parser, sources: Iterable[Path], root: Path) -> list[Document]:
-    """Parse every source whose suffix the parser reads; refuse duplicate ids and empty corpora."""
+def _located(parser: Parser, path: Path, root: Path) -> Iterator[tuple[str, Document]]:
+    """``(where, document)``: ``where`` is ``file:line`` when the parser knows the line."""
+    if isinstance(parser, LineLocated):
+        for line, doc in parser.parse_lines(path, root):
+            yield (f"{path}:{line}" if line else str(path)), doc
+    else:
+        for doc in parser.parse(path, root):
+            yield str(path), doc
+
+
+@dataclass(frozen=True)
+class ParsedCorpus:
+    """What ``read_corpus`` produced: the documents kept, how many had empty text
+    (``n_empty_documents``; skipped under ``on_empty=skip``) and the warnings to report."""
+
+    documents: tuple[Document, ...]
+    n_empty: int = 0
+    warnings: tuple[str, ...] = ()
+
+
+def read_corpus(
+    parser: Parser, sources: Iterable[Path], root: Path, on_empty: str = "skip"
+) -> ParsedCorpus:
+    """Parse every source whose suffix the parser reads.
+
+    Refused (``DataError``): a repeated document id (both places named, ``file:line`` where the
+    parser knows lines); a corpus with no records (the empty file named); with
+    ``on_empty="fail"``, a document with empty or blank text; a corpus whose documents are all
+    empty. With ``on_empty="skip"`` (the default) empty documents are left out and counted.
+    """
+    if on_empty not in ON_EMPTY:
+        raise ConfigError(f"dataset.on_empty={on_empty!r}: use one of {', '.join(ON_EMPTY)}")
     docs: list[Document] = []
     origin: dict[str, str] = {}
-    skipped = []
+    empty: list[tuple[str, str]] = []
+    read: list[Path] = []
+    skipped: list[Path] = []
     for path in sources:
         if path.suffix.lower() not in parser.suffixes:
             skipped.append(path)
             continue
-        for doc in parser.parse(path, root):
-            where = str(path)
+        read.append(path)
+        for where, doc in _located(parser, path, root):
             if doc.doc_id in origin:
                 raise DataError(
-                    f"duplicate document id {doc.doc_id!r} in {where} "
-                    f"(first seen in {origin[doc.doc_id]})"
+                    f"{where}: duplicate document id {doc.doc_id!r} (first at {origin[doc.doc_id]})"
                 )
-            if not doc.text.strip():
-                raise DataError(f"{where}: document {doc.doc_id!r} has no text")
             origin[doc.doc_id] = where
+            if not doc.text.strip():
+                if on_empty == "fail":
+                    raise DataError(
+                        f"{where}: document {doc.doc_id!r} has empty text "
+                        "(dataset.on_empty=skip leaves such documents out)"
+                    )
+                empty.append((doc.doc_id, where))
+                continue
             docs.append(doc)
     if not docs:
+        if empty:
+            raise DataError(
+                f"empty corpus under {root}: all {len(empty)} documents have empty text "
+                f"(e.g. {empty[0][0]!r} at {empty[0][1]})"
+            )
+        if len(read) == 1:
+            raise DataError(f"{read[0]}: no records (empty corpus file)")
+        if read:
+            raise DataError(
+                f"empty corpus under {root}: no records in any of {len(read)} files "
+                f"(e.g. {read[0]})"
+            )
         what = (
             f"{len(skipped)} files, none with a suffix in {sorted(parser.suffixes)}"
             if skipped
             else "no files"
         )
         raise DataError(f"empty corpus under {root}: {what}")
-    return docs
+    warnings: tuple[str, ...] = ()
+    if empty:
+        warnings = (
+            f"n_empty_documents={len(empty)}: documents with empty text left out of the corpus "
+            f"(e.g. {empty[0][0]!r} at {empty[0][1]}; dataset.on_empty=fail refuses them)",
+        )
+    return ParsedCorpus(tuple(docs), len(empty), warnings)
+
+
+def parse_corpus(
+    parser: Parser, sources: Iterable[Path], root: Path, on_empty: str = "skip"
+) -> list[Document]:
+    """``read_corpus``'s documents; its warnings are logged."""
+    corpus = read_corpus(parser, sources, root, on_empty)
+    for w in corpus.warnings:
+        log.warning(w)
+    return list(corpus.documents)

@@ -38,16 +38,25 @@ class JsonlRecordsParser:
         self.extra_fields_as_metadata = extra_fields_as_metadata
 
     def parse(self, path: Path, root: Path) -> Iterator[Document]:
+        for _, doc in self.parse_lines(path, root):
+            yield doc
+
+    def parse_lines(self, path: Path, root: Path) -> Iterator[tuple[int | None, Document]]:
+        """``(line, document)`` per record (``rag_lab.parser.base.LineLocated``).
+
+        A record that has none of the text fields is an error (wrong ``text_fields``); one whose
+        text fields are present but empty or null gives a document with empty text, which
+        ``parse_corpus`` skips or refuses (``dataset.on_empty``)."""
         used = {self.id_field, self.title_field, self.metadata_field, *self.text_fields}
         source = relative_id(path, root) + path.suffix
         for lineno, rec in read_jsonl(path):
             doc_id = str(require_key(rec, self.id_field, path, lineno))
-            parts = [str(rec[f]) for f in self.text_fields if rec.get(f) not in (None, "")]
-            if not parts:
+            if not any(f in rec for f in self.text_fields):
                 raise DataError(
                     f"{path}:{lineno}: record {doc_id!r} has none of the text fields "
                     f"{list(self.text_fields)}"
                 )
+            parts = [str(rec[f]) for f in self.text_fields if rec.get(f) not in (None, "")]
             meta: dict = {}
             if self.extra_fields_as_metadata:
                 meta.update({k: v for k, v in rec.items() if k not in used})
@@ -58,4 +67,4 @@ class JsonlRecordsParser:
                 meta.update(extra)
             meta["source"] = source
             title = str(rec.get(self.title_field) or "") if self.title_field else ""
-            yield Document(doc_id, "\n\n".join(parts), title, meta)
+            yield lineno, Document(doc_id, "\n\n".join(parts), title, meta)

@@ -8,6 +8,7 @@ chunk offsets index into it.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +16,8 @@ from pathlib import Path
 import yaml
 
 from rag_lab.errors import DataError
+from rag_lab.io import read_text
 from rag_lab.parser.base import relative_id
-from rag_lab.parser.plain_text import read_text
 from rag_lab.types import Document, Section
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*(?:\n|\Z)", re.S)
@@ -28,12 +29,20 @@ _FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
 def _iso(value):
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_iso(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _iso(v) for k, v in value.items()}
     return value
 
 
+def _one_line(problem: object) -> str:
+    return " ".join(str(problem).split())
+
+
 def split_front_matter(text: str, path: Path) -> tuple[dict, str]:
+    """``(metadata, body)``. Malformed front matter (YAML errors, impossible dates such as
+    ``2024-13-45``, nesting too deep, an alias that contains itself) is a ``DataError``."""
     m = _FRONT.match(text)
     if not m:
         return {}, text
@@ -42,11 +51,22 @@ def split_front_matter(text: str, path: Path) -> tuple[dict, str]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 2}" if mark is not None else ""
-        problem = getattr(exc, "problem", exc)
+        problem = _one_line(getattr(exc, "problem", None) or exc)  # ReaderError has 2 lines
         raise DataError(f"{path}{line}: malformed YAML front matter ({problem})") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # yaml's date constructor: 2024-13-45
+        raise DataError(f"{path}: malformed YAML front matter ({_one_line(exc)})") from None
+    except RecursionError:
+        raise DataError(f"{path}: malformed YAML front matter (nested too deeply)") from None
     if not isinstance(meta, dict):
         raise DataError(f"{path}: front matter must be a mapping")
-    return {str(k): _iso(v) for k, v in meta.items()}, text[m.end() :]
+    try:
+        out = {str(k): _iso(v) for k, v in meta.items()}
+        json.dumps(out, default=str)  # metadata is stored as JSON (stage cache, exports)
+    except (RecursionError, ValueError):
+        raise DataError(
+            f"{path}: front matter refers to itself (a YAML alias inside its own anchor)"
+        ) from None
+    return out, text[m.end() :]
 
 
 def heading_sections(body: str) -> tuple[Section, ...]:

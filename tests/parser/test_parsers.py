@@ -225,7 +225,7 @@ def test_plain_text_id_is_relative_path(tmp_path):
 def test_plain_text_not_utf8(tmp_path):
     path = tmp_path / "latin1.txt"
     path.write_bytes("caf\xe9".encode("latin-1"))
-    with pytest.raises(DataError, match=r"latin1\.txt: not UTF-8"):
+    with pytest.raises(DataError, match=r"latin1\.txt:1: not UTF-8 .*iconv -f <its encoding>"):
         list(PlainTextParser().parse(path, tmp_path))
 
 
@@ -258,5 +258,7 @@ def test_parse_corpus_refuses_empty_corpora(tmp_path):
     with pytest.raises(DataError, match=r"empty corpus.*1 files.*\.txt"):
         parse_corpus(PlainTextParser(), [other], tmp_path)
     blank = write(tmp_path / "blank.txt", "  \n\n")
-    with pytest.raises(DataError, match=r"blank\.txt: document 'blank' has no text"):
-        parse_corpus(PlainTextParser(), [blank], tmp_path)
+    with pytest.raises(DataError, match=r"blank\.txt: document 'blank' has empty text"):
+        parse_corpus(PlainTextParser(), [blank], tmp_path, on_empty="fail")
+    with pytest.raises(DataError, match=r"all 1 documents have empty text \(e\.g\. 'blank' at"):
+        parse_corpus(PlainTextParser(), [blank], tmp_path)  # skipped, and then nothing is left
