@@ -17,11 +17,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from rag_lab import build, console, outputs
 from rag_lab.answers import answer_queries
+from rag_lab.cache import ON_ERROR, open_cache
 from rag_lab.errors import ConfigError
 from rag_lab.metrics.runtime import runtime_metrics
 from rag_lab.metrics.score import check_labels, check_metric_names, score_split, with_answers
+from rag_lab.protocols import Remote
 from rag_lab.sweep.context import check_sweep, sweep_context
 from rag_lab.tracking.evaluation import log_evaluation
+from rag_lab.validate import OptionError, boolean, choice, integer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,13 +44,36 @@ def check_config(cfg: DictConfig) -> None:
         )
     check_sweep(cfg)
     check_metric_names(list(cfg.evaluation.metrics))
+    ecfg = cfg.evaluation
+    try:  # the numbers of the run itself (stages check their own when they are built)
+        integer(ecfg.retrieve_k, "retrieve_k", ge=1)
+        integer(ecfg.latency_queries, "latency_queries", ge=0)
+        integer(ecfg.report_depth, "report_depth", ge=0)
+        integer(ecfg.answer_k, "answer_k", ge=1)
+        boolean(ecfg.evidence_within_relevant_docs, "evidence_within_relevant_docs")
+        for i, k in enumerate(ecfg.evidence_k):
+            integer(k, f"evidence_k[{i}]", ge=1)
+    except OptionError as exc:
+        raise exc.at("evaluation") from None
+    cache_dir = OmegaConf.select(cfg, "cache.dir", default=None)
+    on_error = OmegaConf.select(cfg, "cache.on_error", default="fail")
+    try:
+        choice(on_error, "on_error", ON_ERROR)
+    except OptionError as exc:
+        raise exc.at("cache") from None
+    if cache_dir:
+        # the process-wide cache of cache.dir, opened here with its fault policy: the pipeline
+        # built next gets this object; an unwritable folder is refused (or bypassed) up front
+        open_cache(cache_dir, on_error=on_error)
 
 
 def load(cfg: DictConfig) -> tuple[LabelledQueries, Pipeline, list[str]]:
     """Build the dataset and the pipeline, load (parse, chunk) the corpus; label warnings."""
     data = build.build_dataset(cfg).load()
     pipe = build.build_pipeline(cfg)
-    chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
+    chunks = pipe.load_corpus(
+        data.corpus_sources, data.corpus_root, data.corpus_fingerprint, data.on_empty
+    )
     doc_ids = {c.doc_id for c in chunks}
     log.info(
         "dataset %s/%s: %d documents, %d chunks, %d queries (fingerprint %s)",
@@ -58,7 +84,7 @@ def load(cfg: DictConfig) -> tuple[LabelledQueries, Pipeline, list[str]]:
         len(data.queries),
         data.fingerprint,
     )
-    return data, pipe, check_labels(data, doc_ids)
+    return data, pipe, [*pipe.corpus_warnings, *check_labels(data, doc_ids)]
 
 
 def answer(
@@ -90,6 +116,7 @@ def answer(
 
 def track(
     cfg: DictConfig,
+    tracker: Any,
     resolved: dict[str, Any],
     data: LabelledQueries,
     pipe: Pipeline,
@@ -97,8 +124,7 @@ def track(
     warnings: list[str],
     out_dir: Path,
 ) -> None:
-    """Log the run to the configured tracker (none with ``tracking=none``)."""
-    tracker = build.build_tracker(cfg)
+    """Log the run to ``tracker`` (none with ``tracking=none``)."""
     if tracker is None:
         return
     run_id = log_evaluation(
@@ -115,13 +141,16 @@ def track(
         sweep=sweep_context(),
     )
     (out_dir / outputs.MLFLOW_RUN_FILE).write_text(run_id)
-    print(f"  mlflow run: {run_id} ({cfg.tracking.uri})")
+    print(f"  mlflow run: {run_id} ({tracker.uri if isinstance(tracker, Remote) else ''})")
 
 
 def evaluate(cfg: DictConfig) -> dict[str, float]:
     """Run the configured pipeline over the configured split; returns the flat metrics dict."""
     check_config(cfg)
     t_start = time.perf_counter()
+    tracker = build.build_tracker(cfg)
+    if isinstance(tracker, Remote):  # a dead server fails in seconds, before any work
+        tracker.check()
     data, pipe, warnings = load(cfg)
     ecfg = cfg.evaluation
     queries = {q: x.text for q, x in data.queries.items()}
@@ -143,7 +172,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         console.run_summary(console.title(data.name, data.split, pipe), metrics, list(ecfg.metrics))
         + f"\n\n  outputs: {out_dir}"
     )
-    track(cfg, resolved, data, pipe, metrics, warnings, out_dir)
+    track(cfg, tracker, resolved, data, pipe, metrics, warnings, out_dir)
     return metrics
 
 

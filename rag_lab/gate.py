@@ -112,25 +112,39 @@ class GateResult:
 # ---------------------------------------------------------------- resolving a side
 
 
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
 def _read_json(path: Path) -> dict[str, object]:
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise GateError(f"{path}: cannot read metrics ({exc})") from None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON, bytes that are not UTF-8
+        raise GateError(f"{path}: cannot read metrics ({_why(exc)})") from None
     if not isinstance(data, dict):
         raise GateError(f"{path}: expected a flat JSON object of metrics")
     return data
 
 
 def _read_table(path: Path) -> pd.DataFrame | None:
-    return pd.read_parquet(path) if path.is_file() else None
+    """The per-query table, ``None`` when absent; a file that is not a readable table is a
+    refusal naming it (exit 2), never a regression."""
+    if not path.is_file():
+        return None
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow's ArrowInvalid, OSError, ...: a truncated or foreign file
+        raise GateError(f"{path}: cannot read the per-query table ({_why(exc)})") from None
 
 
 def _folder_fingerprint(metrics: Mapping[str, object], folder: Path) -> str | None:
     """``dataset_fingerprint`` key of ``metrics.json``, else the ``dataset_fingerprint`` file."""
     key = metrics.get(FINGERPRINT_FILE)
     file = folder / FINGERPRINT_FILE
-    on_disk = file.read_text().strip() if file.is_file() else None
+    try:
+        on_disk = file.read_text(encoding="utf-8").strip() if file.is_file() else None
+    except (OSError, ValueError) as exc:
+        raise GateError(f"{file}: cannot read the dataset fingerprint ({_why(exc)})") from None
     if key is not None and on_disk is not None and str(key) != on_disk:
         raise GateError(
             f"{folder}: metrics.json says dataset_fingerprint={key} but {file} says {on_disk}"
@@ -163,14 +177,20 @@ def load_mlflow_run(run_id: str, tracking_uri: str) -> Side:
         return load_metrics_file(folder / "metrics.json", run_id)
 
 
-def resolve_side(ref: str | Path, tracking_uri: str | None = None) -> Side:
-    """A run folder, a ``metrics.json`` path or an MLflow run id → :class:`Side`.
+def resolve_side(ref: str | Path, tracking_uri: str | None = None, verify: bool = True) -> Side:
+    """A run folder, an export folder, a ``metrics.json`` path or an MLflow run id → :class:`Side`.
 
-    ``tracking_uri`` defaults to ``$MLFLOW_TRACKING_URI``, else ``experiments/mlflow.db``.
-    Raises :class:`GateError` with a one-line reason when ``ref`` is none of these."""
+    ``tracking_uri`` defaults to ``$MLFLOW_TRACKING_URI``, else ``experiments/mlflow.db``. An
+    export folder's files are checked against its ``manifest.json`` unless ``verify`` is false
+    (``DataError`` naming the file that differs). Raises :class:`GateError` with a one-line
+    reason when ``ref`` is none of these."""
     ref = str(ref)
     path = Path(ref)
     if path.is_dir():
+        if verify and (path / "pipeline.yaml").is_file():
+            from rag_lab.manifest import verify_manifest
+
+            verify_manifest(path)
         if not (path / "metrics.json").is_file():
             raise GateError(
                 f"{ref}: folder has no metrics.json (not an evaluate run or export folder)"
@@ -306,8 +326,10 @@ def gate(
     significance: bool = True,
     allow_fingerprint_mismatch: bool = False,
     tracking_uri: str | None = None,
+    verify: bool = True,
 ) -> GateResult:
-    """Compare ``candidate`` against ``baseline`` (sides or references for :func:`resolve_side`).
+    """Compare ``candidate`` against ``baseline`` (sides or references for :func:`resolve_side`;
+    ``verify``: check export folders against their manifest).
 
     One row per (metric, direction) in ``max_drop`` / ``max_rise`` (tolerances are absolute,
     ``>= 0``), then one informational row per headline metric not checked and present on both
@@ -315,8 +337,10 @@ def gate(
     metric. See the module docstring for the pass/warn/fail rule."""
     if not 0 < alpha < 1:
         raise GateError(f"alpha must be in (0, 1), got {alpha}")
-    base = baseline if isinstance(baseline, Side) else resolve_side(baseline, tracking_uri)
-    cand = candidate if isinstance(candidate, Side) else resolve_side(candidate, tracking_uri)
+    base = baseline if isinstance(baseline, Side) else resolve_side(baseline, tracking_uri, verify)
+    cand = (
+        candidate if isinstance(candidate, Side) else resolve_side(candidate, tracking_uri, verify)
+    )
     note = check_fingerprints(base, cand, allow_fingerprint_mismatch)
     rows: list[Row] = []
     checks: tuple[tuple[Direction, Mapping[str, float]], ...] = (

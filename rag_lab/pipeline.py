@@ -22,20 +22,22 @@ from typing import Any
 from rag_lab.cache import StageCache, diff_stats, keys
 from rag_lab.chunker.base import Chunker
 from rag_lab.errors import ConfigError
-from rag_lab.fusion.base import Fusion
-from rag_lab.parser.base import Parser, parse_corpus
+from rag_lab.fusion.base import Fusion, Weighted
+from rag_lab.parser.base import Parser, read_corpus
 from rag_lab.postprocess.base import PostProcessor
 from rag_lab.protocols import CacheAware, Identified, Measured
 from rag_lab.query_transforms.base import QueryTransform
 from rag_lab.retrievers.base import PersistentRetriever, Retriever
 from rag_lab.types import (
     Chunk,
+    Document,
     Run,
     chunk_from_dict,
     chunk_to_dict,
     document_from_dict,
     document_to_dict,
 )
+from rag_lab.validate import OptionError, integer
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +94,22 @@ class Pipeline:
     chunks: dict[str, Chunk] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     chunks_key: str = ""
+    corpus_warnings: list[str] = field(default_factory=list)
     _indexed: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        try:
+            self.retrieve_k = integer(self.retrieve_k, "retrieve_k", ge=1)
+        except OptionError as exc:
+            raise exc.at("") from None  # evaluation.retrieve_k (an export: retrieve_k)
+        if isinstance(self.fusion, Weighted) and len(self.retrievers) > 1:
+            unknown = sorted(set(self.fusion.weights) - set(self.retrievers))
+            if unknown:  # refused before anything is indexed or retrieved
+                raise ConfigError(
+                    f"fusion.weights names {', '.join(unknown)}, not a retriever of this pipeline"
+                    f" (retrievers: {', '.join(self.retrievers)}; drop the weight or add it to "
+                    "retrievers=[...])"
+                )
         self._cache_start = self.cache.stats() if self.cache is not None else {}
         if self.cache is None:
             return
@@ -121,24 +136,28 @@ class Pipeline:
 
     # -- corpus ----------------------------------------------------------------------------------
     def load_corpus(
-        self, sources: Sequence[Path], root: Path, corpus_fingerprint: str
+        self,
+        sources: Sequence[Path],
+        root: Path,
+        corpus_fingerprint: str,
+        on_empty: str = "skip",
     ) -> list[Chunk]:
-        """Parse and chunk the corpus (each step read from the cache when its key hits)."""
+        """Parse and chunk the corpus (each step read from the cache when its key hits).
+        ``on_empty``: documents with empty text are skipped (counted in ``corpus_warnings``) or
+        refused (``fail``). A fully cached rerun does not repeat the warning."""
         t0 = time.perf_counter()
-        docs_key = keys.documents_key(self.stage_configs.get("parser"), corpus_fingerprint)
+        # `fail` keys its own entry: a `skip` run's documents must not let a `fail` run pass
+        parser_key: Any = self.stage_configs.get("parser")
+        if on_empty != "skip":
+            parser_key = {"parser": parser_key, "on_empty": on_empty}
+        docs_key = keys.documents_key(parser_key, corpus_fingerprint)
         chunks_key = keys.chunks_key(self.stage_configs.get("chunker"), docs_key)
         cached = self.cache.get_json("chunks", chunks_key) if self.cache else None
         if cached is not None:
             chunks = [chunk_from_dict(c) for c in cached]
             self.timings.update(parse_seconds=0.0, chunk_seconds=time.perf_counter() - t0)
         else:
-            docs_raw = self.cache.get_json("documents", docs_key) if self.cache else None
-            if docs_raw is not None:
-                docs = [document_from_dict(d) for d in docs_raw]
-            else:
-                docs = parse_corpus(self.parser, sources, root)
-                if self.cache:
-                    self.cache.put_json("documents", docs_key, [document_to_dict(d) for d in docs])
+            docs = self._documents(sources, root, docs_key, on_empty)
             t1 = time.perf_counter()
             chunks = self.chunker.chunk(docs)
             if self.cache and chunks:
@@ -147,6 +166,27 @@ class Pipeline:
         self.set_chunks(chunks)
         self.chunks_key = chunks_key
         return chunks
+
+    def _documents(
+        self, sources: Sequence[Path], root: Path, key: str, on_empty: str
+    ) -> list[Document]:
+        raw = self.cache.get_json("documents", key) if self.cache else None
+        if raw is not None:  # 0.1 entries are a plain list; later ones carry the warnings
+            entry = raw if isinstance(raw, dict) else {"documents": raw, "warnings": []}
+            self.corpus_warnings = list(entry.get("warnings", []))
+            return [document_from_dict(d) for d in entry["documents"]]
+        corpus = read_corpus(self.parser, sources, root, on_empty)
+        self.corpus_warnings = list(corpus.warnings)
+        for w in corpus.warnings:
+            log.warning(w)
+        docs = list(corpus.documents)
+        if self.cache:
+            entry = {
+                "documents": [document_to_dict(d) for d in docs],
+                "warnings": list(corpus.warnings),
+            }
+            self.cache.put_json("documents", key, entry)
+        return docs
 
     def set_chunks(self, chunks: Sequence[Chunk]) -> None:
         """Make ``chunks`` the corpus; every retriever must be (re)indexed or restored after."""
@@ -186,6 +226,22 @@ class Pipeline:
     def _identity(self, stage: object) -> Any:
         return stage.identity if isinstance(stage, Identified) else None
 
+    def _load_cached_index(
+        self, cache: StageCache, retriever: PersistentRetriever, entry: Path
+    ) -> bool:
+        """Restore ``retriever`` from a cached index folder; ``False`` (and the entry is dropped
+        with a warning, a miss) when it does not load or does not index exactly the current
+        chunks: truncated or garbage files are rebuilt, never trusted."""
+        try:
+            retriever.load_index(entry)
+            held = retriever.chunk_ids
+            if len(held) != len(self.chunks) or set(held) != set(self.chunks):
+                raise ValueError(f"it indexes {len(held)} chunk ids, not the {len(self.chunks)}")
+        except Exception as exc:  # any library's reading error: faiss, bm25s, json, numpy
+            cache.corrupt("indexes", entry, exc, was_hit=True)
+            return False
+        return True
+
     def _ensure_indexed(self, name: str) -> None:
         """Index retriever ``name`` over the current chunks: restored from the stage cache when the
         retriever can persist its index and the entry exists, built (and stored) otherwise."""
@@ -209,9 +265,10 @@ class Pipeline:
             else ""
         )
         entry = cache.get_dir("indexes", key) if cache is not None else None
-        if entry is not None and isinstance(retriever, PersistentRetriever):
-            retriever.load_index(entry)
-        else:
+        if cache is not None and entry is not None and isinstance(retriever, PersistentRetriever):
+            if not self._load_cached_index(cache, retriever, entry):
+                entry = None
+        if entry is None or not isinstance(retriever, PersistentRetriever):
             retriever.index(list(self.chunks.values()))
             if cache is not None and isinstance(retriever, PersistentRetriever):
                 try:

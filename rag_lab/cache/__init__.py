@@ -7,8 +7,11 @@ namespace. ``rag-lab cache list|clear`` and the run's counters see every namespa
 from rag_lab.cache.keys import canonical, content_key, stage_key
 from rag_lab.cache.store import (
     NAMESPACES,
+    ON_ERROR,
+    CacheError,
     CacheView,
     StageCache,
+    clean_stale,
     clear,
     diff_stats,
     inventory,
@@ -17,9 +20,12 @@ from rag_lab.cache.store import (
 
 __all__ = [
     "NAMESPACES",
+    "ON_ERROR",
+    "CacheError",
     "CacheView",
     "StageCache",
     "canonical",
+    "clean_stale",
     "clear",
     "content_key",
     "diff_stats",

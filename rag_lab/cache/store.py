@@ -8,18 +8,30 @@ count entries, and rows for tables.
 
 Writes go to a temporary file in the entry's folder and are renamed into place, so a killed run
 leaves no partial entry and parallel jobs (Hydra's joblib launcher) can share the folder; two jobs
-that compute the same entry write identical bytes, and the last rename wins.
+that compute the same entry write identical bytes, and the last rename wins. A temporary's name
+carries its writer's host and pid (``.<entry>.<host>-<pid>.<random>.tmp``): opening the cache
+removes those of dead writers on this host, and any older than ``STALE_AFTER_S``.
+
+Faults: an entry that cannot be read back (truncated, garbage) is a miss, removed with a warning,
+and recomputed. A write that fails (full disk, read-only or missing folder) is a ``CacheError``
+naming the path (``on_error="fail"``, the default), or, with ``on_error="bypass"``, one warning
+and the run goes on with the cache off.
 """
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import logging
 import os
+import re
 import shutil
+import socket
 import sqlite3
 import tempfile
+import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -27,7 +39,61 @@ from typing import Any
 
 import numpy as np
 
+from rag_lab.errors import RagLabError
+
 log = logging.getLogger(__name__)
+
+ON_ERROR = ("fail", "bypass")
+# a temporary whose writer cannot be asked (another host, a name without a pid) is stale after
+# this long: longer than any evaluate job writes one entry
+STALE_AFTER_S = 6 * 3600
+HOST = f"{zlib.crc32(socket.gethostname().encode()):08x}"
+_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<host>[0-9a-f]{8})-(?P<pid>\d+)\.[a-z0-9_]+\.tmp$")
+_SQLITE_SIDECARS = ("-journal", "-wal", "-shm")
+
+
+class CacheError(RagLabError):
+    """The cache folder cannot be written (the message names the path and the way out)."""
+
+
+def _temp_prefix(name: str) -> str:
+    return f".{name}.{HOST}-{os.getpid()}."
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
+def is_stale_temp(path: Path, now: float | None = None) -> bool:
+    """Whether ``path`` (a hidden file or folder in a shard folder) is a killed writer's leftover:
+    its writer (host and pid in the name) is not alive on this host, or it is older than
+    ``STALE_AFTER_S``."""
+    m = _TEMP.match(path.name)
+    if m and m["host"] == HOST:
+        pid = int(m["pid"])
+        if pid == os.getpid() or _pid_alive(pid):
+            return False
+        return True
+    try:
+        age = (time.time() if now is None else now) - path.lstat().st_mtime
+    except OSError:
+        return False
+    return age > STALE_AFTER_S
+
+
+def _size(path: Path) -> int:
+    if path.is_dir() and not path.is_symlink():
+        return sum(f.lstat().st_size for f in path.rglob("*") if f.is_file())
+    return path.lstat().st_size
+
 
 # every namespace the cache holds; `rag-lab cache list|clear` and the counters read this
 NAMESPACES = (
@@ -46,8 +112,12 @@ class StageCache:
     """Entries live at ``root/<namespace>/<key[:2]>/<key>.<ext>``; counters say what this process
     read and wrote (``stats()``), for the run's metrics."""
 
-    def __init__(self, root: str | os.PathLike) -> None:
+    def __init__(self, root: str | os.PathLike, on_error: str = "fail") -> None:
+        if on_error not in ON_ERROR:
+            raise ValueError(f"cache.on_error must be fail or bypass, got {on_error!r}")
         self.root = Path(root)
+        self.on_error = on_error
+        self.bypassed = False  # a write failed under on_error="bypass": the cache is off
         self.hits: Counter[str] = Counter()
         self.misses: Counter[str] = Counter()
         self.bytes_read: Counter[str] = Counter()
@@ -57,18 +127,83 @@ class StageCache:
     def path(self, namespace: str, key: str, ext: str) -> Path:
         return self.root / namespace / key[:2] / f"{key}.{ext}"
 
-    def _write(self, path: Path, writer: Callable[[Any], None]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # -- faults ------------------------------------------------------------------------------
+    def failed(self, path: Path, exc: BaseException) -> None:
+        """A write under ``path`` failed: ``CacheError`` (on_error=fail) or, with bypass, one
+        warning and the cache is off for the rest of the run."""
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        if self.on_error == "fail":
+            raise CacheError(
+                f"cache.dir={self.root}: cannot write {path} ({why}); free space or fix the "
+                "folder, or run on without the cache: cache.on_error=bypass (or cache.dir=null)"
+            ) from None
+        if not self.bypassed:
+            log.warning(
+                "cache: cannot write %s (%s); running on without the cache (cache.on_error=bypass)",
+                path,
+                why,
+            )
+        self.bypassed = True
+
+    def corrupt(
+        self, namespace: str, path: Path, exc: BaseException, *, was_hit: bool = False
+    ) -> None:
+        """An entry that does not read back: removed (it will be recomputed) and counted as a
+        miss (``was_hit``: not the hit ``get_dir`` counted when it found the folder), with a
+        warning naming it."""
+        if was_hit:
+            self.hits[namespace] -= 1
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc)
+        log.warning("cache: corrupt entry %s (%s): recomputing it", path, why)
         try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only cache: the next write says so
+        self.misses[namespace] += 1
+
+    def prepare(self) -> None:
+        """Check that the folder can be written (``failed`` otherwise) and remove the stale
+        temporaries of killed writers; ``open_cache`` calls it once per process and folder."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(dir=self.root, prefix=_temp_prefix("probe"), suffix=".tmp")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            self.failed(self.root, exc)
+            return
+        removed = clean_stale(self.root)
+        if removed:
+            log.info("cache: removed %d stale temporary file(s) of killed jobs", removed)
+
+    def _write(self, path: Path, writer: Callable[[Any], None]) -> bool:
+        """Write ``path`` atomically; ``False`` when the cache is (or just went) off."""
+        if self.bypassed:
+            return False
+        tmp = ""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(
+                dir=path.parent, prefix=_temp_prefix(path.name), suffix=".tmp"
+            )
             with os.fdopen(fd, "wb") as fh:
                 writer(fh)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
+        except OSError as exc:
+            if tmp:
+                Path(tmp).unlink(missing_ok=True)
+            self.failed(path, exc)
+            return False
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            if tmp:
+                Path(tmp).unlink(missing_ok=True)
             raise
+        return True
 
     def _count(self, namespace: str, path: Path | None, write: bool = False) -> None:
         if path is None:
@@ -84,11 +219,16 @@ class StageCache:
     # -- JSON (documents, chunks, runs): gzip-compressed ------------------------------------
     def get_json(self, namespace: str, key: str) -> Any | None:
         p = self.path(namespace, key, "json.gz")
+        if self.bypassed:
+            return None
         try:
             with gzip.open(p, "rb") as fh:
                 value = json.loads(fh.read())
-        except (FileNotFoundError, OSError, EOFError, ValueError):
+        except FileNotFoundError:
             self._count(namespace, None)
+            return None
+        except (OSError, EOFError, ValueError) as exc:
+            self.corrupt(namespace, p, exc)
             return None
         self._count(namespace, p)
         return value
@@ -96,66 +236,93 @@ class StageCache:
     def put_json(self, namespace: str, key: str, value: Any) -> None:
         p = self.path(namespace, key, "json.gz")
         data = json.dumps(value, ensure_ascii=False).encode()
-        self._write(p, lambda fh: fh.write(gzip.compress(data, compresslevel=3, mtime=0)))
-        self._count(namespace, p, write=True)
+        if self._write(p, lambda fh: fh.write(gzip.compress(data, compresslevel=3, mtime=0))):
+            self._count(namespace, p, write=True)
 
     # -- arrays (embeddings) -----------------------------------------------------------------
     def get_array(self, namespace: str, key: str) -> np.ndarray | None:
         p = self.path(namespace, key, "npy")
+        if self.bypassed:
+            return None
         try:
             arr = np.load(p, allow_pickle=False)
-        except (FileNotFoundError, OSError, ValueError, EOFError):
+        except FileNotFoundError:
             self._count(namespace, None)
+            return None
+        except (OSError, ValueError, EOFError) as exc:
+            self.corrupt(namespace, p, exc)
             return None
         self._count(namespace, p)
         return arr
 
     def put_array(self, namespace: str, key: str, arr: np.ndarray) -> None:
         p = self.path(namespace, key, "npy")
-        self._write(p, lambda fh: np.save(fh, np.ascontiguousarray(arr), allow_pickle=False))
-        self._count(namespace, p, write=True)
+        if self._write(p, lambda fh: np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)):
+            self._count(namespace, p, write=True)
 
     # -- folders (retriever indexes in their own formats) ----------------------------------
+    def dir_path(self, namespace: str, key: str) -> Path:
+        return self.root / namespace / key[:2] / key
+
     def get_dir(self, namespace: str, key: str) -> Path | None:
-        """The entry's folder if it is complete (it only appears, by rename, once fully written)."""
-        p = self.root / namespace / key[:2] / key
+        """The entry's folder if it is complete (it only appears, by rename, once fully written).
+        A caller that cannot load it calls ``corrupt(namespace, path, exc)``."""
+        p = self.dir_path(namespace, key)
+        if self.bypassed:
+            return None
         if not p.is_dir():
             self._count(namespace, None)
             return None
         self.hits[namespace] += 1
-        self.bytes_read[namespace] += sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+        self.bytes_read[namespace] += _size(p)
         return p
 
-    def put_dir(self, namespace: str, key: str, writer: Callable[[Path], None]) -> Path:
+    def put_dir(self, namespace: str, key: str, writer: Callable[[Path], None]) -> Path | None:
         """Let ``writer`` fill a temporary folder, then rename it into place (a concurrent job that
-        got there first wins; both wrote the same content)."""
-        final = self.root / namespace / key[:2] / key
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}."))
+        got there first wins; both wrote the same content). ``None`` when the cache is off."""
+        if self.bypassed:
+            return None
+        final = self.dir_path(namespace, key)
+        tmp: Path | None = None
         try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=_temp_prefix(key), suffix=".tmp"))
             writer(tmp)
             try:
                 os.replace(tmp, final)
-            except OSError:  # already there (non-empty target): keep the existing entry
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not final.is_dir():
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)  # already there: keep the existing entry
+        except OSError as exc:
+            if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
+            self.failed(final, exc)
+            return None
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
             raise
-        self.bytes_written[namespace] += sum(
-            f.stat().st_size for f in final.rglob("*") if f.is_file()
-        )
+        self.bytes_written[namespace] += _size(final)
         return final
 
     # -- tables (per-item values: embeddings, pair scores) ---------------------------------
-    def _table(self, namespace: str, table: str) -> sqlite3.Connection:
+    def _table(self, namespace: str, table: str) -> sqlite3.Connection | None:
+        """The table's connection; ``None`` when the cache is off or the table cannot be opened
+        (``failed``)."""
+        if self.bypassed:
+            return None
         if (namespace, table) not in self._tables:
             path = self.root / namespace / f"{table}.sqlite"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(
-                str(path), timeout=60
-            )  # parallel jobs wait for each other's writes
-            db.execute("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BLOB NOT NULL)")
-            db.commit()
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                # parallel jobs wait for each other's writes
+                db = sqlite3.connect(str(path), timeout=60)
+                db.execute("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BLOB NOT NULL)")
+                db.commit()
+            except (OSError, sqlite3.Error) as exc:
+                self.failed(path, exc)
+                return None
             self._tables[(namespace, table)] = db
         return self._tables[(namespace, table)]
 
@@ -165,10 +332,17 @@ class StageCache:
         db = self._table(namespace, table)
         out: dict[str, bytes] = {}
         unique = list(dict.fromkeys(keys))
-        for i in range(0, len(unique), 500):
-            part = unique[i : i + 500]
-            rows = db.execute(f"SELECT k, v FROM kv WHERE k IN ({','.join('?' * len(part))})", part)
-            out.update(rows.fetchall())
+        if db is None:
+            return out
+        try:
+            for i in range(0, len(unique), 500):
+                part = unique[i : i + 500]
+                marks = ",".join("?" * len(part))
+                rows = db.execute(f"SELECT k, v FROM kv WHERE k IN ({marks})", part)
+                out.update(rows.fetchall())
+        except sqlite3.DatabaseError as exc:  # a damaged table file: everything is a miss
+            log.warning("cache: cannot read %s/%s.sqlite (%s): recomputing", namespace, table, exc)
+            out = {}
         self.hits[namespace] += len(out)
         self.misses[namespace] += len(unique) - len(out)
         self.bytes_read[namespace] += sum(len(v) for v in out.values())
@@ -177,8 +351,14 @@ class StageCache:
     def put_many(self, namespace: str, table: str, items: Mapping[str, bytes]) -> None:
         """Store rows in one transaction (a killed run keeps every batch committed before it)."""
         db = self._table(namespace, table)
-        with db:
-            db.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?)", list(items.items()))
+        if db is None:
+            return
+        try:
+            with db:
+                db.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?)", list(items.items()))
+        except sqlite3.Error as exc:  # full disk, read-only file, damaged table
+            self.failed(self.root / namespace / f"{table}.sqlite", exc)
+            return
         self.bytes_written[namespace] += sum(len(v) for v in items.values())
 
     def view(self, namespace: str) -> CacheView:
@@ -217,7 +397,7 @@ class CacheView:
     def get_dir(self, key: str) -> Path | None:
         return self.cache.get_dir(self.namespace, key)
 
-    def put_dir(self, key: str, writer: Callable[[Path], None]) -> Path:
+    def put_dir(self, key: str, writer: Callable[[Path], None]) -> Path | None:
         return self.cache.put_dir(self.namespace, key, writer)
 
     def get_many(self, table: str, keys: Sequence[str]) -> dict[str, bytes]:
@@ -252,38 +432,90 @@ class CacheView:
 _OPEN: dict[Path, StageCache] = {}
 
 
-def open_cache(root: str | os.PathLike) -> StageCache:
+def open_cache(root: str | os.PathLike, on_error: str | None = None) -> StageCache:
     """The process-wide cache object for ``root``, so every stage's reads and writes add up in one
-    set of counters (callers diff ``stats()`` before and after a run)."""
+    set of counters (callers diff ``stats()`` before and after a run). The first open checks the
+    folder can be written and removes stale temporaries (``StageCache.prepare``); ``on_error``
+    (``fail`` | ``bypass``) sets the fault policy, ``None`` keeps the one it was opened with."""
     key = Path(root).resolve()
-    if key not in _OPEN:
-        _OPEN[key] = StageCache(key)
-    return _OPEN[key]
+    cache = _OPEN.get(key)
+    if cache is None:
+        cache = StageCache(key, on_error or "fail")
+        cache.prepare()  # raises CacheError (on_error=fail) before it is shared
+        _OPEN[key] = cache
+    elif on_error is not None:
+        cache.on_error = on_error
+    return cache
 
 
 def diff_stats(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
     return {k: v - before.get(k, 0.0) for k, v in after.items()}
 
 
+def clean_stale(root: str | os.PathLike, now: float | None = None) -> int:
+    """Remove the stale temporaries (``is_stale_temp``) under ``root/<namespace>/<shard>/``;
+    returns how many were removed."""
+    removed = 0
+    base = Path(root)
+    for tmp in base.glob("*/*/.*"):
+        if tmp.parent.name.startswith(".") or not is_stale_temp(tmp, now):
+            continue
+        try:
+            if tmp.is_dir() and not tmp.is_symlink():
+                shutil.rmtree(tmp)
+            else:
+                tmp.unlink()
+            removed += 1
+        except OSError:
+            continue  # gone already (another job cleaned it) or not ours to remove
+    return removed
+
+
+def _entries(ns_dir: Path) -> tuple[list[Path], list[Path]]:
+    """Complete entries and temporaries of one namespace folder. An entry is a file or folder in
+    a shard folder (``<key[:2]>/``) or a table file at the top; a name starting with ``.`` is a
+    temporary; SQLite's journal files belong to their table (bytes, not entries)."""
+    entries: list[Path] = []
+    temps: list[Path] = []
+    for child in sorted(ns_dir.iterdir()):
+        if child.name.startswith("."):
+            temps.append(child)
+        elif child.is_dir():
+            for item in sorted(child.iterdir()):
+                (temps if item.name.startswith(".") else entries).append(item)
+        else:
+            entries.append(child)
+    return entries, temps
+
+
 def inventory(root: str | os.PathLike) -> dict[str, dict[str, int]]:
-    """``{namespace: {"entries": n, "bytes": b}}`` of a cache folder (temporary files excluded)."""
+    """``{namespace: {"entries": n, "bytes": b, "temporary": t, "temporary_bytes": tb}}`` of a
+    cache folder: ``entries`` counts complete entries only (an index folder is one entry);
+    temporaries are what killed or running writers left (``rag-lab cache list`` reports them)."""
     out: dict[str, dict[str, int]] = {}
     base = Path(root)
     if not base.is_dir():
         return out
-    for ns_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-        files = [p for p in ns_dir.rglob("*") if p.is_file() and not p.name.startswith(".")]
-        out[ns_dir.name] = {"entries": len(files), "bytes": sum(p.stat().st_size for p in files)}
+    for ns_dir in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        entries, temps = _entries(ns_dir)
+        counted = [p for p in entries if not p.name.endswith(_SQLITE_SIDECARS)]
+        out[ns_dir.name] = {
+            "entries": len(counted),
+            "bytes": sum(_size(p) for p in entries),
+            "temporary": len(temps),
+            "temporary_bytes": sum(_size(p) for p in temps),
+        }
     return out
 
 
 def clear(root: str | os.PathLike, namespaces: Iterable[str] | None = None) -> int:
-    """Delete the given namespaces (all when ``None``); returns bytes freed."""
+    """Delete the given namespaces (all when ``None``), temporaries included; returns bytes
+    freed."""
     base = Path(root)
     inv = inventory(base)
     chosen = list(inv) if namespaces is None else [n for n in namespaces if n in inv]
     freed = 0
     for ns in chosen:
-        freed += inv[ns]["bytes"]
+        freed += inv[ns]["bytes"] + inv[ns]["temporary_bytes"]
         shutil.rmtree(base / ns)
     return freed

@@ -8,6 +8,7 @@ from rag_lab.chunker.base import SpanChunker
 from rag_lab.text.patterns import CJK as _CJK  # noqa: F401  (old import path, kept)
 from rag_lab.text.patterns import TOKEN
 from rag_lab.types import Document
+from rag_lab.validate import OptionError, choice, integer
 
 __all__ = ["TOKEN", "FixedSizeChunker"]  # TOKEN lives in rag_lab.text; re-exported for old imports
 
@@ -21,13 +22,11 @@ class FixedSizeChunker(SpanChunker):
     """
 
     def __init__(self, size: int = 512, overlap: int = 64, unit: str = "chars") -> None:
-        if size <= 0 or not 0 <= overlap < size:
-            raise ValueError(
-                f"need size > 0 and 0 <= overlap < size, got size={size}, overlap={overlap}"
-            )
-        if unit not in ("chars", "tokens"):
-            raise ValueError(f"unit must be 'chars' or 'tokens', got {unit!r}")
-        self.size, self.overlap, self.unit = size, overlap, unit
+        self.size = integer(size, "size", ge=1)
+        self.overlap = integer(overlap, "overlap", ge=0)
+        if self.overlap >= self.size:
+            raise OptionError("overlap", overlap, f"must be < size ({self.size})")
+        self.unit = choice(unit, "unit", ("chars", "tokens"))
 
     def spans(self, doc: Document) -> Iterable[tuple[int, int]]:
         step = self.size - self.overlap

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from rag_lab.chunker.base import SpanChunker
 from rag_lab.text.patterns import SENTENCE_BOUNDARY
 from rag_lab.types import Document
+from rag_lab.validate import OptionError, integer
 
 _HEADING_ONLY = re.compile(r"#{1,6}[ \t][^\n]*")
 # Each pattern matches the position where a new piece starts.
@@ -38,12 +39,12 @@ class RecursiveChunker(SpanChunker):
     """
 
     def __init__(self, max_chars: int = 800, overlap_chars: int = 0) -> None:
-        if max_chars <= 0 or overlap_chars < 0 or overlap_chars >= max_chars:
-            raise ValueError(
-                "need max_chars > 0 and 0 <= overlap_chars < max_chars, "
-                f"got {max_chars}, {overlap_chars}"
+        self.max_chars = integer(max_chars, "max_chars", ge=1)
+        self.overlap_chars = integer(overlap_chars, "overlap_chars", ge=0)
+        if self.overlap_chars >= self.max_chars:
+            raise OptionError(
+                "overlap_chars", overlap_chars, f"must be < max_chars ({self.max_chars})"
             )
-        self.max_chars, self.overlap_chars = max_chars, overlap_chars
 
     def _cuts(self, text: str, s: int, e: int, level: int) -> list[int]:
         pat = BOUNDARIES[level]

@@ -1,6 +1,7 @@
 """``rag-lab cache list|clear [--dir DIR] [--namespace NS ...]``: inspect or empty the stage cache
 (:func:`rag_lab.cache.inventory` / :func:`rag_lab.cache.clear`). ``--namespace`` takes any of
-:data:`rag_lab.cache.NAMESPACES`, the cache's own list.
+:data:`rag_lab.cache.NAMESPACES`, the cache's own list. ``list`` counts complete entries (an
+index folder is one) and reports killed writers' temporaries on their own line.
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     width = max(map(len, NAMESPACES)) + 2
     print(f"{'stage':<{width}}{'entries':>9}{'size':>12}   ({args.dir})")
-    for ns, info in inv.items():
-        if not args.namespace or ns in args.namespace:
-            print(f"{ns:<{width}}{info['entries']:>9}{human(info['bytes']):>12}")
+    shown = {ns: info for ns, info in inv.items() if not args.namespace or ns in args.namespace}
+    for ns, info in shown.items():
+        print(f"{ns:<{width}}{info['entries']:>9}{human(info['bytes']):>12}")
+    temps = sum(info["temporary"] for info in shown.values())
+    if temps:  # complete entries only above; these are what killed (or running) writers left
+        size = human(sum(info["temporary_bytes"] for info in shown.values()))
+        print(
+            f"\n{temps} temporary file(s) or folder(s), {size}, not counted above: left by killed "
+            "or running jobs; removed when a run opens the cache (if stale) or by `clear`"
+        )

@@ -88,6 +88,11 @@ def parser() -> argparse.ArgumentParser:
         help="compare even if the dataset fingerprints differ or are missing",
     )
     tracking_uri_option(ap, "run ids")
+    ap.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="read an export side even if its files differ from its manifest.json",
+    )
     ap.add_argument("--junit", type=Path, help="write JUnit XML here")
     ap.add_argument("--summary", type=Path, help="write the Markdown summary here")
     return ap
@@ -105,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         significance=not args.no_significance,
         allow_fingerprint_mismatch=args.allow_fingerprint_mismatch,
         tracking_uri=args.tracking_uri,
+        verify=not args.no_verify,
     )
     summary = render_markdown(result)
     print(summary, end="")

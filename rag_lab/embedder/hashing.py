@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rag_lab.tokenizer.base import Tokenizer
+from rag_lab.validate import OptionError, integer
 
 
 class HashingEmbedder:
@@ -26,8 +27,15 @@ class HashingEmbedder:
         self, tokenizer: Tokenizer, dimension: int = 1024, char_ngrams: Sequence[int] = (3, 4)
     ) -> None:
         self.tokenizer = tokenizer
-        self.dimension = int(dimension)
-        self.char_ngrams = (int(char_ngrams[0]), int(char_ngrams[1]))
+        self.dimension = integer(dimension, "dimension", ge=1)
+        pair = isinstance(char_ngrams, Sequence) and not isinstance(char_ngrams, str)
+        if not pair or len(char_ngrams) != 2:
+            raise OptionError("char_ngrams", char_ngrams, "must be [min, max]")
+        lo = integer(char_ngrams[0], "char_ngrams[0]", ge=0)
+        hi = integer(char_ngrams[1], "char_ngrams[1]", ge=lo)
+        if lo == 0 and hi != 0:
+            raise OptionError("char_ngrams", list(char_ngrams), "[0, 0] or 1 <= min <= max")
+        self.char_ngrams = (lo, hi)
         self._cache: dict[str, int] = {}
 
     @property

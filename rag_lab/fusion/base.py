@@ -8,7 +8,13 @@ from typing import Protocol, runtime_checkable
 from rag_lab.ranking import top_k
 from rag_lab.types import Run
 
-__all__ = ["Fusion", "all_query_ids", "check_weights", "top_k"]  # top_k: rag_lab.ranking
+__all__ = [
+    "Fusion",
+    "Weighted",
+    "all_query_ids",
+    "check_weights",
+    "top_k",
+]  # top_k: rag_lab.ranking
 
 
 @runtime_checkable
@@ -18,6 +24,14 @@ class Fusion(Protocol):
     the pipeline does not call fusion at all (a no-op, so scores stay the retriever's own)."""
 
     def fuse(self, runs: Mapping[str, Run], k: int) -> Run: ...
+
+
+@runtime_checkable
+class Weighted(Protocol):
+    """A fusion whose ``weights`` are keyed by retriever name: the pipeline checks the names
+    against its retrievers when it is built, before anything is retrieved."""
+
+    weights: Mapping[str, float]
 
 
 def check_weights(weights: Mapping[str, float], runs: Mapping[str, Run]) -> None:

@@ -9,6 +9,8 @@ import numpy as np
 from rag_lab.fusion.base import all_query_ids, check_weights, top_k
 from rag_lab.ranking import minmax
 from rag_lab.types import Run
+from rag_lab.validate import choice
+from rag_lab.validate import weights as check_weight_values
 
 
 def normalise(scores: dict[str, float], method: str) -> dict[str, float]:
@@ -29,7 +31,7 @@ def normalise(scores: dict[str, float], method: str) -> dict[str, float]:
 
 class WeightedFusion:
     """Args:
-        weights: retriever name → weight (missing names weigh 1.0), e.g.
+        weights: retriever name → weight ``>= 0`` (missing names weigh 1.0), e.g.
             ``{dense: 0.7, bm25: 0.3}``.
         normalization: ``minmax`` (to [0, 1] per query) or ``zscore`` (mean 0, sd 1 per query).
     A chunk absent from a retriever's top list gets that retriever's lowest normalised score for
@@ -40,10 +42,8 @@ class WeightedFusion:
     def __init__(
         self, weights: Mapping[str, float] | None = None, normalization: str = "minmax"
     ) -> None:
-        if normalization not in ("minmax", "zscore"):
-            raise ValueError(f"normalization must be 'minmax' or 'zscore', got {normalization!r}")
-        self.weights = dict(weights or {})
-        self.normalization = normalization
+        self.weights = check_weight_values(weights)
+        self.normalization = choice(normalization, "normalization", ("minmax", "zscore"))
 
     def fuse(self, runs: Mapping[str, Run], k: int) -> Run:
         check_weights(self.weights, runs)

@@ -6,6 +6,8 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
+from rag_lab.validate import boolean
+
 _SPACE = re.compile(r"\s+")
 
 
@@ -22,7 +24,9 @@ class NormaliseQueries:
     ) -> None:
         if form is not None and form not in ("NFC", "NFD", "NFKC", "NFKD"):
             raise ValueError(f"form must be NFC, NFD, NFKC, NFKD or null, got {form!r}")
-        self.form, self.collapse_whitespace, self.lowercase = form, collapse_whitespace, lowercase
+        self.form = form
+        self.collapse_whitespace = boolean(collapse_whitespace, "collapse_whitespace")
+        self.lowercase = boolean(lowercase, "lowercase")
 
     def _one(self, text: str) -> str:
         if self.form:

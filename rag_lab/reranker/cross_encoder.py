@@ -23,6 +23,7 @@ from rag_lab.errors import ConfigError
 from rag_lab.models import resolve_model, weights_hash
 from rag_lab.ranking import minmax, ranked
 from rag_lab.types import Chunk, Run
+from rag_lab.validate import OptionError, integer, number
 
 if TYPE_CHECKING:
     from rag_lab.cache import CacheView
@@ -65,12 +66,15 @@ class CrossEncoderReranker:
         cache_dir: str | None = None,
         device: str | None = "cpu",
     ) -> None:
-        if depth < 0:
-            raise ConfigError(f"reranker.depth must be >= 0, got {depth}")
-        if interpolation is not None and not 0.0 <= interpolation <= 1.0:
-            raise ConfigError(f"reranker.interpolation must be in [0, 1], got {interpolation}")
-        self.model_name, self.depth, self.batch_size = model, depth, batch_size
-        self.max_length, self.device = max_length, device
+        if not isinstance(model, str) or not model:
+            raise OptionError("model", model, "must be a model path or id")
+        self.model_name = model
+        self.depth = integer(depth, "depth", ge=0)
+        if interpolation is not None:
+            interpolation = number(interpolation, "interpolation", ge=0, le=1)
+        self.batch_size = integer(batch_size, "batch_size", ge=1)
+        self.max_length = None if max_length is None else integer(max_length, "max_length", ge=1)
+        self.device = device
         if cache_dir:
             log.warning("reranker.cache_dir is ignored: the stage cache is set by cache.dir")
         self._cache: CacheView | None = None

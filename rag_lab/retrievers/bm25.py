@@ -13,13 +13,16 @@ import numpy as np
 from rag_lab.retrievers.base import topk_to_run
 from rag_lab.tokenizer.base import Tokenizer
 from rag_lab.types import Chunk, Run
+from rag_lab.validate import choice, number
+
+BM25S_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
 
 class BM25Retriever:
     """Args:
     tokenizer: term analysis for chunks and queries (``english``, ``jieba``, ``whitespace``).
     backend: ``bm25s`` or ``rank_bm25``.
-    k1, b: BM25 saturation and length normalisation.
+    k1, b: BM25 saturation (``>= 0``) and length normalisation (in ``[0, 1]``).
     method: bm25s scoring variant (``lucene``, ``robertson``, ``atire``, ``bm25l``, ``bm25+``);
         ``rank_bm25`` always scores as its ``BM25Okapi``.
     """
@@ -32,15 +35,11 @@ class BM25Retriever:
         b: float = 0.75,
         method: str = "lucene",
     ) -> None:
-        if backend not in ("bm25s", "rank_bm25"):
-            raise ValueError(f"backend must be 'bm25s' or 'rank_bm25', got {backend!r}")
-        self.tokenizer, self.backend, self.k1, self.b, self.method = (
-            tokenizer,
-            backend,
-            k1,
-            b,
-            method,
-        )
+        self.tokenizer = tokenizer
+        self.backend = choice(backend, "backend", ("bm25s", "rank_bm25"))
+        self.k1 = number(k1, "k1", ge=0)
+        self.b = number(b, "b", ge=0, le=1)
+        self.method = choice(method, "method", BM25S_METHODS)
         self.stats: dict[str, float] = {}
         self._ids: list[str] = []
 

@@ -15,6 +15,7 @@ from rag_lab.cache.keys import model_table, text_key
 from rag_lab.embedder.base import Embedder
 from rag_lab.retrievers.base import topk_to_run
 from rag_lab.types import Chunk, Run
+from rag_lab.validate import choice, integer
 
 if TYPE_CHECKING:
     from rag_lab.cache import CacheView
@@ -50,11 +51,12 @@ class DenseRetriever:
         nprobe: int = 16,
         cache_dir: str | None = None,
     ) -> None:
-        if index_type not in ("flat", "hnsw", "ivf"):
-            raise ValueError(f"index_type must be flat, hnsw or ivf, got {index_type!r}")
         self.embedder = embedder
-        self.index_type, self.hnsw_m, self.ef_search = index_type, hnsw_m, ef_search
-        self.nlist, self.nprobe = nlist, nprobe
+        self.index_type = choice(index_type, "index_type", ("flat", "hnsw", "ivf"))
+        self.hnsw_m = integer(hnsw_m, "hnsw_m", ge=2)  # M=1 crashes faiss (segfault)
+        self.ef_search = integer(ef_search, "ef_search", ge=1)
+        self.nlist = integer(nlist, "nlist", ge=1)
+        self.nprobe = integer(nprobe, "nprobe", ge=1)
         if cache_dir:
             log.warning("retrievers.*.cache_dir is ignored: the stage cache is set by cache.dir")
         self.stats: dict[str, float] = {}

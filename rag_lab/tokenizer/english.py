@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag_lab.validate import OptionError, boolean
+
 
 class EnglishTokenizer:
     def __init__(
@@ -18,8 +20,11 @@ class EnglishTokenizer:
         lowercase: bool = True,
         pattern: str = r"(?u)\b\w\w+\b",
     ) -> None:
-        self.lowercase = lowercase
-        self.pattern = re.compile(pattern)
+        self.lowercase = boolean(lowercase, "lowercase")
+        try:
+            self.pattern = re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            raise OptionError("pattern", pattern, f"not a regular expression ({exc})") from None
         if isinstance(stopwords, str):
             from bm25s.stopwords import STOPWORDS_EN  # the list bm25s uses for "en"
 

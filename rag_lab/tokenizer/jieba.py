@@ -12,6 +12,8 @@ import logging
 import re
 from collections.abc import Sequence
 
+from rag_lab.validate import boolean, choice
+
 _KEEP = re.compile(r"\w", re.UNICODE)
 
 
@@ -26,14 +28,15 @@ class JiebaTokenizer:
         import jieba
 
         jieba.setLogLevel(logging.WARNING)
-        if mode not in ("search", "exact"):
-            raise ValueError(f"jieba mode must be 'search' or 'exact', got {mode!r}")
+        choice(mode, "mode", ("search", "exact"))
         self._cut = jieba.lcut_for_search if mode == "search" else jieba.lcut
-        self.lowercase = lowercase
+        self.lowercase = boolean(lowercase, "lowercase")
         self.stopwords = frozenset(stopwords or ())
         # jieba splits "HX-200" into "HX", "-", "200"; keep the hyphenated code as one extra term.
         self._hyphenated = (
-            re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+") if keep_hyphenated else None
+            re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+")
+            if boolean(keep_hyphenated, "keep_hyphenated")
+            else None
         )
 
     def __call__(self, texts: Sequence[str]) -> list[list[str]]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rag_lab.validate import boolean
+
 
 class WhitespaceTokenizer:
     def __init__(self, lowercase: bool = True) -> None:
-        self.lowercase = lowercase
+        self.lowercase = boolean(lowercase, "lowercase")
 
     def __call__(self, texts: Sequence[str]) -> list[list[str]]:
         return [(t.lower() if self.lowercase else t).split() for t in texts]

@@ -244,3 +244,18 @@ def test_info_rows_say_which_way_a_metric_moved(runs):
     for metric in ("ndcg_at_10", "noise_ratio_at_5"):
         (line,) = [ln for ln in table.splitlines() if ln.startswith(f"| {metric} |")]
         assert line.endswith("| info (worse) |"), line
+
+
+def test_an_export_side_is_verified_against_its_manifest(runs, tmp_path):
+    from rag_lab.export import export_pipeline
+
+    export = export_pipeline(Path(runs["same"]), tmp_path / "export")
+    assert run(["--baseline", str(runs["base"]), "--candidate", str(export), *CHECKS]) == 0
+    metrics = json.loads((export / "metrics.json").read_text())
+    metrics["ndcg_at_10"] = 1.0  # an edited export: its numbers are not what was measured
+    (export / "metrics.json").write_text(json.dumps(metrics))
+    proc = rag_lab("gate", "--baseline", str(runs["base"]), "--candidate", str(export), *CHECKS)
+    assert proc.returncode == 2
+    assert "metrics.json differs from its sha256 in manifest.json" in proc.stderr
+    args = ["--baseline", str(runs["base"]), "--candidate", str(export), *CHECKS, "--no-verify"]
+    assert run(args) == 0
