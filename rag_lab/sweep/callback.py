@@ -5,7 +5,9 @@
   direction that contradicts ``optimized_metric``'s (``rag_lab.sweep.context``; Hydra only logs a
   callback's error, so every job refuses on its own too); opens the parent run and leaves its id
   in ``<sweep dir>/sweep_parent.json`` for the jobs (which may be other processes, with the
-  joblib launcher) to attach their child runs to.
+  joblib launcher) to attach their child runs to. A parent an earlier sweep in the same folder
+  left RUNNING (killed) is marked KILLED first; this sweep's parent is closed on a signal or an
+  early exit too (``rag_lab.sweep.parent``).
 - ``on_multirun_end``: reads every finished job folder (``metrics.json``, ``per_query.parquet``,
   ``.hydra/overrides.yaml``), writes the leaderboard (CSV + Markdown, paired bootstrap CIs and a
   randomisation test of every configuration against the winner) and plots into the sweep folder,
@@ -28,6 +30,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from rag_lab.errors import ConfigError
 from rag_lab.metrics.names import higher_is_better, metric_key
 from rag_lab.sweep.context import PARENT_FILE, check_direction, selection_refusal
+from rag_lab.sweep.parent import ParentGuard, close_stale_parent
+from rag_lab.sweep.winner import WINNER_FILE, job_dir
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +71,11 @@ def load_trials(sweep_dir: Path) -> list:
     from rag_lab.sweep.report import Trial
 
     trials = []
-    done = (p for p in sweep_dir.iterdir() if p.is_dir() and (p / "metrics.json").exists())
+    done = (
+        p
+        for p in sweep_dir.iterdir()
+        if p.is_dir() and not p.is_symlink() and (p / "metrics.json").exists()
+    )
     for job in sorted(done, key=lambda p: (len(p.name), p.name)):
         overrides_file = job / ".hydra" / "overrides.yaml"
         overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.exists() else []
@@ -101,6 +109,7 @@ class MlflowSweepCallback(Callback):
         self.report_split = report_split
         self.allow_test_selection = allow_test_selection
         self.report_winner = report_winner
+        self._guard: ParentGuard | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         split = OmegaConf.select(config, "dataset.split")
@@ -116,7 +125,11 @@ class MlflowSweepCallback(Callback):
         tracker = build_tracker(config)
         if tracker is not None:
             tags = {"sweep_dir": str(sweep_dir), "split": str(split)}
+            previous = close_stale_parent(tracker, sweep_dir / PARENT_FILE)
+            if previous:
+                tags["previous_parent"] = previous
             info.update(tracker.start_parent(run_name=f"sweep {sweep_dir.name}", tags=tags))
+            self._guard = ParentGuard(tracker, info["run_id"])
         (sweep_dir / PARENT_FILE).write_text(json.dumps(info))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -127,6 +140,7 @@ class MlflowSweepCallback(Callback):
         trials = load_trials(sweep_dir)
         if not trials:
             log.warning("no finished job in %s: nothing to report", sweep_dir)
+            self._stand_down(failed="no job of the sweep finished")
             return
         hib = higher_is_better(metric)
         files = write_report(varying(trials), metric, sweep_dir / "report", higher_is_better=hib)
@@ -134,8 +148,8 @@ class MlflowSweepCallback(Callback):
         best = (max if hib else min)(trials, key=lambda t: t.metrics.get(metric, worst))
         winner = {"job": best.name, "overrides": best.params, metric: best.metrics.get(metric)}
         if self.report_winner:
-            winner["report"] = self._report(sweep_dir / best.name, metric)
-        (sweep_dir / "winner.json").write_text(json.dumps(winner, indent=2, default=str))
+            winner["report"] = self._report(job_dir(sweep_dir, best.name), metric)
+        (sweep_dir / WINNER_FILE).write_text(json.dumps(winner, indent=2, default=str))
         print(
             f"\nsweep winner (job {best.name}, {metric}={best.metrics.get(metric):.4f} on "
             f"{OmegaConf.select(config, 'dataset.split')}): {best.params}"
@@ -164,20 +178,30 @@ class MlflowSweepCallback(Callback):
                     "winner_run_id": best.metrics.get("_run_id", ""),
                     "winner_overrides": overrides,
                 },
-                artifacts=[*files.values(), sweep_dir / "winner.json"],
+                artifacts=[*files.values(), sweep_dir / WINNER_FILE],
             )
+        self._stand_down()
 
-    def _report(self, job_dir: Path, metric: str) -> dict[str, float]:
+    def _stand_down(self, failed: str | None = None) -> None:
+        """The sweep reached its end: the parent is closed (``FAILED`` with reason ``failed``
+        when given, else by ``finish_parent``), so its guard stands down."""
+        if self._guard is not None:
+            if failed:
+                self._guard.close("FAILED", failed)
+            self._guard.done()
+            self._guard = None
+
+    def _report(self, job: Path, metric: str) -> dict[str, float]:
         """Evaluate the winner's composed config on the report split (no child run, no cache writes
         skipped: cached stages are reused). ``rag_lab.evaluate.evaluate`` is the library function
         (imported here: evaluate reads this package's ``context``)."""
         from rag_lab.evaluate import evaluate
 
-        cfg = OmegaConf.load(job_dir / ".hydra" / "config.yaml")
+        cfg = OmegaConf.load(job / ".hydra" / "config.yaml")
         assert isinstance(cfg, DictConfig)
         with open_dict(cfg):
             cfg.dataset.split = self.report_split
-            cfg.paths.output_dir = str(job_dir.parent / f"winner_{self.report_split}")
+            cfg.paths.output_dir = str(job.parent / f"winner_{self.report_split}")
             cfg.tracking = None  # logged on the parent instead
-        log.info("evaluating the winner (%s) on %s", job_dir.name, self.report_split)
+        log.info("evaluating the winner (%s) on %s", job.name, self.report_split)
         return evaluate(cfg)
