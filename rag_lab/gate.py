@@ -38,7 +38,7 @@ from typing import Literal
 import pandas as pd
 
 from rag_lab.errors import ConfigError, RagLabError
-from rag_lab.metrics.names import HEADLINE, higher_is_better
+from rag_lab.metrics.names import HEADLINE, higher_is_better, metric_key
 from rag_lab.stats import align, randomization_test
 from rag_lab.tracking.fetch import FINGERPRINT as FINGERPRINT_FILE
 from rag_lab.tracking.fetch import METRICS, download_run, resolve_tracking_uri
@@ -348,11 +348,10 @@ def gate(
         ("rise", max_rise),
     )
     for direction, limits in checks:
-        for metric, tolerance in limits.items():
+        for name, tolerance in limits.items():
+            metric = metric_key(name)  # ndcg@10 (a config's name) means ndcg_at_10
             if not (tolerance >= 0 and math.isfinite(tolerance)):
-                raise GateError(
-                    f"--max-{direction} {metric}: tolerance must be a finite number >= 0"
-                )
+                raise GateError(f"--max-{direction} {name}: tolerance must be a finite number >= 0")
             b, c = _value(base, metric, "baseline"), _value(cand, metric, "candidate")
             p = p_value(base, cand, metric)
             rows.append(judge(metric, b, c, direction, tolerance, p, alpha, significance))

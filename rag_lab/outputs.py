@@ -1,6 +1,6 @@
 """The files of a run folder, written in one place: what ``rag-lab gate`` and ``rag-lab export``
 read back as a side (``metrics.json``, ``per_query.parquet``, ``dataset_fingerprint``), plus the
-resolved config of an evaluate run."""
+resolved config of an evaluate run and its document run as a TREC file (``run.trec``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ PER_QUERY_FILE = "per_query.parquet"
 FINGERPRINT_FILE = "dataset_fingerprint"
 CONFIG_FILE = "config_resolved.yaml"
 MLFLOW_RUN_FILE = "mlflow_run_id"
+TREC_RUN_FILE = "run.trec"
 
 
 def write_scores(
@@ -29,6 +30,20 @@ def write_scores(
     )
     (out_dir / FINGERPRINT_FILE).write_text(fingerprint)
     table.to_parquet(out_dir / PER_QUERY_FILE, index=False)
+
+
+def write_trec_run(out_dir: Path, run: Mapping[str, Mapping[str, float]], tag: str) -> Path:
+    """The document run in TREC format (``qid Q0 doc_id rank score tag``, best first, ties by
+    ascending id), so ranx, trec_eval and ir_measures read it with the dataset's qrels. trec_eval
+    re-sorts by score and breaks ties its own way; ``rank`` is rag_lab's order."""
+    from rag_lab.ranking import ranked
+
+    path = out_dir / TREC_RUN_FILE
+    with path.open("w", encoding="utf-8") as fh:
+        for qid, scores in run.items():
+            for rank, doc in enumerate(ranked(scores), 1):
+                fh.write(f"{qid} Q0 {doc} {rank} {scores[doc]!r} {tag}\n")
+    return path
 
 
 def write_config(out_dir: Path, resolved: Mapping[str, Any]) -> Path:

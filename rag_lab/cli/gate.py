@@ -16,6 +16,7 @@ from pathlib import Path
 from rag_lab.cli._errors import exit_status, user_errors
 from rag_lab.cli._options import tracking_uri_option
 from rag_lab.gate import GateError, gate, render_junit, render_markdown
+from rag_lab.metrics.names import metric_key
 
 
 def _tolerance(text: str) -> tuple[str, float]:
@@ -42,7 +43,7 @@ def _alpha(text: str) -> float:
 def _as_dict(pairs: Sequence[tuple[str, float]], flag: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, tol in pairs:
-        if name in out:
+        if metric_key(name) in map(metric_key, out):  # ndcg@10 and ndcg_at_10 are one metric
             raise GateError(f"{flag} {name} given twice")
         out[name] = tol
     return out

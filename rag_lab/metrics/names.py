@@ -2,14 +2,18 @@
 (evaluate's console table, MLflow, sweeps and Optuna, the gate, the leaderboard, export cards).
 
 Names are ranx-style ``<metric>@<k>``; logged keys replace ``@`` with ``_at_`` and any other
-character MLflow rejects with ``_`` (``ndcg@10`` → ``ndcg_at_10``).
+character MLflow rejects with ``_`` (``ndcg@10`` → ``ndcg_at_10``). MLflow accepts Unicode word
+characters, so Chinese category names stay as they are (``by_category/口语/ndcg_at_10``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterable
 
-_BAD = re.compile(r"[^A-Za-z0-9_\-. /:]")
+# what MLflow's name check accepts: Unicode word characters, - . space / and :
+_BAD = re.compile(r"[^\w\-. /:]")
 
 # the metrics a person looks at first, in this order (tables, cards, gate summaries, leaderboards)
 HEADLINE = (
@@ -29,8 +33,27 @@ _LOWER_IS_BETTER = re.compile(
 
 
 def metric_key(name: str) -> str:
-    """``ndcg@10`` → ``ndcg_at_10``; any other character MLflow rejects → ``_``."""
-    return _BAD.sub("_", name.replace("@", "_at_"))
+    """``ndcg@10`` → ``ndcg_at_10``; any other character MLflow rejects → ``_``; a name that
+    would not read back as itself as a path (``a//b``, ``/a``, ``a/../b``) is tidied the same way
+    (MLflow refuses those too)."""
+    key = _BAD.sub("_", name.replace("@", "_at_"))
+    parts = ["_" if p in ("", ".", "..") else p for p in key.split("/")]
+    return "/".join(parts)
+
+
+def logged_keys(names: Iterable[str]) -> dict[str, str]:
+    """``{name: logged key}`` for a run's names: ``metric_key`` of each, and where two different
+    names would become one key (``a@1`` and ``a_at_1``), the later ones get a short hash of the
+    name appended, so no value overwrites another."""
+    out: dict[str, str] = {}
+    taken: dict[str, str] = {}
+    for name in names:
+        key = metric_key(name)
+        if key in taken and taken[key] != name:
+            key = f"{key}_{hashlib.blake2b(name.encode(), digest_size=3).hexdigest()}"
+        taken.setdefault(key, name)
+        out[name] = key
+    return out
 
 
 def higher_is_better(key: str) -> bool:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rag_lab.metrics.names import metric_key
+from rag_lab.metrics.names import logged_keys, metric_key
 
 log = logging.getLogger(__name__)
 MAX_PARAM_LEN = 6000
@@ -251,9 +251,10 @@ class MlflowTracker:
         with store_lock(self.uri):
             mlflow, _ = self._open()
             client = mlflow.tracking.MlflowClient(self.uri)
+            keys = logged_keys(metrics)
             for k, v in metrics.items():
                 if isinstance(v, (int, float)) and math.isfinite(v):
-                    client.log_metric(run_id, sanitize_key(k), float(v))
+                    client.log_metric(run_id, keys[k], float(v))
             for tag, text in tags.items():
                 client.set_tag(run_id, tag, str(text)[:5000])
             for path in artifacts:
@@ -264,11 +265,11 @@ class MlflowTracker:
     @staticmethod
     def _log_params(mlflow, params: Mapping[str, Any]) -> None:
         clean = {}
-        for k, v in flatten(dict(params)).items():
+        flat = flatten(dict(params))
+        keys = logged_keys(flat)
+        for k, v in flat.items():
             s = "null" if v is None else str(v)
-            clean[sanitize_key(k)] = (
-                s if len(s) <= MAX_PARAM_LEN else s[: MAX_PARAM_LEN - 3] + "..."
-            )
+            clean[keys[k]] = s if len(s) <= MAX_PARAM_LEN else s[: MAX_PARAM_LEN - 3] + "..."
         items = list(clean.items())
         for i in range(0, len(items), 100):  # MLflow's batch limit
             mlflow.log_params(dict(items[i : i + 100]))
@@ -317,9 +318,10 @@ class MlflowTracker:
         with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:
             mlflow.set_tags({**self.tags, **tags})
             self._log_params(mlflow, params)
+            keys = logged_keys(metrics)
             mlflow.log_metrics(
                 {
-                    sanitize_key(k): float(v)
+                    keys[k]: float(v)
                     for k, v in metrics.items()
                     if isinstance(v, (int, float)) and math.isfinite(v)
                 }

@@ -259,3 +259,16 @@ def test_an_export_side_is_verified_against_its_manifest(runs, tmp_path):
     assert "metrics.json differs from its sha256 in manifest.json" in proc.stderr
     args = ["--baseline", str(runs["base"]), "--candidate", str(export), *CHECKS, "--no-verify"]
     assert run(args) == 0
+
+
+def test_config_metric_names_are_accepted(runs):
+    """``ndcg@10`` (the name evaluate.yaml uses) checks the same metric as ``ndcg_at_10``."""
+    same = [str(runs["base"]), str(runs["same"])]
+    at = ["--max-drop", "ndcg@10=0.01", "--max-rise", "noise_ratio@5=0.02"]
+    assert run(["--baseline", same[0], "--candidate", same[1], *at]) == 0
+    assert (
+        run(["--baseline", same[0], "--candidate", str(runs["worse"]), *at, "--no-significance"])
+        == 1
+    )
+    twice = ["--max-drop", "ndcg@10=0.01", "--max-drop", "ndcg_at_10=0.02"]
+    assert run(["--baseline", same[0], "--candidate", same[1], *twice]) == 2

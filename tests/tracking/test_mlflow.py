@@ -18,7 +18,9 @@ from rag_lab.tracking import MlflowTracker, flatten, sanitize_key
         ("retrievers.bm25.k1", "retrievers.bm25.k1"),
         ("a b-c:d", "a b-c:d"),
         ("dense(k=5)", "dense_k_5_"),
-        ("主轴", "__"),
+        ("by_category/口语/ndcg@10", "by_category/口语/ndcg_at_10"),  # MLflow takes Unicode
+        ("a//b", "a/_/b"),  # a name MLflow would read as another path
+        ("/a/../b", "_/a/_/b"),
     ],
 )
 def test_sanitize_key(key, expected):
@@ -104,3 +106,33 @@ def test_tracker_logs_a_run(tmp_path, restore_tracking_uri):
     run_id2 = tracker.log_run("trial-2", {}, {"ndcg@10": 0.25}, {}, {})
     assert client.get_run(run_id2).info.experiment_id == run.info.experiment_id
     assert run_id2 != run_id
+
+
+def test_chinese_categories_and_colliding_names_keep_every_value(tmp_path, restore_tracking_uri):
+    """Before: ``by_category/口语/...`` and ``by_category/安全/...`` both became
+    ``by_category/__/...`` and one value was lost."""
+    from mlflow.tracking import MlflowClient
+
+    from rag_lab.metrics.names import logged_keys
+
+    uri = f"sqlite:///{tmp_path}/m.db"
+    metrics = {
+        "by_category/口语/ndcg_at_10": 0.25,
+        "by_category/安全/ndcg_at_10": 0.75,
+        "hit_rate@5": 0.5,
+        "hit_rate_at_5": 0.6,
+    }  # the last two name one logged key
+    run_id = MlflowTracker(uri=uri, experiment="unit").log_run(
+        "zh", {"类别": "口语"}, metrics, {}, {}
+    )
+    logged = MlflowClient(tracking_uri=uri).get_run(run_id).data
+    keys = logged_keys(metrics)
+    assert logged.metrics["by_category/口语/ndcg_at_10"] == 0.25
+    assert logged.metrics["by_category/安全/ndcg_at_10"] == 0.75
+    assert len(set(keys.values())) == 4 and sorted(logged.metrics.values()) == [
+        0.25,
+        0.5,
+        0.6,
+        0.75,
+    ]
+    assert logged.metrics[keys["hit_rate_at_5"]] == 0.6 and logged.params["类别"] == "口语"
