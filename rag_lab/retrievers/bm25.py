@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,25 @@ from rag_lab.types import Chunk, Run
 from rag_lab.validate import choice, number
 
 BM25S_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+
+
+_quieted = False
+
+
+def _bm25s() -> Any:
+    """bm25s, imported on first use. Its import sets its own logger to DEBUG (a "Building index
+    from tokens" line on every index): once, that goes back to WARNING."""
+    import logging
+
+    import bm25s
+
+    global _quieted
+    if not _quieted:
+        logger = logging.getLogger("bm25s")
+        if logger.level == logging.DEBUG:
+            logger.setLevel(logging.WARNING)
+        _quieted = True
+    return bm25s
 
 
 class BM25Retriever:
@@ -53,7 +73,7 @@ class BM25Retriever:
         tokens = self.tokenizer([c.index_text for c in chunks])
         t1 = time.perf_counter()
         if self.backend == "bm25s":
-            import bm25s
+            bm25s = _bm25s()
 
             self._engine = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
             self._engine.index(tokens, show_progress=False)
@@ -81,7 +101,7 @@ class BM25Retriever:
 
     def load_index(self, directory: Path) -> None:
         """Restore what ``save_index`` wrote (no re-tokenising of the corpus)."""
-        import bm25s
+        bm25s = _bm25s()
 
         self._ids = json.loads((directory / "ids.json").read_text())
         self._engine = bm25s.BM25.load(str(directory / "bm25s"))

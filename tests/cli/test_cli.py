@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -50,6 +51,9 @@ def test_cli_end_to_end_writes_metrics_and_mlflow_run(tmp_path):
     assert (tmp_path / "run" / "per_query.parquet").exists()
     assert (tmp_path / "exp" / "mlflow.db").exists()
     assert "mlflow run:" in proc.stdout and "ndcg_at_10" in proc.stdout
+    # library chatter stays out of the console: bm25s' DEBUG lines, MLflow's run-link lines
+    assert "Building index from tokens" not in proc.stderr and "View run" not in proc.stderr
+    assert not re.search(r"\bnan\b", proc.stdout)  # absent stages are left out, not "nan"
 
 
 def test_help_and_unknown_command():
