@@ -19,9 +19,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from rag_lab.cache import open_cache
 from rag_lab.errors import ConfigError
+from rag_lab.parser.base import ON_ERROR
 from rag_lab.paths import CONFIG_DIR
 from rag_lab.pipeline import Pipeline
-from rag_lab.validate import OptionError
+from rag_lab.validate import OptionError, choice
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,7 @@ def _slot_protocols() -> dict[str, type]:
     (``retrievers.bm25`` → ``retrievers``, ``judge=nli`` → ``judge``), or the argument name of a
     nested stage (``embedder``, ``tokenizer``, an auto parser's ``parsers``)."""
     from rag_lab.chunker.base import Chunker
+    from rag_lab.contract.base import Contract
     from rag_lab.dataset.base import Dataset
     from rag_lab.embedder.base import Embedder
     from rag_lab.fusion.base import Fusion
@@ -93,6 +95,7 @@ def _slot_protocols() -> dict[str, type]:
         "parser": Parser,
         "parsers": Parser,
         "chunker": Chunker,
+        "contract": Contract,
         "retrievers": Retriever,
         "fusion": Fusion,
         "reranker": PostProcessor,  # the reranker group runs as the first post-processor
@@ -266,14 +269,30 @@ def build_dataset(cfg: DictConfig) -> Any:
     return instantiate(cfg.dataset, "dataset")
 
 
+def build_parser(node: Any) -> tuple[Any, Any, str]:
+    """``(parser, its config, on_error)``: ``parser.on_error`` is the corpus read's policy for a
+    file the parser refuses (``fail`` | ``skip``), kept in the group's config but not passed to
+    the parser."""
+    parser_cfg = _plain(node)
+    on_error = "fail"
+    if isinstance(parser_cfg, dict):
+        on_error = str(parser_cfg.pop("on_error", "fail"))
+        try:
+            choice(on_error, "on_error", ON_ERROR)
+        except OptionError as exc:
+            raise exc.at("parser") from None
+    return instantiate(parser_cfg, "parser"), parser_cfg, on_error
+
+
 def build_pipeline(cfg: DictConfig) -> Pipeline:
     """Instantiate every stage named by ``cfg`` (an ``evaluate``-shaped config, an export's
     ``pipeline.yaml`` or a training config) and the pipeline they form."""
     retriever_cfgs = _stage_nodes(cfg.get("retrievers"), "retrievers")
     if not retriever_cfgs:
         raise ConfigError("no retriever selected: set retrievers=[bm25], [dense] or [dense,bm25]")
-    parser = instantiate(cfg.parser, "parser")
+    parser, parser_cfg, on_parse_error = build_parser(cfg.parser)
     chunker = instantiate(cfg.chunker, "chunker")
+    contract = instantiate(cfg.contract, "contract") if cfg.get("contract") else None
     # a dense retriever's `embedder: ${embedder}` (and a stage's `tokenizer: ${tokenizer}`) are
     # interpolations, so overriding the top-level group changes every stage that uses it.
     retrievers = {n: instantiate(c, f"retrievers.{n}") for n, c in retriever_cfgs.items()}
@@ -298,8 +317,9 @@ def build_pipeline(cfg: DictConfig) -> Pipeline:
     for node in retriever_cfgs.values():
         node.pop("cache_dir", None)  # where the cache lives does not change what is in it
     stage_configs = {
-        "parser": _plain(cfg.parser),
+        "parser": parser_cfg,
         "chunker": _plain(cfg.chunker),
+        "contract": _plain(cfg.contract) if contract is not None else None,
         "retrievers": retriever_cfgs,
     }
     cache_dir = OmegaConf.select(cfg, "cache.dir", default=None)
@@ -319,6 +339,8 @@ def build_pipeline(cfg: DictConfig) -> Pipeline:
         if cache_dir
         else None,
         stage_configs,
+        contract=contract,
+        on_parse_error=on_parse_error,
     )
     log.info(
         "pipeline: parser=%s chunker=%s query_transforms=%s retrievers=%s fusion=%s postprocess=%s",

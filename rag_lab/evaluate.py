@@ -19,6 +19,7 @@ from rag_lab import build, console, outputs
 from rag_lab.answers import answer_queries
 from rag_lab.cache import ON_ERROR, open_cache
 from rag_lab.errors import ConfigError
+from rag_lab.ingest import ingest_metrics
 from rag_lab.metrics.relevance import to_document_run
 from rag_lab.metrics.runtime import runtime_metrics
 from rag_lab.metrics.score import check_labels, check_metric_names, score_split, with_answers
@@ -163,12 +164,15 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
     )
     metrics.update(runtime_metrics(result, pipe.timings, list(pipe.retrievers)))
     metrics.update(pipe.cache_counters())
+    metrics.update(ingest_metrics(pipe.ingest))
     metrics["total_seconds"] = time.perf_counter() - t_start
 
     out_dir = Path(cfg.paths.output_dir)
     outputs.write_scores(out_dir, metrics, table, data.fingerprint)
     chunk_doc = {cid: c.doc_id for cid, c in pipe.chunks.items()}
     outputs.write_trec_run(out_dir, to_document_run(result.final, chunk_doc), "rag_lab")
+    if pipe.ingest:
+        outputs.write_ingest_report(out_dir, pipe.ingest)
     resolved: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     outputs.write_config(out_dir, resolved)
     print(

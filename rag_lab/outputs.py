@@ -1,6 +1,7 @@
 """The files of a run folder, written in one place: what ``rag-lab gate`` and ``rag-lab export``
 read back as a side (``metrics.json``, ``per_query.parquet``, ``dataset_fingerprint``), plus the
-resolved config of an evaluate run and its document run as a TREC file (``run.trec``)."""
+resolved config of an evaluate run, its document run as a TREC file (``run.trec``) and the
+ingest report (``ingest_report.json``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ FINGERPRINT_FILE = "dataset_fingerprint"
 CONFIG_FILE = "config_resolved.yaml"
 MLFLOW_RUN_FILE = "mlflow_run_id"
 TREC_RUN_FILE = "run.trec"
+INGEST_REPORT_FILE = "ingest_report.json"
 
 
 def write_scores(
@@ -43,6 +45,14 @@ def write_trec_run(out_dir: Path, run: Mapping[str, Mapping[str, float]], tag: s
         for qid, scores in run.items():
             for rank, doc in enumerate(ranked(scores), 1):
                 fh.write(f"{qid} Q0 {doc} {rank} {scores[doc]!r} {tag}\n")
+    return path
+
+
+def write_ingest_report(out_dir: Path, report: Mapping[str, Any]) -> Path:
+    """``ingest_report.json`` (``rag_lab.ingest``): per document pages, OCR pages, tables,
+    sections, contract problems and seconds; the files skipped under ``parser.on_error=skip``."""
+    path = out_dir / INGEST_REPORT_FILE
+    path.write_text(json.dumps(dict(report), indent=2, ensure_ascii=False))
     return path
 
 

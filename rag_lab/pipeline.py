@@ -21,9 +21,12 @@ from typing import Any
 
 from rag_lab.cache import StageCache, diff_stats, keys
 from rag_lab.chunker.base import Chunker
+from rag_lab.contract.base import Contract
 from rag_lab.errors import ConfigError
 from rag_lab.fusion.base import Fusion, Weighted
-from rag_lab.parser.base import Parser, read_corpus
+from rag_lab.ingest import ingest_report
+from rag_lab.io import fingerprint_files
+from rag_lab.parser.base import ParsedFile, Parser, parse_file, read_corpus
 from rag_lab.postprocess.base import PostProcessor
 from rag_lab.protocols import CacheAware, Identified, Measured
 from rag_lab.query_transforms.base import QueryTransform
@@ -95,6 +98,9 @@ class Pipeline:
     timings: dict[str, float] = field(default_factory=dict)
     chunks_key: str = ""
     corpus_warnings: list[str] = field(default_factory=list)
+    contract: Contract | None = None
+    on_parse_error: str = "fail"
+    ingest: dict[str, Any] = field(default_factory=dict)
     _indexed: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -146,26 +152,65 @@ class Pipeline:
         ``on_empty``: documents with empty text are skipped (counted in ``corpus_warnings``) or
         refused (``fail``). A fully cached rerun does not repeat the warning."""
         t0 = time.perf_counter()
-        # `fail` keys its own entry: a `skip` run's documents must not let a `fail` run pass
+        # a non-default policy keys its own entry: a `skip` run's documents must not let a `fail`
+        # run pass; the contract changes the documents' metadata, so it keys them too
         parser_key: Any = self.stage_configs.get("parser")
-        if on_empty != "skip":
-            parser_key = {"parser": parser_key, "on_empty": on_empty}
+        policy = {"on_empty": on_empty} if on_empty != "skip" else {}
+        if self.on_parse_error != "fail":
+            policy["on_error"] = self.on_parse_error
+        if self.contract is not None:
+            policy["contract"] = self.stage_configs.get("contract")
+        if policy:
+            parser_key = {"parser": parser_key, **policy}
         docs_key = keys.documents_key(parser_key, corpus_fingerprint)
         chunks_key = keys.chunks_key(self.stage_configs.get("chunker"), docs_key)
         cached = self.cache.get_json("chunks", chunks_key) if self.cache else None
-        if cached is not None:
-            chunks = [chunk_from_dict(c) for c in cached]
+        if cached is not None:  # 0.2 entries are a plain list; later ones carry the ingest report
+            entry = cached if isinstance(cached, dict) else {"chunks": cached}
+            chunks = [chunk_from_dict(c) for c in entry["chunks"]]
+            self.ingest = dict(entry.get("ingest") or {})
             self.timings.update(parse_seconds=0.0, chunk_seconds=time.perf_counter() - t0)
         else:
             docs = self._documents(sources, root, docs_key, on_empty)
             t1 = time.perf_counter()
             chunks = self.chunker.chunk(docs)
             if self.cache and chunks:
-                self.cache.put_json("chunks", chunks_key, [chunk_to_dict(c) for c in chunks])
+                self.cache.put_json(
+                    "chunks",
+                    chunks_key,
+                    {"chunks": [chunk_to_dict(c) for c in chunks], "ingest": self.ingest},
+                )
             self.timings.update(parse_seconds=t1 - t0, chunk_seconds=time.perf_counter() - t1)
         self.set_chunks(chunks)
         self.chunks_key = chunks_key
         return chunks
+
+    def _parse_cached(self, root: Path) -> Any:
+        """``parse_file`` through the per-file cache entry (parser config + the file's name and
+        bytes): a chunker or contract sweep, or an edit of one file, never re-parses (or re-OCRs)
+        the others."""
+        cache, parser_cfg = self.cache, self.stage_configs.get("parser")
+
+        def parse(path: Path) -> ParsedFile:
+            if cache is None:
+                return parse_file(self.parser, path, root)
+            key = keys.parsed_file_key(parser_cfg, fingerprint_files([path], root=root))
+            raw = cache.get_json("parsed_files", key)
+            if isinstance(raw, dict):
+                docs = tuple((w, document_from_dict(d)) for w, d in raw["documents"])
+                return ParsedFile(str(path), docs, float(raw["seconds"]))
+            parsed = parse_file(self.parser, path, root)
+            cache.put_json(
+                "parsed_files",
+                key,
+                {
+                    "documents": [[w, document_to_dict(d)] for w, d in parsed.documents],
+                    "seconds": parsed.seconds,
+                },
+            )
+            return parsed
+
+        return parse
 
     def _documents(
         self, sources: Sequence[Path], root: Path, key: str, on_empty: str
@@ -174,16 +219,33 @@ class Pipeline:
         if raw is not None:  # 0.1 entries are a plain list; later ones carry the warnings
             entry = raw if isinstance(raw, dict) else {"documents": raw, "warnings": []}
             self.corpus_warnings = list(entry.get("warnings", []))
+            self.ingest = dict(entry.get("ingest") or {})
             return [document_from_dict(d) for d in entry["documents"]]
-        corpus = read_corpus(self.parser, sources, root, on_empty)
-        self.corpus_warnings = list(corpus.warnings)
-        for w in corpus.warnings:
-            log.warning(w)
+        corpus = read_corpus(
+            self.parser, sources, root, on_empty, self.on_parse_error, self._parse_cached(root)
+        )
+        warnings = list(corpus.warnings)
         docs = list(corpus.documents)
+        problems: tuple[Any, ...] = ()
+        if self.contract is not None:
+            where = {d.doc_id: w for f in corpus.files for w, d in f.documents}
+            checked = self.contract.check(docs, where)
+            docs, problems = list(checked.documents), checked.problems
+            if problems:
+                warnings.append(
+                    f"n_contract_problems={len(problems)}: documents that break the metadata "
+                    f"contract (first: {problems[0]}; all in ingest_report.json; "
+                    "contract.mode=strict refuses them)"
+                )
+        self.corpus_warnings = warnings
+        for w in warnings:
+            log.warning(w)
+        self.ingest = ingest_report(corpus, docs, problems)
         if self.cache:
             entry = {
                 "documents": [document_to_dict(d) for d in docs],
-                "warnings": list(corpus.warnings),
+                "warnings": warnings,
+                "ingest": self.ingest,
             }
             self.cache.put_json("documents", key, entry)
         return docs

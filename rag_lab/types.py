@@ -23,11 +23,21 @@ def _freeze(meta: Mapping[str, Any] | None) -> Mapping[str, Any]:
 @dataclass(frozen=True)
 class Section:
     """A span ``[start, end)`` of a document's text under a heading path (e.g.
-    ``("E102", "Causes")``)."""
+    ``("E102", "Causes")``).
+
+    ``metadata`` holds what the parser knows about the span and chunkers copy into the chunks
+    that start in it: ``page`` (1-based), ``kind`` (``table`` for a table of its own), ``caption``,
+    ``ocr`` (text recognised from an image), ``confidence`` (mean OCR confidence, 0-1),
+    ``section_type`` (set by the metadata contract).
+    """
 
     start: int
     end: int
     path: tuple[str, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _freeze(self.metadata))
 
     @property
     def title(self) -> str:
@@ -41,7 +51,9 @@ class Document:
     ``metadata`` follows the metadata contract (all optional): ``doc_type``, ``language``,
     ``version``, ``valid_from``, ``valid_to`` (ISO dates), ``entities`` (list), ``source`` (file).
     ``sections`` cover (parts of) ``text`` in order; chunkers use them for section metadata and
-    semantic boundaries.
+    semantic boundaries. ``stats`` is what parsing measured (``pages``, ``text_layer_pages``,
+    ``ocr_pages``, ``ocr_skipped_pages``, ``tables``): the ingest report reads it, chunks do not
+    carry it.
     """
 
     doc_id: str
@@ -49,9 +61,11 @@ class Document:
     title: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     sections: tuple[Section, ...] = ()
+    stats: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", _freeze(self.metadata))
+        object.__setattr__(self, "stats", _freeze(self.stats))
 
     def section_at(self, offset: int) -> Section | None:
         """The innermost section containing character ``offset`` (sections are non-overlapping)."""
@@ -123,13 +137,27 @@ def document_to_dict(doc: Document) -> dict[str, Any]:
         "text": doc.text,
         "title": doc.title,
         "metadata": dict(doc.metadata),
-        "sections": [{"start": s.start, "end": s.end, "path": list(s.path)} for s in doc.sections],
+        "sections": [
+            {"start": s.start, "end": s.end, "path": list(s.path), "metadata": dict(s.metadata)}
+            for s in doc.sections
+        ],
+        "stats": dict(doc.stats),
     }
 
 
 def document_from_dict(d: Mapping[str, Any]) -> Document:
-    sections = tuple(Section(s["start"], s["end"], tuple(s["path"])) for s in d.get("sections", ()))
-    return Document(d["doc_id"], d["text"], d.get("title", ""), d.get("metadata", {}), sections)
+    sections = tuple(
+        Section(s["start"], s["end"], tuple(s["path"]), s.get("metadata", {}))
+        for s in d.get("sections", ())
+    )
+    return Document(
+        d["doc_id"],
+        d["text"],
+        d.get("title", ""),
+        d.get("metadata", {}),
+        sections,
+        d.get("stats", {}),
+    )
 
 
 def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:

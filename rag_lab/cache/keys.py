@@ -49,6 +49,11 @@ def documents_key(parser_config: Any, corpus_fingerprint: str) -> str:
     return stage_key("documents", parser_config, corpus_fingerprint)
 
 
+def parsed_file_key(parser_config: Any, file_fingerprint: str) -> str:
+    """One source file parsed (the per-file entry: an edited PDF is the only one re-OCR'd)."""
+    return stage_key("parsed_file", parser_config, file_fingerprint)
+
+
 def chunks_key(chunker_config: Any, documents: str) -> str:
     return stage_key("chunks", chunker_config, documents)
 

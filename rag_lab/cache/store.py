@@ -97,6 +97,7 @@ def _size(path: Path) -> int:
 
 # every namespace the cache holds; `rag-lab cache list|clear` and the counters read this
 NAMESPACES = (
+    "parsed_files",
     "documents",
     "chunks",
     "embeddings",

@@ -1,8 +1,17 @@
-"""Chunkers: documents → chunks (``none`` = whole document, ``fixed_size``, ``recursive``)."""
+"""Chunkers: documents → chunks (``none`` = whole document, ``fixed_size``, ``recursive``,
+``section_schema``)."""
 
 from rag_lab.chunker.base import Chunker, SpanChunker
 from rag_lab.chunker.fixed_size import FixedSizeChunker
 from rag_lab.chunker.none import NoneChunker
 from rag_lab.chunker.recursive import RecursiveChunker
+from rag_lab.chunker.section_schema import SectionSchemaChunker
 
-__all__ = ["Chunker", "SpanChunker", "NoneChunker", "FixedSizeChunker", "RecursiveChunker"]
+__all__ = [
+    "Chunker",
+    "SpanChunker",
+    "NoneChunker",
+    "FixedSizeChunker",
+    "RecursiveChunker",
+    "SectionSchemaChunker",
+]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from rag_lab.types import Chunk, Document
+from rag_lab.types import Chunk, Document, Section
 
 
 @runtime_checkable
@@ -14,11 +14,37 @@ class Chunker(Protocol):
 
     Contract: for every chunk ``chunk.text == doc.text[chunk.start:chunk.end]``; chunks of a
     document are in text order with ids ``f"{doc_id}#{i}"``; each chunk carries the document's
-    title and metadata and the heading path of the section it starts in. Pure: same input, same
-    output.
+    title, the heading path of the section it starts in, and ``chunk_metadata`` (the document's
+    metadata, that section's metadata, ``section_path``). Pure: same input, same output.
     """
 
     def chunk(self, documents: Sequence[Document]) -> list[Chunk]: ...
+
+
+def chunk_metadata(doc: Document, sec: Section | None) -> dict[str, Any]:
+    """A chunk's metadata: the document's, then the section's (page, kind, section_type,
+    confidence...) and its heading path as ``section_path``."""
+    meta = dict(doc.metadata)
+    if sec is not None:
+        meta.update(sec.metadata)
+        if sec.path:
+            meta["section_path"] = list(sec.path)
+    return meta
+
+
+def make_chunk(doc: Document, index: int, start: int, end: int) -> Chunk:
+    """Chunk ``index`` of ``doc``: ``doc.text[start:end]`` with the contract's provenance."""
+    sec = doc.section_at(start)
+    return Chunk(
+        f"{doc.doc_id}#{index}",
+        doc.doc_id,
+        doc.text[start:end],
+        start,
+        end,
+        doc.title,
+        sec.title if sec else "",
+        chunk_metadata(doc, sec),
+    )
 
 
 def trim(text: str, start: int, end: int) -> tuple[int, int]:
@@ -46,18 +72,6 @@ class SpanChunker:
                 if s >= e or (s, e) in seen:
                     continue
                 seen.add((s, e))
-                sec = doc.section_at(s)
-                out.append(
-                    Chunk(
-                        f"{doc.doc_id}#{i}",
-                        doc.doc_id,
-                        doc.text[s:e],
-                        s,
-                        e,
-                        doc.title,
-                        sec.title if sec else "",
-                        doc.metadata,
-                    )
-                )
+                out.append(make_chunk(doc, i, s, e))
                 i += 1
         return out

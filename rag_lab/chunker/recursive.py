@@ -88,6 +88,11 @@ class RecursiveChunker(SpanChunker):
             i = k
         return chunks
 
+    def split_span(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
+        """``text[start:end]`` (one section's body) split below the heading level and merged
+        up to ``max_chars``: what other chunkers use for a section too large to keep whole."""
+        return self._merge(self._split(text, start, end, 1))
+
     def spans(self, doc: Document) -> Iterable[tuple[int, int]]:
         text = doc.text
         n = len(text)
@@ -97,5 +102,5 @@ class RecursiveChunker(SpanChunker):
             if nxt is not None and _HEADING_ONLY.fullmatch(text[a:b].strip()):
                 # a heading with no body: its title lives on in the next chunks' section path
                 continue
-            out.extend(self._merge(self._split(text, a, b, 1)))
+            out.extend(self.split_span(text, a, b))
         return out

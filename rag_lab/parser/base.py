@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -17,6 +18,8 @@ log = logging.getLogger(__name__)
 
 # what parse_corpus does with a document whose text is empty or blank (``dataset.on_empty``)
 ON_EMPTY = ("skip", "fail")
+# what it does with a file its parser refuses (``parser.on_error``): stop, or skip and count it
+ON_ERROR = ("fail", "skip")
 
 
 @runtime_checkable
@@ -62,17 +65,44 @@ def _located(parser: Parser, path: Path, root: Path) -> Iterator[tuple[str, Docu
 
 
 @dataclass(frozen=True)
+class ParsedFile:
+    """One source file parsed: ``(where, document)`` pairs (``where`` is ``file:line`` when the
+    parser knows lines) and the seconds it took. What the stage cache keeps per file, so an
+    edited file is the only one parsed (or OCR'd) again."""
+
+    source: str
+    documents: tuple[tuple[str, Document], ...]
+    seconds: float
+
+
+def parse_file(parser: Parser, path: Path, root: Path) -> ParsedFile:
+    """Parse one file completely (a ``DataError`` names the file and, where known, line/page)."""
+    t0 = time.perf_counter()
+    located = tuple(_located(parser, path, root))
+    return ParsedFile(str(path), located, time.perf_counter() - t0)
+
+
+@dataclass(frozen=True)
 class ParsedCorpus:
     """What ``read_corpus`` produced: the documents kept, how many had empty text
-    (``n_empty_documents``; skipped under ``on_empty=skip``) and the warnings to report."""
+    (``n_empty_documents``; skipped under ``on_empty=skip``), the warnings to report, each file
+    parsed (``files``: for the ingest report) and the files refused under ``on_error=skip``
+    (``skipped_files``: ``(file, one-line error)``)."""
 
     documents: tuple[Document, ...]
     n_empty: int = 0
     warnings: tuple[str, ...] = ()
+    files: tuple[ParsedFile, ...] = ()
+    skipped_files: tuple[tuple[str, str], ...] = ()
 
 
 def read_corpus(
-    parser: Parser, sources: Iterable[Path], root: Path, on_empty: str = "skip"
+    parser: Parser,
+    sources: Iterable[Path],
+    root: Path,
+    on_empty: str = "skip",
+    on_error: str = "fail",
+    parse: Callable[[Path], ParsedFile] | None = None,
 ) -> ParsedCorpus:
     """Parse every source whose suffix the parser reads.
 
@@ -80,20 +110,38 @@ def read_corpus(
     parser knows lines); a corpus with no records (the empty file named); with
     ``on_empty="fail"``, a document with empty or blank text; a corpus whose documents are all
     empty. With ``on_empty="skip"`` (the default) empty documents are left out and counted.
+    A file the parser refuses (``DataError``: corrupt, encrypted, not the format its suffix says)
+    stops the read under ``on_error="fail"``; under ``skip`` it is left out whole, counted
+    (``n_skipped_files``) and named in the warnings. ``ConfigError`` (a missing OCR engine) is
+    never skipped. ``parse`` replaces ``parse_file`` (the pipeline's per-file cache).
     """
     if on_empty not in ON_EMPTY:
         raise ConfigError(f"dataset.on_empty={on_empty!r}: use one of {', '.join(ON_EMPTY)}")
+    if on_error not in ON_ERROR:
+        raise ConfigError(f"parser.on_error={on_error!r}: use one of {', '.join(ON_ERROR)}")
+    parse_one = parse or (lambda p: parse_file(parser, p, root))
     docs: list[Document] = []
     origin: dict[str, str] = {}
     empty: list[tuple[str, str]] = []
     read: list[Path] = []
     skipped: list[Path] = []
+    files: list[ParsedFile] = []
+    refused: list[tuple[str, str]] = []
     for path in sources:
         if path.suffix.lower() not in parser.suffixes:
             skipped.append(path)
             continue
         read.append(path)
-        for where, doc in _located(parser, path, root):
+        try:
+            parsed = parse_one(path)
+        except DataError as exc:
+            if on_error == "fail":
+                raise
+            refused.append((str(path), str(exc)))
+            log.warning("skipped (parser.on_error=skip): %s", exc)
+            continue
+        files.append(parsed)
+        for where, doc in parsed.documents:
             if doc.doc_id in origin:
                 raise DataError(
                     f"{where}: duplicate document id {doc.doc_id!r} (first at {origin[doc.doc_id]})"
@@ -109,6 +157,11 @@ def read_corpus(
                 continue
             docs.append(doc)
     if not docs:
+        if refused:
+            raise DataError(
+                f"empty corpus under {root}: every file was refused ({len(refused)} skipped "
+                f"under parser.on_error=skip; first: {refused[0][1]})"
+            )
         if empty:
             raise DataError(
                 f"empty corpus under {root}: all {len(empty)} documents have empty text "
@@ -127,13 +180,18 @@ def read_corpus(
             else "no files"
         )
         raise DataError(f"empty corpus under {root}: {what}")
-    warnings: tuple[str, ...] = ()
+    warnings: list[str] = []
     if empty:
-        warnings = (
+        warnings.append(
             f"n_empty_documents={len(empty)}: documents with empty text left out of the corpus "
-            f"(e.g. {empty[0][0]!r} at {empty[0][1]}; dataset.on_empty=fail refuses them)",
+            f"(e.g. {empty[0][0]!r} at {empty[0][1]}; dataset.on_empty=fail refuses them)"
         )
-    return ParsedCorpus(tuple(docs), len(empty), warnings)
+    if refused:
+        warnings.append(
+            f"n_skipped_files={len(refused)}: files the parser refused, left out under "
+            f"parser.on_error=skip (first: {refused[0][1]})"
+        )
+    return ParsedCorpus(tuple(docs), len(empty), tuple(warnings), tuple(files), tuple(refused))
 
 
 def parse_corpus(

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_lab.outputs import CONFIG_FILE, METRICS_FILE, PER_QUERY_FILE
+from rag_lab.outputs import CONFIG_FILE, INGEST_REPORT_FILE, METRICS_FILE, PER_QUERY_FILE
 
 
 def log_evaluation(
@@ -47,6 +47,8 @@ def log_evaluation(
         "tables": out_dir / PER_QUERY_FILE,
         "metrics": out_dir / METRICS_FILE,
     }
+    if (out_dir / INGEST_REPORT_FILE).is_file():
+        artifacts["ingest"] = out_dir / INGEST_REPORT_FILE
     return str(
         tracker.log_run(
             name,

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from rag_lab.chunker import Chunker, FixedSizeChunker, NoneChunker, RecursiveChunker
+from rag_lab.chunker import (
+    Chunker,
+    FixedSizeChunker,
+    NoneChunker,
+    RecursiveChunker,
+    SectionSchemaChunker,
+)
 from rag_lab.parser.markdown import heading_sections
 from rag_lab.text import TOKEN
 from rag_lab.types import Document
@@ -42,6 +48,7 @@ CHUNKERS = {
     "fixed_tokens": FixedSizeChunker(size=40, overlap=8, unit="tokens"),
     "recursive": RecursiveChunker(max_chars=150),
     "recursive_overlap": RecursiveChunker(max_chars=150, overlap_chars=60),
+    "section_schema": SectionSchemaChunker(max_chars=150),
 }
 
 
@@ -65,8 +72,11 @@ def test_span_contract(name):
             assert c.text == doc.text[c.start : c.end]
             assert c.text and c.text == c.text.strip()
             assert c.title == doc.title
-            assert dict(c.metadata) == dict(doc.metadata)
-            assert c.section == doc.section_at(c.start).title
+            sec = doc.section_at(c.start)
+            # the document's metadata, the section's, and the heading path
+            path = {"section_path": list(sec.path)} if sec and sec.path else {}
+            assert dict(c.metadata) == {**doc.metadata, **path}
+            assert c.section == (sec.title if sec else "")
     # section path set: chunks of the first doc start under several heading paths
     if name != "none":
         assert len({c.section for c in by_doc["a"]} - {""}) >= 2

@@ -1,0 +1,54 @@
+"""Contract protocol: the metadata every document must carry, checked and completed at ingest.
+
+A contract runs once per corpus, after parsing and before chunking: it validates each
+document's metadata (required fields, dates, identity), fills in what it can derive (the
+``section_type`` of each section from its heading, ``entity_tags`` from the text) and reports
+what it found. ``mode`` says what a problem does: ``strict`` stops the run naming file and field,
+``warn`` records it in the ingest report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from rag_lab.types import Document
+
+MODES = ("strict", "warn")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One contract violation: ``where`` is the source file (``file:line`` for records)."""
+
+    doc_id: str
+    where: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: document {self.doc_id!r}: {self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The documents with the derived fields filled in, and the problems found."""
+
+    documents: tuple[Document, ...]
+    problems: tuple[Problem, ...]
+
+
+@runtime_checkable
+class Contract(Protocol):
+    """Validates and completes document metadata.
+
+    Contract: ``check(documents, where)`` returns the same documents in the same order (same ids
+    and text) with metadata completed; ``where`` maps a document id to its source for messages.
+    In ``strict`` mode the first problem raises ``DataError`` (one line: file, document, field);
+    in ``warn`` mode every problem is returned. Pure: same input, same output.
+    """
+
+    mode: str
+
+    def check(self, documents: Sequence[Document], where: Mapping[str, str]) -> Checked: ...

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The system packages rag_lab uses beyond pip (Debian/Ubuntu names), installed when missing:
+#   tesseract-ocr, tesseract-ocr-eng, tesseract-ocr-chi-sim  OCR of scanned PDF pages (parser=pdf)
+#   fonts-wqy-microhei, fonts-dejavu-core                   fonts of scripts/make_sample_documents.py
+# Called by the README's set-up command and by .ci/run. As root it runs apt-get; with passwordless
+# sudo it uses sudo; otherwise it prints the one command to run and exits 0 (pip set-up goes on;
+# a scanned page then fails with the same hint, or parser.ocr=off skips such pages).
+set -euo pipefail
+
+need=()
+if ! command -v tesseract >/dev/null 2>&1; then
+  need+=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim)
+else
+  langs="$(tesseract --list-langs 2>/dev/null || true)"
+  grep -qx eng <<<"$langs" || need+=(tesseract-ocr-eng)
+  grep -qx chi_sim <<<"$langs" || need+=(tesseract-ocr-chi-sim)
+fi
+[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+
+if [ "${#need[@]}" -eq 0 ]; then
+  echo "system packages: all present"
+  exit 0
+fi
+echo "system packages missing: ${need[*]}"
+install=(apt-get install -y -qq --no-install-recommends "${need[@]}")
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "no apt-get here: install the equivalents of: ${need[*]}" >&2
+  exit 0
+fi
+if [ "$(id -u)" -eq 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null
+elif sudo -n true 2>/dev/null; then
+  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null
+else
+  echo "not root: run  sudo apt-get install ${need[*]}" >&2
+  exit 0
+fi
+echo "system packages installed: ${need[*]}"
