@@ -277,6 +277,18 @@ def build_parser(node: Any) -> tuple[Any, Any, str]:
     on_error = "fail"
     if isinstance(parser_cfg, dict):
         on_error = str(parser_cfg.pop("on_error", "fail"))
+        # an auto parser's entries may name parser options (`pdf: pdf_plain`), like a retriever's
+        # `tokenizer: jieba`; the policy of the option's file is the outer parser's
+        inner = parser_cfg.get("parsers")
+        if isinstance(inner, dict):
+            expanded = {}
+            for suffix, entry in inner.items():
+                if isinstance(entry, str):
+                    entry = _group_option("parser", entry, f"parser.parsers.{suffix}")
+                if isinstance(entry, dict):
+                    entry = {k: v for k, v in entry.items() if k != "on_error"}
+                expanded[suffix] = entry
+            parser_cfg["parsers"] = expanded
         try:
             choice(on_error, "on_error", ON_ERROR)
         except OptionError as exc:

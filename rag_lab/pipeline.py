@@ -190,11 +190,17 @@ class Pipeline:
         bytes): a chunker or contract sweep, or an edit of one file, never re-parses (or re-OCRs)
         the others."""
         cache, parser_cfg = self.cache, self.stage_configs.get("parser")
+        # an auto parser's file is keyed on its suffix's parser alone: changing the HTML options
+        # keeps every PDF's OCR
+        by_suffix = {}
+        if isinstance(parser_cfg, dict) and isinstance(parser_cfg.get("parsers"), dict):
+            by_suffix = {f".{k.lower().lstrip('.')}": v for k, v in parser_cfg["parsers"].items()}
 
         def parse(path: Path) -> ParsedFile:
             if cache is None:
                 return parse_file(self.parser, path, root)
-            key = keys.parsed_file_key(parser_cfg, fingerprint_files([path], root=root))
+            config = by_suffix.get(path.suffix.lower(), parser_cfg)
+            key = keys.parsed_file_key(config, fingerprint_files([path], root=root))
             raw = cache.get_json("parsed_files", key)
             if isinstance(raw, dict):
                 docs = tuple((w, document_from_dict(d)) for w, d in raw["documents"])

@@ -74,6 +74,8 @@ def test_parsed_files_are_cached_one_by_one(tmp_path):
     assert parsed(run(tmp_path, data, "chunker.max_chars=40")) == (0, 0)
     # a contract change re-checks the documents from the per-file entries, never re-parses
     assert parsed(run(tmp_path, data, "contract.default_source_type=ticket")) == (3, 0)
+    # another format's parser changed: the Markdown files' entries still hold
+    assert parsed(run(tmp_path, data, "parser.parsers.html=plain_text")) == (3, 0)
     # an edited file is the only one parsed again
     (data / "docs" / "e105.md").write_text(
         MANUALS["e105.md"] + "\n检查油位计。\n", encoding="utf-8"
