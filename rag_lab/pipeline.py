@@ -155,7 +155,7 @@ class Pipeline:
         # a non-default policy keys its own entry: a `skip` run's documents must not let a `fail`
         # run pass; the contract changes the documents' metadata, so it keys them too
         parser_key: Any = self.stage_configs.get("parser")
-        policy = {"on_empty": on_empty} if on_empty != "skip" else {}
+        policy: dict[str, Any] = {"on_empty": on_empty} if on_empty != "skip" else {}
         if self.on_parse_error != "fail":
             policy["on_error"] = self.on_parse_error
         if self.contract is not None:

@@ -15,7 +15,7 @@ from rag_lab.errors import ConfigError, DataError
 from rag_lab.types import Document, Section
 from rag_lab.validate import OptionError, choice
 
-_MISSING = (None, "", [])
+_MISSING: tuple[Any, ...] = (None, "", [])
 
 
 def _compile(pattern: str, key: str) -> re.Pattern[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rag_lab.errors import DataError
 from rag_lab.io import read_jsonl, require_key
-from rag_lab.parser.base import relative_id
+from rag_lab.parser._records import FieldMap, source_of
 from rag_lab.types import Document
 
 
@@ -47,8 +47,15 @@ class JsonlRecordsParser:
         A record that has none of the text fields is an error (wrong ``text_fields``); one whose
         text fields are present but empty or null gives a document with empty text, which
         ``parse_corpus`` skips or refuses (``dataset.on_empty``)."""
-        used = {self.id_field, self.title_field, self.metadata_field, *self.text_fields}
-        source = relative_id(path, root) + path.suffix
+        fields = FieldMap(
+            self.id_field,
+            self.text_fields,
+            self.title_field,
+            metadata_fields=None if self.extra_fields_as_metadata else (),
+            reserved=(self.metadata_field,) if self.metadata_field else (),
+            keep_empty=True,  # a JSON null or "" is a value the record chose to carry
+        )
+        source = source_of(path, root)
         for lineno, rec in read_jsonl(path):
             doc_id = str(require_key(rec, self.id_field, path, lineno))
             if not any(f in rec for f in self.text_fields):
@@ -56,15 +63,7 @@ class JsonlRecordsParser:
                     f"{path}:{lineno}: record {doc_id!r} has none of the text fields "
                     f"{list(self.text_fields)}"
                 )
-            parts = [str(rec[f]) for f in self.text_fields if rec.get(f) not in (None, "")]
-            meta: dict = {}
-            if self.extra_fields_as_metadata:
-                meta.update({k: v for k, v in rec.items() if k not in used})
-            if self.metadata_field and rec.get(self.metadata_field) is not None:
-                extra = rec[self.metadata_field]
-                if not isinstance(extra, dict):
-                    raise DataError(f"{path}:{lineno}: {self.metadata_field!r} must be an object")
-                meta.update(extra)
-            meta["source"] = source
-            title = str(rec.get(self.title_field) or "") if self.title_field else ""
-            yield lineno, Document(doc_id, "\n\n".join(parts), title, meta)
+            extra = rec.get(self.metadata_field) if self.metadata_field else None
+            if extra is not None and not isinstance(extra, dict):
+                raise DataError(f"{path}:{lineno}: {self.metadata_field!r} must be an object")
+            yield lineno, fields.document(doc_id, rec, source, extra)
