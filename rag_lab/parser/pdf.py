@@ -1,0 +1,1056 @@
+"""PDF files → one document each (pdfplumber for the text layer, Tesseract for scanned pages).
+
+Text comes from each page's characters (``page.chars``, no repeated layout analysis): characters
+are clustered into lines by vertical overlap (a subscript or superscript stays on its line),
+lines into paragraphs by vertical gaps; ruled tables become Markdown tables, running headers and
+footers are taken out of the body, and lines set clearly larger or bold become headings. Pages
+without a text layer are rendered and read by Tesseract (``rag_lab.parser._ocr``). The blocks go
+through ``DocumentBuilder``, so every section knows its page (and ``ocr`` / ``confidence``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rag_lab.errors import ConfigError, DataError, RagLabError
+from rag_lab.parser import _ocr
+from rag_lab.parser._builder import DocumentBuilder, Rows, fill_merged
+from rag_lab.parser.base import relative_id
+from rag_lab.types import Document
+from rag_lab.validate import OptionError, boolean, choice, integer, number
+
+__all__ = ["OCR_MODES", "PdfParser"]
+
+OCR_MODES = ("auto", "off")
+
+_BOLD = re.compile(r"bold|heavy|black|semibold|demi", re.I)
+_CAPTION = re.compile(r"^(?:table|tab\.|表)\s*[\dA-Z][\w.\-–]*", re.I)
+_NUMBERED = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\.?(?=\s|[^\x00-\x7f]|$)")
+_LIST_ITEM = re.compile(r"^(?:[•●○■□◆▪\-–*]\s|\(?\d{1,2}[.)、]\s|（\d{1,2}）|[a-z]\)\s)")
+_SENTENCE_END = tuple(".。!！?？:：;；")
+_SUBSET = re.compile(r"^[A-Z]{6}\+")
+_CONTROL = re.compile(r"^[\x00-\x1f\x7f-\x9f]+$")
+_LIGATURES = str.maketrans(
+    {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"}
+)
+# a page whose glyphs are mostly "(cid:N)" has no usable text layer (a font without a ToUnicode
+# map); it is OCR'd like a scan
+_CID = "(cid:"
+# a scanned page is rendered at most this large (an A0 drawing at 300 dpi would be 140 Mpixel)
+_MAX_PIXELS = 40_000_000
+# running headers/footers: what a page number looks like (stripped from the metadata copy)
+_PAGE_NUMBER = re.compile(
+    r"第\s*\d+\s*页(?:\s*[,，/]?\s*共\s*\d+\s*页)?|共\s*\d+\s*页"
+    r"|\bpage\s+\d+(?:\s*(?:of|/)\s*\d+)?\b"
+    r"|^[\s\-–—|·]*\d+(?:\s*(?:/|of)\s*\d+)?[\s\-–—|·]*$",
+    re.I,
+)
+_ROMAN = re.compile(r"^[\-–—]?[ivxlc]{1,7}[\-–—]?$")
+_EDGE_PUNCT = " \t-–—|·•,，;；:"
+_PDF_DATE = re.compile(
+    r"^D:(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?(?:([Zz])|([+\-])(\d{2})'?(\d{2})?'?)?"
+)
+# document-info keys read into fixed metadata names; Creator/Producer/Trapped say nothing useful
+_INFO_STANDARD = {
+    "Author": "author",
+    "Subject": "subject",
+    "Keywords": "keywords",
+    "CreationDate": "creation_date",
+    "ModDate": "mod_date",
+}
+_INFO_IGNORED = {"Title", "Creator", "Producer", "Trapped"}
+_INFO_IGNORED_PREFIXES = ("PTEX.",)  # pdfTeX's banner
+# values PDF writers put in when the user gave none (reportlab: "untitled", "anonymous", ...)
+_PLACEHOLDERS = {"", "null", "none", "untitled", "anonymous", "unspecified", "unknown"}
+_MISSING = {"", "null"}
+
+_TEXT, _OCR, _SKIPPED = "text", "ocr", "skipped"
+
+
+def _one_line(problem: object) -> str:
+    return " ".join(str(problem).split())
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as a short single line: ``KeyError: 'fontname'``."""
+    text = _one_line(f"{type(exc).__name__}: {exc}").rstrip(": ")
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+@dataclass
+class _Line:
+    """A line of text on a page; coordinates in PDF points from the page's top-left corner."""
+
+    text: str
+    top: float
+    bottom: float
+    x0: float
+    x1: float
+    size: float
+    bold: bool = False
+    font: str = ""
+    par_start: bool | None = None  # OCR: Tesseract's paragraph start; None: decide by geometry
+    role: str = "body"  # body | heading | caption | running (header/footer)
+    level: int = 0
+
+
+@dataclass
+class _Table:
+    rows: list[list[str]]
+    top: float
+    bottom: float
+    x_edges: tuple[float, ...]
+    pages: list[int]
+    caption: str | None = None
+
+
+@dataclass
+class _Render:
+    """A scanned page rendered for Tesseract."""
+
+    number: int
+    width: float
+    height: float
+    image: Any
+    dpi: int
+
+
+@dataclass
+class _Page:
+    number: int
+    width: float
+    height: float
+    kind: str
+    lines: list[_Line] = field(default_factory=list)
+    tables: list[_Table] = field(default_factory=list)
+    confidence: float | None = None
+    blocks: list[Any] = field(default_factory=list)  # _Line (heading) | list[_Line] | _Table
+
+
+# ---------------------------------------------------------------- characters → lines
+
+
+def _is_bold(fontname: str) -> bool:
+    return _BOLD.search(fontname) is not None
+
+
+def _cluster(chars: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """Characters grouped into lines, each sorted left to right, lines top to bottom.
+
+    Characters sharing a top and bottom form a run; runs are placed largest first, each joining
+    the line it overlaps vertically by at least 35% of the smaller height (else starting a new
+    line). Full-size text therefore sets the lines, and a subscript (smaller, lowered by up to
+    about half its height) joins the line it belongs to instead of starting one of its own.
+    Rotated characters are left out (a vertical watermark would shred the lines).
+    """
+    runs: dict[tuple[float, float], list[Mapping[str, Any]]] = {}
+    for c in chars:
+        if c.get("upright", True):
+            runs.setdefault((round(c["top"], 1), round(c["bottom"], 1)), []).append(c)
+    order = sorted(runs.items(), key=lambda kv: (kv[0][0] - kv[0][1], kv[0][0]))
+    lines: list[tuple[float, float, list[Mapping[str, Any]]]] = []
+    for (top, bottom), run in order:
+        height = max(bottom - top, 0.1)
+        best, best_ratio = -1, 0.35
+        for i, (ltop, lbottom, _) in enumerate(lines):
+            overlap = min(bottom, lbottom) - max(top, ltop)
+            ratio = overlap / min(height, max(lbottom - ltop, 0.1))
+            if ratio >= best_ratio:
+                best, best_ratio = i, ratio
+        if best < 0:
+            lines.append((top, bottom, list(run)))
+        else:
+            lines[best][2].extend(run)
+    lines.sort(key=lambda ln: (ln[0], min(c["x0"] for c in ln[2])))
+    return [sorted(ln[2], key=lambda c: c["x0"]) for ln in lines]
+
+
+def _line_text(chars: Sequence[Mapping[str, Any]]) -> str:
+    """The text of one line: a space where the PDF has a space character or the gap between two
+    glyphs is wider than 0.2 of the font size, never an inferred space between two CJK
+    characters; an overprinted duplicate glyph (fake bold) is dropped, Latin ligatures (``ﬁ``)
+    are spelt out, control characters and soft hyphens inside the line dropped (a soft hyphen
+    ending the line stays: ``join_lines`` joins the word)."""
+    out: list[str] = []
+    prev: Mapping[str, Any] | None = None
+    space = False
+    last = len(chars) - 1
+    for k, c in enumerate(chars):
+        t = c["text"]
+        if not t or t.isspace():
+            space = prev is not None
+            continue
+        if _CONTROL.match(t) or (t == "\xad" and k < last):
+            continue
+        if prev is not None:
+            if (
+                t == prev["text"]
+                and abs(c["x0"] - prev["x0"]) < 1
+                and abs(c["top"] - prev["top"]) < 1
+            ):
+                continue
+            gap = c["x0"] - prev["x1"]
+            wide = gap > 0.2 * max(c["size"], prev["size"])
+            cjk = _ocr.no_space_char(prev["text"][-1]) and _ocr.no_space_char(t[0])
+            if space or (wide and not cjk):
+                out.append(" ")
+        out.append(t.translate(_LIGATURES))
+        prev, space = c, False
+    return "".join(out)
+
+
+def _make_line(chars: Sequence[Mapping[str, Any]]) -> _Line | None:
+    glyphs = [c for c in chars if c["text"].strip()]
+    if not glyphs:
+        return None
+    sizes = sorted(float(c["size"]) for c in glyphs)
+    fonts = Counter(_SUBSET.sub("", str(c.get("fontname", ""))) for c in glyphs)
+    # the line's box is that of its full-size glyphs (a subscript's box hangs below it)
+    size = sizes[len(sizes) // 2]
+    main = [c for c in glyphs if c["size"] >= 0.9 * size] or glyphs
+    return _Line(
+        text=_line_text(chars),
+        top=min(c["top"] for c in main),
+        bottom=max(c["bottom"] for c in main),
+        x0=min(c["x0"] for c in glyphs),
+        x1=max(c["x1"] for c in glyphs),
+        size=size,
+        bold=all(_is_bold(str(c.get("fontname", ""))) for c in glyphs),
+        font=fonts.most_common(1)[0][0],
+    )
+
+
+def _chars_text(chars: Sequence[Mapping[str, Any]]) -> str:
+    """Text of a table cell: its lines joined like a paragraph's."""
+    lines = [_make_line(ln) for ln in _cluster(chars)]
+    return _ocr.join_lines([ln.text for ln in lines if ln is not None])
+
+
+# ---------------------------------------------------------------- tables (text layer)
+
+_TABLE_SETTINGS = {
+    "vertical_strategy": "lines",
+    "horizontal_strategy": "lines",
+    "snap_tolerance": 3,
+    "join_tolerance": 3,
+    "intersection_tolerance": 3,
+}
+
+
+def _inside(c: Mapping[str, Any], box: Sequence[float], pad: float = 0.5) -> bool:
+    x = (c["x0"] + c["x1"]) / 2
+    y = (c["top"] + c["bottom"]) / 2
+    return box[0] - pad <= x <= box[2] + pad and box[1] - pad <= y <= box[3] + pad
+
+
+def _table_rows(
+    table: Any, chars: Sequence[Mapping[str, Any]]
+) -> tuple[list[list[str]], tuple[float, ...]]:
+    """Cell texts of a pdfplumber table and its column edges. The texts come from our own line
+    building (so a CJK cell gets no spaces); a grid unit that a merged cell covers (pdfplumber:
+    ``None``) takes the text of the cell whose box covers it, to its left or above."""
+    # pdfplumber aligns every row's cells with the sorted x0 of all cells, rows start at a top
+    rows = [list(r.cells) for r in table.rows]
+    cells = [c for r in rows for c in r if c is not None]
+    xs = sorted({c[0] for c in cells})
+    tops = [min(c[1] for c in r if c is not None) for r in rows]
+    units: list[list[tuple[float, ...] | None]] = []
+    for i, r in enumerate(rows):
+        unit_row: list[tuple[float, ...] | None] = []
+        for j in range(len(xs)):
+            cell = r[j] if j < len(r) else None
+            if cell is None:
+                x, y = xs[j] + 1, tops[i] + 1
+                cell = next((b for b in cells if b[0] <= x <= b[2] and b[1] <= y <= b[3]), None)
+            unit_row.append(tuple(cell) if cell is not None else None)
+        units.append(unit_row)
+    members: dict[tuple[float, ...], list[Mapping[str, Any]]] = {tuple(c): [] for c in cells}
+    for ch in chars:  # bisect into the grid: a page-size table has thousands of characters
+        x, y = (ch["x0"] + ch["x1"]) / 2, (ch["top"] + ch["bottom"]) / 2
+        i, j = bisect.bisect_right(tops, y) - 1, bisect.bisect_right(xs, x) - 1
+        if i >= 0 and j >= 0:
+            box = units[i][j]
+            if box is not None and box[0] <= x <= box[2] and box[1] <= y <= box[3]:
+                members[box].append(ch)
+    text = {box: _chars_text(cs) for box, cs in members.items()}
+    out: Rows = [[text[u] if u is not None else None for u in row] for row in units]
+    return fill_merged(out), (*xs, max(c[2] for c in cells))
+
+
+# ---------------------------------------------------------------- metadata
+
+
+def _info_value(value: Any) -> str:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value.decode("latin-1")
+    name = getattr(value, "name", None)  # pdfminer PSLiteral: /Name
+    if isinstance(name, (str, bytes)):
+        return _info_value(name)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_info_value(v) for v in value)
+    return str(value)
+
+
+def _iso_date(value: str) -> str:
+    """A PDF date (``D:20240115093000+08'00'``) as ISO 8601; other strings unchanged."""
+    m = _PDF_DATE.match(value.strip())
+    if not m:
+        return value
+    year, month, day, hour, minute, second, z, sign, tzh, tzm = m.groups()
+    try:
+        date = dt.date(int(year), int(month or 1), int(day or 1))
+        if hour is None:
+            return date.isoformat()
+        tz = None
+        if z:
+            tz = dt.timezone.utc
+        elif sign:
+            delta = dt.timedelta(hours=int(tzh), minutes=int(tzm or 0))
+            tz = dt.timezone(delta if sign == "+" else -delta)
+        stamp = dt.datetime(
+            date.year,
+            date.month,
+            date.day,
+            int(hour),
+            int(minute or 0),
+            int(second or 0),
+            tzinfo=tz,
+        )
+    except ValueError:
+        return value
+    return stamp.isoformat()
+
+
+def _info_metadata(info: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """``(title, metadata)`` from the document-info dictionary: the standard fields under
+    snake_case names (placeholders such as reportlab's ``anonymous`` left out), every custom key
+    as a string (a leading ``/`` dropped), dates in ISO 8601; ``""`` and ``null`` values left
+    out."""
+    title = ""
+    meta: dict[str, str] = {}
+    for raw_key, raw in info.items():
+        key = str(raw_key).lstrip("/")
+        value = " ".join(_info_value(raw).split())
+        placeholder = value.strip("()").lower() in _PLACEHOLDERS
+        if key == "Title":
+            title = "" if placeholder else value
+        elif key in _INFO_STANDARD:
+            if not placeholder:
+                meta[_INFO_STANDARD[key]] = _iso_date(value)
+        elif (
+            key
+            and key not in _INFO_IGNORED
+            and not key.startswith(_INFO_IGNORED_PREFIXES)
+            and value.lower() not in _MISSING
+        ):
+            meta[key] = _iso_date(value)
+    return title, meta
+
+
+# ---------------------------------------------------------------- running headers and footers
+
+
+def _running_key(text: str) -> str:
+    """What a running line is compared by: no spaces, digits and a lone lower-case roman page
+    number (``iv``) as ``0``, case folded."""
+    key = "".join(text.split())
+    if _ROMAN.match(key):
+        return "0"
+    return re.sub(r"\d+", "0", key).casefold()
+
+
+def _strip_page_numbers(first: str, second: str | None) -> str:
+    """A running line without its page number: ``内部资料 第 3 页`` → ``内部资料``; a number that
+    changes between two occurrences (``Manual 3`` / ``Manual 4``) is one too, and so is a lone
+    lower-case roman numeral (``iv``)."""
+    if _ROMAN.match("".join(first.split())):
+        return ""
+    text = _PAGE_NUMBER.sub(" ", first)
+    if second is not None:
+        a, b = text.split(), _PAGE_NUMBER.sub(" ", second).split()
+        if len(a) == len(b):
+            text = " ".join(x for x, y in zip(a, b) if not (x.isdigit() and x != y))
+    return " ".join(text.split()).strip(_EDGE_PUNCT)
+
+
+# ---------------------------------------------------------------- the parser
+
+
+class PdfParser:
+    """One document per PDF: the text layer in reading order, ruled tables as Markdown tables,
+    headings as the section path, running headers/footers taken out of the body, OCR of pages
+    that have no text layer.
+
+    Args:
+        ocr: ``auto`` reads pages without a text layer with Tesseract (only those: a page with
+            a text layer is never OCR'd); ``off`` skips them (counted in
+            ``stats["ocr_skipped_pages"]``; a PDF with no text layer at all is a ``DataError``).
+            Counted as without a text layer: a page whose glyphs are mostly unmapped
+            (``(cid:N)``: a font without a Unicode map) and one whose only text is a stamp
+            (under 16 characters) over a full-page image.
+        ocr_languages: Tesseract languages joined by ``+`` (``eng+chi_sim``); each must be
+            installed (``tesseract --list-langs``), else ``ConfigError`` naming the package.
+        ocr_dpi: resolution at which a scanned page is rendered for Tesseract.
+        header_footer_margin: the top and bottom fraction of the page height where running
+            headers and footers are looked for (0 turns their removal off).
+        header_footer_min_fraction: a line in those margins is a running header/footer when its
+            text, digits normalised (page numbers), recurs on at least this fraction of the
+            pages (and on at least 2).
+        heading_size_ratio: a line whose font size is at least this multiple of the body's
+            median size is a heading candidate (as is an all-bold line in a non-bold body).
+        max_heading_chars: longer lines are never headings.
+        tables: detect ruled tables (``page.find_tables``; on scanned pages, rules in the
+            image); ``false`` reads their cells as text lines.
+        ocr_workers: scanned pages recognised at once (one single-threaded Tesseract process
+            each, while the next pages are read).
+
+    What a document holds:
+
+    - ``doc_id``: the document-info key ``doc_id`` when present, else the path relative to the
+      corpus root without suffix; ``title``: the info ``Title``, else the first running header,
+      else the first level-1 heading, else the file stem.
+    - ``metadata``: ``author``, ``subject``, ``keywords``, ``creation_date``, ``mod_date`` (ISO
+      8601) from the document info, plus every custom info key as a string (``version``,
+      ``valid_from``, ``valid_to``, ``source_type``, ``doc_type``, ``language``, ...; values
+      ``""`` and ``null`` left out); ``page_header`` / ``page_footer`` (lists of the running
+      lines, page numbers stripped); ``source`` (the relative path with suffix).
+    - ``text``: Markdown. The running headers and footers once, first (section ``kind:
+      page_header``), then every page's headings (``#``), paragraphs and tables (a caption line
+      above a table, ``Table 2 ...`` / ``表 2 ...`` or a short bold line, becomes the table's
+      caption). A table continued on the next page is one table (``pages: [n, n + 1]``): when
+      the next page starts with a table repeating its header row (dropped), or with a table of
+      the same columns and no caption. Section metadata: ``page``; ``ocr: true`` and
+      ``confidence`` (mean Tesseract word confidence, 0-1) on OCR'd pages; ``kind: table``,
+      ``caption``, ``pages`` on tables.
+    - ``stats``: ``pages``, ``text_layer_pages``, ``ocr_pages``, ``ocr_skipped_pages``,
+      ``tables``, ``sections``, and ``ocr_confidence`` (mean over OCR'd pages) when any.
+
+    Headings: a line that is short, not a caption, and set at ``heading_size_ratio`` x the body
+    size or larger, or all bold (in a body that is not), or numbered and at least 1.08x the
+    body size, or in another font and at least 1.05x.
+    Levels: a numbered heading (``3.2 检查步骤``) is 1 + its number of parts (level 3), so the
+    document title (the largest unnumbered heading) is level 1; an unnumbered heading takes the
+    usual level of numbered headings of its size, else its size rank among heading sizes. On
+    OCR'd pages a one-line paragraph at 1.3x the page's median text height is a heading (numbered:
+    as above, else level 2).
+
+    Custom info keys are the mechanism for ``doc_id``, ``version``, ``valid_from``, ``valid_to``,
+    ``source_type`` and other metadata: PDF libraries write them (pypdf's
+    ``writer.add_metadata({"/doc_id": ...})``, pikepdf's ``pdf.docinfo["/doc_id"] = ...``);
+    reportlab has no public API for them (see ``tests/parser/pdf_fixtures.py::set_info_keys``).
+
+    Bad input (a truncated or corrupt file, an encrypted PDF that needs a password, a PDF with
+    no pages, a page that cannot be read) raises ``DataError`` naming the file (and page); a
+    missing Tesseract or language pack raises ``ConfigError`` naming the package to install.
+    Limits: one text column is assumed (two columns side by side are read line by line across);
+    unruled tables are read as text; rotated text is left out.
+    """
+
+    suffixes = (".pdf",)
+
+    def __init__(
+        self,
+        ocr: str = "auto",
+        ocr_languages: str = "eng+chi_sim",
+        ocr_dpi: int = 300,
+        header_footer_margin: float = 0.1,
+        header_footer_min_fraction: float = 0.5,
+        heading_size_ratio: float = 1.15,
+        max_heading_chars: int = 80,
+        tables: bool = True,
+        ocr_workers: int = 2,
+    ) -> None:
+        self.ocr = choice(ocr, "ocr", OCR_MODES)
+        if not isinstance(ocr_languages, str) or not re.fullmatch(
+            r"[A-Za-z0-9_]+(?:\+[A-Za-z0-9_]+)*", ocr_languages
+        ):
+            raise OptionError(
+                "ocr_languages", ocr_languages, "must be Tesseract languages joined by +"
+            )
+        self.ocr_languages = ocr_languages
+        self.ocr_dpi = integer(ocr_dpi, "ocr_dpi", ge=72, le=1200)
+        self.header_footer_margin = number(
+            header_footer_margin, "header_footer_margin", ge=0, le=0.5
+        )
+        self.header_footer_min_fraction = number(
+            header_footer_min_fraction, "header_footer_min_fraction", gt=0, le=1
+        )
+        self.heading_size_ratio = number(heading_size_ratio, "heading_size_ratio", ge=1)
+        self.max_heading_chars = integer(max_heading_chars, "max_heading_chars", ge=1)
+        self.tables = boolean(tables, "tables")
+        self.ocr_workers = integer(ocr_workers, "ocr_workers", ge=1, le=64)
+        self._tesseract_ok = False
+
+    # ------------------------------------------------------------ reading
+
+    def parse(self, path: Path, root: Path) -> Iterator[Document]:
+        yield self._parse(Path(path), root)
+
+    def _open(self, path: Path) -> Any:
+        import pdfplumber
+        from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
+
+        try:
+            return pdfplumber.open(path, raise_unicode_errors=False)
+        except FileNotFoundError:
+            raise DataError(f"{path}: file not found") from None
+        except Exception as exc:  # pdfminer raises many types for broken files
+            inner = exc.args[0] if exc.args and isinstance(exc.args[0], Exception) else exc
+            if isinstance(inner, PDFPasswordIncorrect):
+                raise DataError(f"{path}: encrypted PDF (needs a password)") from None
+            if isinstance(inner, PDFEncryptionError):
+                raise DataError(f"{path}: encrypted PDF ({_one_line(inner)})") from None
+            raise DataError(f"{path}: not a readable PDF ({_reason(inner)})") from None
+
+    def _parse(self, path: Path, root: Path) -> Document:
+        pdf = self._open(path)
+        try:
+            try:
+                info = dict(pdf.metadata or {})
+                pdf_pages = list(pdf.pages)
+            except RagLabError:
+                raise
+            except Exception as exc:
+                raise DataError(f"{path}: not a readable PDF ({_reason(exc)})") from None
+            if not pdf_pages:
+                raise DataError(f"{path}: PDF has no pages")
+            pages = self._read_pages(pdf_pages, path)
+        finally:
+            pdf.close()
+        if all(p.kind == _SKIPPED for p in pages):
+            raise DataError(
+                f"{path}: no text layer on any of its {len(pages)} pages and parser.ocr=off "
+                "(install Tesseract and use ocr=auto)"
+            )
+        return self._document(path, root, info, pages)
+
+    def _read_pages(self, pdf_pages: Sequence[Any], path: Path) -> list[_Page]:
+        """Every page, in order. Scanned pages are rendered here and recognised by up to
+        ``ocr_workers`` Tesseract processes at once while the next pages are read; at most that
+        many rendered images wait in memory."""
+        from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+        pages: list[_Page | None] = []
+        running: list[tuple[int, Future[_Page]]] = []
+        pool: ThreadPoolExecutor | None = None
+
+        def collect(block: bool) -> None:
+            if block:
+                wait([f for _, f in running], return_when=FIRST_COMPLETED)
+            for item in [it for it in running if it[1].done()]:
+                running.remove(item)
+                pages[item[0]] = self._page_result(item[1], path, item[0] + 1)
+
+        try:
+            for i, page in enumerate(pdf_pages, start=1):
+                try:
+                    got = self._read_page(page, i, path)
+                except RagLabError:
+                    raise
+                except Exception as exc:
+                    raise DataError(
+                        f"{path} page {i}: cannot read the page ({_reason(exc)})"
+                    ) from None
+                finally:
+                    page.close()  # pdfplumber caches every page's objects otherwise
+                if isinstance(got, _Page):
+                    pages.append(got)
+                    continue
+                if pool is None:
+                    pool = ThreadPoolExecutor(self.ocr_workers, thread_name_prefix="rag-lab-ocr")
+                running.append((len(pages), pool.submit(self._recognise, got, path)))
+                pages.append(None)
+                collect(block=False)  # an OCR failure stops the parse early
+                while len(running) > self.ocr_workers:
+                    collect(block=True)
+            while running:
+                collect(block=True)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        return [p for p in pages if p is not None]
+
+    @staticmethod
+    def _page_result(future: Any, path: Path, number: int) -> _Page:
+        try:
+            page: _Page = future.result()
+        except RagLabError:
+            raise
+        except Exception as exc:
+            raise DataError(f"{path} page {number}: OCR failed ({_reason(exc)})") from None
+        return page
+
+    def _read_page(self, page: Any, number: int, path: Path) -> _Page | _Render:
+        """A text-layer page read; a skipped page; or a scanned page rendered for OCR."""
+        width, height = float(page.width), float(page.height)
+        chars = page.chars
+        glyphs = [c for c in chars if c["text"].strip()]
+        unmapped = sum(1 for c in glyphs if c["text"].startswith(_CID))
+        if (
+            glyphs
+            and unmapped <= len(glyphs) / 2
+            and not (len(glyphs) < 16 and self._image_covered(page))
+        ):
+            if unmapped:
+                chars = [c for c in chars if not c["text"].startswith(_CID)]
+            return self._text_page(page, number, chars)
+        if self.ocr == "off":
+            return _Page(number, width, height, _SKIPPED)
+        return self._render(page, number, path)
+
+    @staticmethod
+    def _image_covered(page: Any) -> bool:
+        area = sum(
+            max(0.0, float(im["x1"]) - float(im["x0"])) * max(0.0, float(im["bottom"]) - im["top"])
+            for im in page.images
+        )
+        return area >= 0.5 * float(page.width) * float(page.height)
+
+    def _text_page(self, page: Any, number: int, chars: Sequence[Mapping[str, Any]]) -> _Page:
+        out = _Page(number, float(page.width), float(page.height), _TEXT)
+        boxes: list[tuple[float, ...]] = []
+        if self.tables and (page.rects or page.lines or page.curves):
+            for t in page.find_tables(_TABLE_SETTINGS):
+                n_rows, n_cols = len(t.rows), max(len(r.cells) for r in t.rows)
+                if n_rows < 2 or n_cols < 2:
+                    continue  # a framed note or a rule pair, not a table
+                inside = [c for c in chars if _inside(c, t.bbox)]
+                rows, x_edges = _table_rows(t, inside)
+                if not any(any(c.strip() for c in r) for r in rows):
+                    continue
+                boxes.append(tuple(t.bbox))
+                out.tables.append(
+                    _Table(rows, float(t.bbox[1]), float(t.bbox[3]), x_edges, [number])
+                )
+        body = [c for c in chars if not any(_inside(c, b) for b in boxes)] if boxes else chars
+        for ln in _cluster(body):
+            line = _make_line(ln)
+            if line is not None and line.text.strip():
+                out.lines.append(line)
+        return out
+
+    def _render(self, page: Any, number: int, path: Path) -> _Render:
+        self._check_tesseract(path, number)
+        area_in2 = float(page.width) * float(page.height) / 72**2
+        dpi = min(self.ocr_dpi, int(math.sqrt(_MAX_PIXELS / max(area_in2, 1e-6))))
+        image = page.to_image(resolution=dpi).original
+        return _Render(number, float(page.width), float(page.height), image, dpi)
+
+    def _recognise(self, job: _Render, path: Path) -> _Page:
+        """Tesseract's reading of a rendered page (runs in a worker thread)."""
+        number = job.number
+        try:
+            result = _ocr.ocr_image(job.image, self.ocr_languages, job.dpi)
+        except _ocr.TesseractMissing:
+            raise self._missing_tesseract(path, number) from None
+        except Exception as exc:
+            text = str(exc)
+            if "Failed loading language" in text or "load any languages" in text:
+                self._tesseract_ok = False
+                self._check_tesseract(path, number)
+            raise DataError(f"{path} page {number}: OCR failed ({_reason(exc)})") from None
+        out = _Page(number, job.width, job.height, _OCR)
+        out.confidence = result.confidence
+        for par in result.paragraphs:
+            for k, ol in enumerate(par):
+                out.lines.append(
+                    _Line(ol.text, ol.top, ol.bottom, ol.x0, ol.x1, ol.size, par_start=k == 0)
+                )
+        for t in result.tables:
+            out.tables.append(_Table(t.rows, t.top, t.bottom, t.x_edges, [number]))
+        return out
+
+    def _missing_tesseract(self, path: Path, number: int) -> ConfigError:
+        return ConfigError(
+            f"{path} page {number} has no text layer and needs OCR, but Tesseract is not "
+            "installed: apt-get install tesseract-ocr "
+            + " ".join(_ocr.debian_package(lang) for lang in self.ocr_languages.split("+"))
+            + " (or run scripts/install_system_deps.sh), or set parser.ocr=off to skip such pages"
+        )
+
+    def _check_tesseract(self, path: Path, number: int) -> None:
+        if self._tesseract_ok:
+            return
+        try:
+            _ocr.check_tesseract(self.ocr_languages)
+        except _ocr.TesseractMissing:
+            raise self._missing_tesseract(path, number) from None
+        except _ocr.LanguageMissing as exc:
+            packages = " ".join(_ocr.debian_package(lang) for lang in exc.missing)
+            installed = "+".join(lang for lang in exc.installed if lang != "osd") or "none"
+            raise ConfigError(
+                f"{path} page {number} has no text layer and needs OCR in "
+                f"{'+'.join(exc.missing)}, but Tesseract's language data for it is not "
+                f"installed: apt-get install {packages} (or run scripts/install_system_deps.sh), "
+                f"or set parser.ocr_languages to installed ones ({installed}) or parser.ocr=off "
+                "to skip such pages"
+            ) from None
+        self._tesseract_ok = True
+
+    # ------------------------------------------------------------ layout
+
+    def _remove_running(self, pages: list[_Page]) -> tuple[list[str], list[str]]:
+        """Mark running header/footer lines (``role = "running"``); their texts for metadata."""
+        read = [p for p in pages if p.kind != _SKIPPED and p.lines]
+        if self.header_footer_margin <= 0 or len(read) < 2:
+            return [], []
+        need = max(2, math.ceil(self.header_footer_min_fraction * len(read) - 1e-9))
+        where: dict[tuple[str, str], list[_Line]] = {}
+        for p in read:
+            zone = self.header_footer_margin * p.height
+            seen: set[tuple[str, str]] = set()
+            for line in p.lines:
+                mid = (line.top + line.bottom) / 2
+                place = "header" if mid < zone else "footer" if mid > p.height - zone else ""
+                if not place:
+                    continue
+                key = (place, _running_key(line.text))
+                if key not in seen:
+                    seen.add(key)
+                    where.setdefault(key, []).append(line)
+        headers: list[str] = []
+        footers: list[str] = []
+        running_keys = {k for k, lines in where.items() if len(lines) >= need}
+        self._remove_running_ocr(read, running_keys)
+        for (place, _), lines in where.items():
+            if len(lines) < need:
+                continue
+            for line in lines:
+                line.role = "running"
+            text = _strip_page_numbers(lines[0].text, lines[1].text if len(lines) > 1 else None)
+            target = headers if place == "header" else footers
+            if text and text not in target:
+                target.append(text)
+        return headers, footers
+
+    def _remove_running_ocr(
+        self, pages: Sequence[_Page], running: set[tuple[str, str]]
+    ) -> None:
+        """On OCR'd pages the running header/footer is read, not copied: a margin line close to
+        a running line of the text pages (edit similarity >= 80% after ``_running_key``) is one
+        too, so a scanned page does not put "内部资料 ' 请勿外传第 6 页" into the body."""
+        from rapidfuzz import fuzz
+
+        for p in pages:
+            if p.kind != _OCR:
+                continue
+            zone = self.header_footer_margin * p.height
+            for line in p.lines:
+                mid = (line.top + line.bottom) / 2
+                place = "header" if mid < zone else "footer" if mid > p.height - zone else ""
+                if not place or line.role == "running":
+                    continue
+                key = _running_key(line.text)
+                if any(pl == place and fuzz.ratio(key, rk) >= 80 for pl, rk in running):
+                    line.role = "running"
+
+    @staticmethod
+    def _body_size(pages: Sequence[_Page]) -> tuple[float, bool]:
+        """Median font size over the body characters of text-layer pages, and whether most of
+        the body is bold."""
+        sizes: Counter[float] = Counter()
+        bold = 0
+        total = 0
+        for p in pages:
+            if p.kind != _TEXT:
+                continue
+            for line in p.lines:
+                if line.role == "running":
+                    continue
+                n = len(line.text.replace(" ", ""))
+                sizes[round(line.size, 1)] += n
+                total += n
+                bold += n if line.bold else 0
+        if not total:
+            return 0.0, False
+        half, acc = total / 2, 0
+        for size in sorted(sizes):
+            acc += sizes[size]
+            if acc >= half:
+                return size, bold > half
+        return max(sizes), bold > half
+
+    def _find_captions(self, page: _Page, body_size: float) -> None:
+        """A table's caption: the line just above it (``Table 2 ...``, ``表 2 ...`` or a short,
+        unnumbered bold line at body size), else a ``Table``/``表`` line just below it."""
+        body = [ln for ln in page.lines if ln.role == "body"]
+        for t in page.tables:
+            above = [
+                ln for ln in body if ln.bottom <= t.top + 1 and t.top - ln.bottom < 2.5 * ln.size
+            ]
+            below = [
+                ln for ln in body if ln.top >= t.bottom - 1 and ln.top - t.bottom < 2 * ln.size
+            ]
+            cand = max(above, key=lambda ln: ln.bottom, default=None)
+            if cand is not None and (
+                _CAPTION.match(cand.text)
+                or (
+                    cand.bold
+                    and len(cand.text) <= 60
+                    and not _NUMBERED.match(cand.text)
+                    and (not body_size or cand.size < self.heading_size_ratio * body_size)
+                )
+            ):
+                cand.role, t.caption = "caption", cand.text
+                continue
+            cand = min(below, key=lambda ln: ln.top, default=None)
+            if cand is not None and _CAPTION.match(cand.text):
+                cand.role, t.caption = "caption", cand.text
+
+    def _is_heading(self, line: _Line, body_size: float, body_font: str, body_bold: bool) -> bool:
+        if len(line.text) > self.max_heading_chars or not re.search(r"[^\W\d_]", line.text):
+            return False
+        if not body_size:
+            return False
+        if line.size >= self.heading_size_ratio * body_size:
+            return True
+        if line.bold and not body_bold:
+            return True
+        # a section number makes a somewhat larger line a heading (12 pt in a 10.5 pt body)
+        if _NUMBERED.match(line.text) and line.size >= 1.08 * body_size:
+            return True
+        return line.font != body_font and line.size >= 1.05 * body_size
+
+    def _headings(self, pages: Sequence[_Page]) -> float:
+        """Mark headings and their levels; returns the body size."""
+        body_size, body_bold = self._body_size(pages)
+        fonts: Counter[str] = Counter()
+        for p in pages:
+            for ln in p.lines:
+                if p.kind == _TEXT and ln.role == "body":
+                    fonts[ln.font] += len(ln.text)
+        body_font = fonts.most_common(1)[0][0] if fonts else ""
+        for p in pages:
+            self._find_captions(p, body_size)
+        heads: list[_Line] = []
+        for p in pages:
+            if p.kind == _TEXT:
+                for ln in p.lines:
+                    if ln.role == "body" and self._is_heading(ln, body_size, body_font, body_bold):
+                        ln.role = "heading"
+                        heads.append(ln)
+            elif p.kind == _OCR:
+                self._ocr_headings(p)
+        sizes = sorted({round(h.size * 2) / 2 for h in heads}, reverse=True)
+        numbered: dict[float, Counter[int]] = {}
+        for h in heads:
+            m = _NUMBERED.match(h.text)
+            if m:
+                h.level = 1 + len(m.group(1).split("."))
+                numbered.setdefault(round(h.size * 2) / 2, Counter())[h.level] += 1
+        for h in heads:
+            if h.level:
+                continue
+            size = round(h.size * 2) / 2
+            if size == sizes[0]:
+                h.level = 1
+            elif size in numbered:
+                h.level = numbered[size].most_common(1)[0][0]
+            else:
+                h.level = 1 + sizes.index(size)
+            h.level = min(h.level, 6)
+        for h in heads:
+            h.level = min(max(h.level, 1), 6)
+        return body_size
+
+    def _ocr_headings(self, page: _Page) -> None:
+        body = [ln for ln in page.lines if ln.role == "body"]
+        if len(body) < 3:
+            return
+        sizes = sorted(ln.size for ln in body)
+        median = sizes[len(sizes) // 2]
+        for i, ln in enumerate(body):
+            alone = ln.par_start and (i + 1 == len(body) or body[i + 1].par_start)
+            if (
+                alone
+                and ln.size >= 1.3 * median
+                and len(ln.text) <= self.max_heading_chars
+                and re.search(r"[^\W\d_]", ln.text)
+            ):
+                m = _NUMBERED.match(ln.text)
+                ln.role, ln.level = "heading", 1 + len(m.group(1).split(".")) if m else 2
+
+    @staticmethod
+    def _line_gap_ratio(pages: Sequence[_Page]) -> float:
+        """The gap between lines of one paragraph, as a fraction of the font size: the most
+        common gap between consecutive body lines of one size, among gaps up to 0.7 of the size
+        (paragraph spacing is usually larger, and most paragraphs may be single lines, so the
+        gaps above are left out); ties go to the smaller gap."""
+        ratios: Counter[float] = Counter()
+        for p in pages:
+            if p.kind != _TEXT:
+                continue
+            body = [ln for ln in p.lines if ln.role == "body"]
+            for a, b in zip(body, body[1:]):
+                if abs(a.size - b.size) <= 0.05 * a.size:
+                    r = (b.top - a.bottom) / a.size
+                    if -0.1 <= r <= 0.7:
+                        ratios[round(r * 20) / 20] += 1
+        if not ratios:
+            return 0.25
+        return min(ratios, key=lambda r: (-ratios[r], r))
+
+    @staticmethod
+    def _continues(prev: _Line, line: _Line, gap_ratio: float, left: float, right: float) -> bool:
+        """Whether ``line`` continues the paragraph whose last line is ``prev``."""
+        if line.par_start is not None:
+            return not line.par_start
+        if abs(line.size - prev.size) > 0.1 * prev.size or line.top < prev.top:
+            return False
+        if line.top - prev.bottom > (gap_ratio + 0.3) * prev.size:
+            return False
+        if _LIST_ITEM.match(line.text):
+            return False
+        # a short line ending a sentence ends its paragraph (paragraphs without spacing)
+        short = prev.x1 < right - 0.2 * max(right - left, 1.0)
+        return not (short and prev.text.endswith(_SENTENCE_END))
+
+    def _blocks(self, page: _Page, gap_ratio: float) -> list[Any]:
+        """The page's headings, paragraphs (lists of lines) and tables in reading order: top to
+        bottom on a text-layer page; on an OCR'd page Tesseract's order of paragraphs (which
+        follows columns), each table placed before the first paragraph starting below it."""
+        body = [ln for ln in page.lines if ln.role in ("body", "heading")]
+        left = min((ln.x0 for ln in body), default=0.0)
+        right = max((ln.x1 for ln in body), default=0.0)
+        items: list[_Line | _Table]
+        if page.kind == _OCR:
+            tables = sorted(page.tables, key=lambda t: t.top)
+            items = []
+            for ln in body:
+                while tables and ln.par_start and tables[0].top < ln.top:
+                    items.append(tables.pop(0))
+                items.append(ln)
+            items += tables
+        else:
+            keyed: list[tuple[float, int, _Line | _Table]] = [(ln.top, 1, ln) for ln in body]
+            keyed += [(t.top, 0, t) for t in page.tables]
+            keyed.sort(key=lambda it: (it[0], it[1]))
+            items = [obj for _, _, obj in keyed]
+        blocks: list[Any] = []
+        for obj in items:
+            if isinstance(obj, _Table):
+                blocks.append(obj)
+            elif obj.role == "heading":
+                last = blocks[-1] if blocks else None
+                if (
+                    isinstance(last, _Line)
+                    and abs(last.size - obj.size) < 0.05 * obj.size
+                    and last.bold == obj.bold
+                    and obj.top - last.bottom < 0.6 * obj.size
+                    and not _NUMBERED.match(obj.text)
+                ):  # a heading wrapped over two lines
+                    last.text = _ocr.join_lines([last.text, obj.text])
+                    last.bottom = obj.bottom
+                else:
+                    blocks.append(obj)
+            else:
+                last = blocks[-1] if blocks else None
+                if isinstance(last, list) and self._continues(
+                    last[-1], obj, gap_ratio, left, right
+                ):
+                    last.append(obj)
+                else:
+                    blocks.append([obj])
+        return blocks
+
+    @staticmethod
+    def _join_split_tables(pages: Sequence[_Page]) -> None:
+        """A table that ends page n and one that starts page n + 1 become one table when the
+        second repeats the first's header row (dropped), or has the same column edges and no
+        caption while the first reaches the bottom part of its page and the second starts in the
+        top part. A table filling a whole page can go on over the next one too."""
+        open_: tuple[_Page, _Table] | None = None  # the table ending the previous page
+        for p in pages:
+            if open_ is not None and open_[0].number + 1 == p.number and p.blocks:
+                last_page, t = open_
+                u = p.blocks[0]
+                if isinstance(u, _Table) and t.rows and u.rows:
+                    same_cols = len(t.x_edges) == len(u.x_edges) and all(
+                        abs(a - b) <= 2 for a, b in zip(t.x_edges, u.x_edges)
+                    )
+                    joined = True
+                    if u.rows[0] == t.rows[0]:
+                        t.rows.extend(u.rows[1:])
+                    elif (
+                        same_cols
+                        and u.caption is None
+                        and t.bottom >= 0.7 * last_page.height
+                        and u.top <= 0.3 * p.height
+                    ):
+                        t.rows.extend(u.rows)
+                    else:
+                        joined = False
+                    if joined:
+                        t.pages.extend(n for n in u.pages if n not in t.pages)
+                        t.bottom = u.bottom
+                        p.blocks.pop(0)
+                        if not p.blocks:
+                            open_ = (p, t)
+                            continue
+            last = p.blocks[-1] if p.blocks else None
+            open_ = (p, last) if isinstance(last, _Table) else None
+
+    # ------------------------------------------------------------ the document
+
+    def _document(
+        self, path: Path, root: Path, info: Mapping[str, Any], pages: list[_Page]
+    ) -> Document:
+        title, meta = _info_metadata(info)
+        headers, footers = self._remove_running(pages)
+        self._headings(pages)
+        gap_ratio = self._line_gap_ratio(pages)
+        for p in pages:
+            p.blocks = self._blocks(p, gap_ratio)
+        self._join_split_tables(pages)
+
+        b = DocumentBuilder()
+        running = [*headers, *footers]
+        if running:
+            b.context(kind="page_header")
+            b.paragraph(" · ".join(running))
+            b.context(kind=None)
+        first_h1 = ""
+        for p in pages:
+            if p.kind == _SKIPPED:
+                continue
+            ocr = p.kind == _OCR
+            b.context(page=p.number, ocr=True if ocr else None, confidence=p.confidence)
+            for block in p.blocks:
+                if isinstance(block, _Table):
+                    b.table(block.rows, caption=block.caption, pages=list(block.pages))
+                elif isinstance(block, _Line):
+                    b.heading(block.level, block.text)
+                    if block.level == 1 and not first_h1:
+                        first_h1 = block.text
+                else:
+                    b.paragraph(_ocr.join_lines([ln.text for ln in block]))
+
+        doc_id = meta.pop("doc_id", "") or relative_id(path, root)
+        if headers:
+            meta["page_header"] = headers  # type: ignore[assignment]
+        if footers:
+            meta["page_footer"] = footers  # type: ignore[assignment]
+        meta["source"] = relative_id(path, root) + path.suffix
+        title = title or (headers[0] if headers else "") or first_h1 or path.stem
+        n_ocr = sum(1 for p in pages if p.kind == _OCR)
+        stats: dict[str, Any] = {
+            "pages": len(pages),
+            "text_layer_pages": sum(1 for p in pages if p.kind == _TEXT),
+            "ocr_pages": n_ocr,
+            "ocr_skipped_pages": sum(1 for p in pages if p.kind == _SKIPPED),
+        }
+        confs = [p.confidence for p in pages if p.kind == _OCR and p.confidence is not None]
+        if confs:
+            stats["ocr_confidence"] = round(sum(confs) / len(confs), 4)
+        return b.build(doc_id, title, meta, stats)
