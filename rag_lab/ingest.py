@@ -31,7 +31,9 @@ def ingest_report(
         by_doc.setdefault(p.doc_id, []).append(f"{p.field}: {p.message}")
     rows = []
     for doc in documents:
-        row: dict[str, Any] = {"doc_id": doc.doc_id, "source": source.get(doc.doc_id, "")}
+        # the file relative to the corpus folder (as parsers record it), else where it was read
+        src = doc.metadata.get("source") or source.get(doc.doc_id, "")
+        row: dict[str, Any] = {"doc_id": doc.doc_id, "source": str(src)}
         row.update({k: doc.stats[k] for k in _COUNTED if k in doc.stats})
         row["sections"] = int(doc.stats.get("sections", len(doc.sections)))
         if "ocr_confidence" in doc.stats:
