@@ -104,6 +104,16 @@ class HtmlParser:
         etree.strip_elements(tree, "script", "style", "template", with_tail=False)
         title, meta = self._meta(tree, path)
         page_h1 = _page_h1(tree)
+        # HTML5 landmarks that are page furniture by definition go before trafilatura sees the
+        # page (an article's own <header>, with its title, stays): on a short page its fallback
+        # extractors would otherwise return the menu
+        for el in tree.xpath(
+            "//nav | //footer | //aside | //header[not(ancestor::article or ancestor::main)]"
+            " | //*[@role='navigation' or @role='banner' or @role='contentinfo'"
+            " or @role='complementary']"
+        ):
+            if el.getparent() is not None:
+                el.drop_tree()
         captions = _normalise_tables(tree)
         try:
             xml = trafilatura.extract(

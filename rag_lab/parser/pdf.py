@@ -498,8 +498,15 @@ class PdfParser:
         yield self._parse(Path(path), root)
 
     def _open(self, path: Path) -> Any:
+        import logging
+
         import pdfplumber
         from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
+
+        # pdfminer logs a WARNING for every font it cannot measure and every object it repairs
+        # (hundreds for one damaged file); what matters reaches the user as a DataError
+        if logging.getLogger("pdfminer").level == logging.NOTSET:
+            logging.getLogger("pdfminer").setLevel(logging.ERROR)
 
         try:
             return pdfplumber.open(path, raise_unicode_errors=False)
@@ -527,7 +534,10 @@ class PdfParser:
                 raise DataError(f"{path}: PDF has no pages")
             pages = self._read_pages(pdf_pages, path)
         finally:
-            pdf.close()
+            try:
+                pdf.close()
+            except Exception:  # noqa: BLE001 - closing walks the page tree, which may be broken:
+                pass  # the error that matters (a DataError above) must not be replaced
         if all(p.kind == _SKIPPED for p in pages):
             raise DataError(
                 f"{path}: no text layer on any of its {len(pages)} pages and parser.ocr=off "

@@ -278,3 +278,27 @@ def test_parse_corpus_reads_html(tmp_path):
     write(tmp_path / "b.htm", article(f"<h2>Other</h2>{BODY}"))
     docs = parse_corpus(HtmlParser(), sorted(tmp_path.iterdir()), tmp_path)
     assert [d.doc_id for d in docs] == ["hx200-web", "b"]
+
+
+def test_a_page_of_furniture_only_is_refused_and_an_article_header_kept(tmp_path):
+    """Found by tests/reliability/test_documents.py: trafilatura's fallback returned the menu
+    ("Home") of a short page as its main text."""
+    from rag_lab.errors import DataError
+    from rag_lab.parser.html import HtmlParser
+
+    path = tmp_path / "menu.html"
+    path.write_text(
+        "<html><body><nav><a href=/>Home</a> <a href=/p>Products</a></nav>"
+        "<footer>(c) 2024 ACME</footer><div",
+        encoding="utf-8",
+    )
+    with pytest.raises(DataError, match="no main text"):
+        list(HtmlParser().parse(path, tmp_path))
+    path.write_text(
+        "<html><body><nav><a href=/>Home</a></nav><article><header><h1>E102 油温过高</h1>"
+        "</header><p>检查冷却器散热片是否被油泥覆盖，清洗后复位。Fan current must be below 2 A."
+        "</p></article></body></html>",
+        encoding="utf-8",
+    )
+    (doc,) = list(HtmlParser().parse(path, tmp_path))
+    assert "E102 油温过高" in doc.text and "Home" not in doc.text

@@ -16,7 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag_lab.chunker import FixedSizeChunker, NoneChunker, RecursiveChunker
+from rag_lab.chunker import (
+    FixedSizeChunker,
+    NoneChunker,
+    RecursiveChunker,
+    SectionSchemaChunker,
+)
 from rag_lab.chunker.base import Chunker
 from rag_lab.dataset import read_qrels, read_queries
 from rag_lab.errors import RagLabError
@@ -195,6 +200,62 @@ def test_plain_text_parser(folder, data):
         assert "\r" not in doc.text
 
 
+# real files of each new format (the shipped sample's), damaged: bytes cut, flipped, inserted
+SAMPLE_DOCS = Path(__file__).resolve().parents[2] / "rag_lab" / "sample" / "maintenance_kb" / "docs"
+REAL = {
+    ".pdf": SAMPLE_DOCS / "manuals" / "hx200-manual-v2.pdf",
+    ".html": SAMPLE_DOCS / "release_notes" / "hx200-controller-firmware-2-1.html",
+    ".docx": SAMPLE_DOCS / "manuals" / "loto-safety-procedure.docx",
+    ".csv": SAMPLE_DOCS / "tickets" / "ticket-export-2024.csv",
+}
+
+
+@st.composite
+def damaged(draw: st.DrawFn, suffix: str) -> bytes:
+    data = bytearray(REAL[suffix].read_bytes())
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, max(len(data) - 1, 0)))
+        how = draw(st.sampled_from(["cut", "flip", "insert", "zero"]))
+        if how == "cut":
+            del data[at:]
+        elif how == "flip" and data:
+            data[at] ^= draw(st.integers(1, 255))
+        elif how == "insert":
+            data[at:at] = draw(st.binary(min_size=1, max_size=40))
+        elif data:
+            data[at : at + 64] = bytes(len(data[at : at + 64]))
+    return bytes(data)
+
+
+# a damaged PDF can send pdfminer into its slow repair path (~3 s): a longer deadline, fewer cases
+FUZZ_FILES = settings(
+    FUZZ, max_examples=int(os.environ.get("RAG_LAB_FUZZ_EXAMPLES", "30")), deadline=20_000
+)
+
+
+@pytest.mark.parametrize("suffix", sorted(REAL))
+def test_damaged_documents_are_data_errors(folder, suffix):
+    from rag_lab.parser import CsvRecordsParser, DocxParser, HtmlParser, PdfParser
+
+    parser = {
+        ".pdf": PdfParser(ocr="off"),
+        ".html": HtmlParser(),
+        ".docx": DocxParser(),
+        ".csv": CsvRecordsParser(title_field="title"),
+    }[suffix]
+
+    @FUZZ_FILES
+    @given(data=damaged(suffix) | file_bytes())
+    def check(data: bytes) -> None:
+        path = write(folder, f"doc{suffix}", data)
+        docs = only_rag_lab_errors(lambda: list(parser.parse(path, folder)))
+        for doc in docs or []:
+            check_sections(doc)
+            json.dumps(dict(doc.metadata), default=str)
+
+    check()
+
+
 # -- chunkers -------------------------------------------------------------------------------------
 
 
@@ -207,9 +268,11 @@ def documents(draw: st.DrawFn) -> Document:
 
 @st.composite
 def chunkers(draw: st.DrawFn) -> Chunker:
-    kind = draw(st.sampled_from(["none", "fixed_size", "recursive"]))
+    kind = draw(st.sampled_from(["none", "fixed_size", "recursive", "section_schema"]))
     if kind == "none":
         return NoneChunker()
+    if kind == "section_schema":
+        return SectionSchemaChunker(draw(st.integers(1, 80)))
     if kind == "fixed_size":
         size = draw(st.integers(1, 60))
         overlap = draw(st.integers(0, size - 1))
@@ -232,16 +295,19 @@ def check_chunks(chunker: Chunker, doc: Document) -> None:
         last_start = c.start
         sec = doc.section_at(c.start)
         assert c.section == (sec.title if sec else "")
-        assert c.title == doc.title and dict(c.metadata) == {"k": 1}
+        path = {"section_path": list(sec.path)} if sec and sec.path else {}
+        assert c.title == doc.title and dict(c.metadata) == {"k": 1, **path}
         if isinstance(chunker, RecursiveChunker):
             assert len(c.text) <= chunker.max_chars
+        if isinstance(chunker, SectionSchemaChunker):  # a single table row longer stays whole
+            assert len(c.text) <= chunker.max_chars or "\n" not in c.text
         if isinstance(chunker, FixedSizeChunker) and chunker.unit == "chars":
             assert len(c.text) <= chunker.size
         for p in range(c.start, c.end):
             covered[p] = True
     if isinstance(chunker, FixedSizeChunker) and chunker.unit == "tokens":
         must = [p for m in TOKEN.finditer(text) for p in range(*m.span())]
-    elif isinstance(chunker, RecursiveChunker):
+    elif isinstance(chunker, (RecursiveChunker, SectionSchemaChunker)):
         # heading-only pieces are dropped by design (their title lives on in ``section``)
         heading_lines = {
             p
@@ -323,3 +389,15 @@ def test_found_json_lines_that_json_cannot_give_back(tmp_path, line, reason):
 def test_paired_surrogate_escape_is_text(tmp_path):
     path = write(tmp_path, "queries.jsonl", b'{"_id": "a", "text": "\\ud83d\\ude00"}\n')
     assert read_queries(path)["a"].text == "\U0001f600"
+
+
+def test_found_a_page_without_a_media_box_is_a_data_error(tmp_path):
+    """pdfplumber's close() walks the page tree again and raised TypeError over the DataError."""
+    from rag_lab.parser import PdfParser
+
+    src = REAL[".pdf"].read_bytes()
+    box = b"/MediaBox [ 0 0 595.2756 841.8898 ]"
+    path = tmp_path / "no-box.pdf"
+    path.write_bytes(src.replace(box, b"/MediaBox null".ljust(len(box)), 1))  # offsets kept
+    with pytest.raises(RagLabError, match=r"no-box\.pdf: not a readable PDF"):
+        list(PdfParser(ocr="off").parse(path, tmp_path))
