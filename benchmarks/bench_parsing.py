@@ -180,6 +180,8 @@ def _evaluate(overrides: list[str], work: Path) -> Any:
 
 
 def retrieval(work: Path) -> dict[str, Any]:
+    import numpy as np
+
     from rag_lab.stats import paired_bootstrap_diff_ci
 
     base = ["tracking=none", f"cache.dir={work / 'cache'}"]
@@ -197,9 +199,9 @@ def retrieval(work: Path) -> dict[str, Any]:
                 continue
             x, y = a.loc[ids, metric].to_numpy(float), b.loc[ids, metric].to_numpy(float)
             diff, low, high = paired_bootstrap_diff_ci(x, y)
-            row[metric] = {
-                "pdf": float(x.mean()),
-                "pdf_plain": float(y.mean()),
+            row[metric] = {  # NaN: unanswerable queries, left out as metrics.json does
+                "pdf": float(np.nanmean(x)),
+                "pdf_plain": float(np.nanmean(y)),
                 "diff": diff,
                 "ci95": [low, high],
             }

@@ -36,8 +36,9 @@ def ingest_report(
         row: dict[str, Any] = {"doc_id": doc.doc_id, "source": str(src)}
         row.update({k: doc.stats[k] for k in _COUNTED if k in doc.stats})
         row["sections"] = int(doc.stats.get("sections", len(doc.sections)))
-        if "ocr_confidence" in doc.stats:
-            row["ocr_confidence"] = doc.stats["ocr_confidence"]
+        for key in ("ocr_confidence", "ocr_page_numbers", "skipped_page_numbers"):
+            if doc.stats.get(key) not in (None, []):
+                row[key] = doc.stats[key]
         row["contract_problems"] = by_doc.get(doc.doc_id, [])
         row["seconds"] = round(seconds.get(doc.doc_id, 0.0), 6)
         rows.append(row)

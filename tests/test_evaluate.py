@@ -90,9 +90,11 @@ def test_outputs_and_mlflow_run(toy_cfg, tmp_path, retrievers, fusion):
         "retrievers.bm25.k1" if "bm25" in retrievers else "retrievers.dense.index_type"
     ]
     arts = {a.path for a in client.list_artifacts(run.info.run_id)} | {
-        a.path for a in client.list_artifacts(run.info.run_id, "tables")
+        a.path for d in ("tables", "ingest") for a in client.list_artifacts(run.info.run_id, d)
     }
     assert "config_resolved.yaml" in arts and "tables/per_query.parquet" in arts
+    assert "ingest/ingest_report.json" in arts  # the ingest report and its totals
+    assert run.data.metrics["ingest/n_files"] == 1.0
 
 
 def test_evidence_level_metrics_from_answers(toy_cfg):

@@ -33,10 +33,13 @@ def _digest(*parts: bytes, size: int = 20) -> str:
 
 
 def stage_key(stage: str, config: Any, *inputs: str) -> str:
-    """Key of a stage: its name, its resolved config and the keys/fingerprints of its inputs."""
-    return hashlib.blake2b(
-        canonical({"stage": stage, "config": config, "inputs": list(inputs)}), digest_size=20
-    ).hexdigest()
+    """Key of a stage: its name, its resolved config, the keys/fingerprints of its inputs and the
+    rag_lab release (a new release's parser or chunker may cut the same config differently;
+    per-item embeddings and pair scores, keyed by model identity, survive a release)."""
+    from rag_lab import __version__
+
+    payload = {"stage": stage, "config": config, "inputs": list(inputs), "rag_lab": __version__}
+    return hashlib.blake2b(canonical(payload), digest_size=20).hexdigest()
 
 
 def content_key(identity: Any, texts: Iterable[str]) -> str:

@@ -434,7 +434,8 @@ class PdfParser:
       ``confidence`` (mean Tesseract word confidence, 0-1) on OCR'd pages; ``kind: table``,
       ``caption``, ``pages`` on tables.
     - ``stats``: ``pages``, ``text_layer_pages``, ``ocr_pages``, ``ocr_skipped_pages``,
-      ``tables``, ``sections``, and ``ocr_confidence`` (mean over OCR'd pages) when any.
+      ``ocr_page_numbers``, ``skipped_page_numbers``, ``tables``, ``sections``, and
+      ``ocr_confidence`` (mean over OCR'd pages) when any.
 
     Headings: a line that is short, not a caption, and set at ``heading_size_ratio`` x the body
     size or larger, or all bold (in a body that is not), or numbered and at least 1.08x the
@@ -744,9 +745,7 @@ class PdfParser:
                 target.append(text)
         return headers, footers
 
-    def _remove_running_ocr(
-        self, pages: Sequence[_Page], running: set[tuple[str, str]]
-    ) -> None:
+    def _remove_running_ocr(self, pages: Sequence[_Page], running: set[tuple[str, str]]) -> None:
         """On OCR'd pages the running header/footer is read, not copied: a margin line close to
         a running line of the text pages (edit similarity >= 80% after ``_running_key``) is one
         too, so a scanned page does not put "内部资料 ' 请勿外传第 6 页" into the body."""
@@ -1059,6 +1058,9 @@ class PdfParser:
             "text_layer_pages": sum(1 for p in pages if p.kind == _TEXT),
             "ocr_pages": n_ocr,
             "ocr_skipped_pages": sum(1 for p in pages if p.kind == _SKIPPED),
+            # which pages had no text layer (the ingest report lists them)
+            "ocr_page_numbers": [p.number for p in pages if p.kind == _OCR],
+            "skipped_page_numbers": [p.number for p in pages if p.kind == _SKIPPED],
         }
         confs = [p.confidence for p in pages if p.kind == _OCR and p.confidence is not None]
         if confs:

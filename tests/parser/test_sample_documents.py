@@ -64,6 +64,7 @@ def test_the_scanned_page_is_ocrd_alone():
     spec = TRUTH["manuals/hx200-manual-v1.pdf"]
     doc = parse(PdfParser(), "manuals/hx200-manual-v1.pdf")
     assert (doc.stats["text_layer_pages"], doc.stats["ocr_pages"]) == (5, 1)
+    assert doc.stats["ocr_page_numbers"] == [6]
     scanned = [s for s in doc.sections if s.metadata.get("ocr")]
     assert scanned and {s.metadata["page"] for s in scanned} == {6}
     assert all(0 < s.metadata["confidence"] <= 1 for s in scanned)

@@ -38,6 +38,7 @@ def bad_files(docs: Path) -> dict[str, str]:
     (docs / "broken.html").write_bytes(b"<html><body><nav><a href=/>Home</a></nav><div")
     (docs / "not-a-zip.docx").write_text("this is plain text, not a Word file")
     (docs / "tickets.csv").write_text("id,body\nT-1,E102 油温过高\n", encoding="utf-8")
+    (docs / "tickets.sql").write_text("SELECT id, text FROM tickets", encoding="utf-8")
     return {
         "truncated.pdf": "not a readable PDF",
         "garbage.pdf": "not a readable PDF",
@@ -47,7 +48,15 @@ def bad_files(docs: Path) -> dict[str, str]:
         "broken.html": "no main text",
         "not-a-zip.docx": "not a Word .docx file",
         "tickets.csv": "text",
+        "tickets.sql": "cannot read from sqlite:////nonexistent",
     }
+
+
+# the .sql file's query runs on a database that is not there (no server is needed to test it)
+SQL = (
+    "+parser.parsers.sql={_target_:rag_lab.parser.sql_records.SqlRecordsParser,"
+    "url:'sqlite:////nonexistent/tickets.db'}"
+)
 
 
 def dataset(root: Path) -> tuple[Path, dict[str, str]]:
@@ -73,7 +82,7 @@ def only(root: Path, keep: str) -> None:
 
 def put_back(root: Path) -> None:
     for p in root.iterdir():
-        if p.is_file() and p.suffix in (".pdf", ".html", ".docx", ".csv"):
+        if p.is_file() and p.suffix in (".pdf", ".html", ".docx", ".csv", ".sql"):
             p.rename(root / "docs" / p.name)
 
 
@@ -90,6 +99,7 @@ def test_each_bad_file_is_one_line_naming_it_with_exit_2(tmp_path):
             "tracking=none",
             "cache.dir=null",
             "parser.parsers.pdf.ocr=off",  # an image-only PDF is then refused
+            SQL,
             f"hydra.run.dir={tmp_path / 'run'}",
         )
         assert proc.returncode == 2, (name, proc.stderr[-2000:])
@@ -110,6 +120,7 @@ def test_on_error_skip_counts_them_and_keeps_the_good_documents(tmp_path):
             "cache.dir=null",
             "parser.on_error=skip",
             "parser.parsers.pdf.ocr=off",
+            SQL,
         ],
         tmp_path,
     )
