@@ -20,6 +20,7 @@ from rag_lab.answers import answer_queries
 from rag_lab.cache import ON_ERROR, open_cache
 from rag_lab.errors import ConfigError
 from rag_lab.ingest import ingest_metrics
+from rag_lab.metrics.attribution import attribute, attribution_metrics, with_attribution
 from rag_lab.metrics.relevance import to_document_run
 from rag_lab.metrics.runtime import runtime_metrics
 from rag_lab.metrics.score import check_labels, check_metric_names, score_split, with_answers
@@ -52,6 +53,7 @@ def check_config(cfg: DictConfig) -> None:
         integer(ecfg.latency_queries, "latency_queries", ge=0)
         integer(ecfg.report_depth, "report_depth", ge=0)
         integer(ecfg.answer_k, "answer_k", ge=1)
+        integer(ecfg.get("attribution_k", 5), "attribution_k", ge=1)
         boolean(ecfg.evidence_within_relevant_docs, "evidence_within_relevant_docs")
         for i, k in enumerate(ecfg.evidence_k):
             integer(k, f"evidence_k[{i}]", ge=1)
@@ -158,6 +160,12 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
     queries = {q: x.text for q, x in data.queries.items()}
     result = pipe.run(queries, int(ecfg.retrieve_k), int(ecfg.latency_queries))
     metrics, table = score_split(result.final, pipe.chunks, data, ecfg)
+    k_miss = int(ecfg.get("attribution_k", 5))
+    reasons = attribute(
+        result.runs, list(pipe.retrievers), pipe.chunks, data.qrels, data.queries, k_miss
+    )
+    metrics.update(attribution_metrics(reasons, data.queries, k_miss))
+    table = with_attribution(table, reasons, k_miss)
     table = answer(cfg, data, pipe, result.final, metrics, table)
     metrics.update(
         n_documents=len({c.doc_id for c in pipe.chunks.values()}), n_chunks=len(pipe.chunks)

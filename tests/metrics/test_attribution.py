@@ -1,0 +1,73 @@
+"""Per-query miss reasons, each reproduced on a hand-built run."""
+
+from __future__ import annotations
+
+from rag_lab.metrics.attribution import attribute, attribution_metrics
+from rag_lab.types import Chunk, Query
+
+
+def chunk(cid: str, text: str, start: int = 0) -> Chunk:
+    return Chunk(cid, cid.split("#")[0], text, start, start + len(text))
+
+
+CHUNKS = {
+    c.chunk_id: c
+    for c in (
+        chunk("a#0", "E102 油温过高：冷却器散热片堵塞，"),
+        chunk("a#1", "清洗后油温降至 50 ℃。", 20),
+        chunk("b#0", "SV0432 直流母线过电压"),
+        chunk("c#0", "无关内容 one"),
+        chunk("d#0", "无关内容 two"),
+    )
+}
+QRELS = {"q": {"a": 1}}
+
+
+def reasons(runs, retrievers=("bm25",), answers=(), k=1):
+    queries = {"q": Query("q", "E102 油温", {"category": "exact_code", "answers": list(answers)})}
+    return attribute(runs, list(retrievers), CHUNKS, QRELS, queries, k)["q"]
+
+
+def test_document_level_reasons():
+    hit = {"bm25": {"q": {"a#0": 2.0, "c#0": 1.0}}}
+    assert reasons(hit)["miss_reason"] == "hit"
+    below = {"bm25": {"q": {"c#0": 2.0, "a#0": 1.0}}}
+    assert reasons(below)["miss_reason"] == "below_k"
+    assert reasons({"bm25": {"q": {"c#0": 2.0}}})["miss_reason"] == "not_retrieved"
+    # a post-processor removed it, or pushed it down
+    dropped = {"bm25": {"q": {"a#0": 2.0, "c#0": 1.0}}, "rules": {"q": {"c#0": 1.0}}}
+    assert reasons(dropped)["miss_reason"] == "dropped_by:rules"
+    demoted = {"bm25": {"q": {"a#0": 2.0, "c#0": 1.0}}, "rules": {"q": {"c#0": 1.0, "a#0": 0.5}}}
+    assert reasons(demoted)["miss_reason"] == "demoted_by:rules"
+    # one retriever had it in its top k, fusion did not
+    fused = {
+        "bm25": {"q": {"a#0": 2.0, "c#0": 1.0}},
+        "dense": {"q": {"c#0": 0.9, "d#0": 0.8}},
+        "fusion": {"q": {"c#0": 0.9, "d#0": 0.5, "a#0": 0.4}},
+    }
+    assert reasons(fused, ("bm25", "dense"))["miss_reason"] == "demoted_by:fusion"
+
+
+def test_evidence_level_reasons():
+    run = {"bm25": {"q": {"a#0": 2.0, "c#0": 1.0}}}
+    assert reasons(run, answers=["散热片堵塞"])["evidence_miss_reason"] == "evidence_hit"
+    assert reasons(run, answers=["降至 50 ℃"])["evidence_miss_reason"] == "evidence_not_retrieved"
+    both = {"bm25": {"q": {"a#0": 2.0, "a#1": 1.0}}}
+    assert reasons(both, answers=["降至 50 ℃"])["evidence_miss_reason"] == "evidence_below_k"
+    # the chunker cut through the answer
+    assert reasons(run, answers=["堵塞，清洗后"])["evidence_miss_reason"] == (
+        "evidence_split_across_chunks"
+    )
+    # nowhere in the relevant document: a parser lost it, or the label is wrong
+    assert reasons(run, answers=["70 ℃"])["evidence_miss_reason"] == "evidence_not_in_corpus"
+
+
+def test_counts_overall_and_per_category():
+    queries = {"q": Query("q", "x", {"category": "exact_code"})}
+    got = attribution_metrics(
+        {"q": {"miss_reason": "dropped_by:rules", "evidence_miss_reason": ""}}, queries, 5
+    )
+    assert got == {
+        "misses_at_5/dropped_by/rules": 1.0,
+        "by_category/exact_code/misses_at_5/dropped_by/rules": 1.0,
+    }
