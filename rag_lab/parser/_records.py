@@ -20,6 +20,7 @@ from typing import Any
 from rag_lab.errors import DataError
 from rag_lab.parser.base import relative_id
 from rag_lab.types import Document
+from rag_lab.validate import OptionError
 
 # the metadata contract's dates: freshness filtering compares them as YYYY-MM-DD
 CONTRACT_DATES = ("valid_from", "valid_to")
@@ -86,6 +87,30 @@ class FieldMap:
     metadata_fields: tuple[str, ...] | None = None
     reserved: tuple[str, ...] = ()
     keep_empty: bool = False
+
+    @classmethod
+    def from_options(
+        cls,
+        id_field: object,
+        text_fields: object,
+        title_field: object,
+        metadata_fields: object,
+    ) -> FieldMap:
+        """A parser's field options checked (``OptionError`` naming the option) and mapped."""
+        if isinstance(text_fields, str) or not isinstance(text_fields, (list, tuple)):
+            raise OptionError("text_fields", text_fields, "must be a list of column names")
+        if not text_fields:
+            raise OptionError("text_fields", list(text_fields), "must name at least one column")
+        if metadata_fields is not None and (
+            isinstance(metadata_fields, str) or not isinstance(metadata_fields, (list, tuple))
+        ):
+            raise OptionError("metadata_fields", metadata_fields, "must be a list or null")
+        return cls(
+            str(id_field),
+            tuple(str(f) for f in text_fields),
+            str(title_field) if title_field else None,
+            None if metadata_fields is None else tuple(str(f) for f in metadata_fields),
+        )
 
     @property
     def used(self) -> frozenset[str]:

@@ -51,24 +51,13 @@ class CsvRecordsParser:
         delimiter: str | None = None,
         encoding: str = "utf-8-sig",
     ) -> None:
-        if isinstance(text_fields, str):
-            raise OptionError("text_fields", text_fields, "must be a list of column names")
-        if not text_fields:
-            raise OptionError("text_fields", list(text_fields), "must name at least one column")
-        if isinstance(metadata_fields, str):
-            raise OptionError("metadata_fields", metadata_fields, "must be a list or null")
         if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1):
             raise OptionError("delimiter", delimiter, "must be one character (or null)")
         try:
             codecs.lookup(encoding)
         except (LookupError, TypeError):
             raise OptionError("encoding", encoding, "unknown text encoding") from None
-        self.fields = FieldMap(
-            str(id_field),
-            tuple(str(f) for f in text_fields),
-            str(title_field) if title_field else None,
-            None if metadata_fields is None else tuple(str(f) for f in metadata_fields),
-        )
+        self.fields = FieldMap.from_options(id_field, text_fields, title_field, metadata_fields)
         self.delimiter = delimiter
         self.encoding = encoding
 

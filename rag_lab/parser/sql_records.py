@@ -101,22 +101,11 @@ class SqlRecordsParser:
         url_env: str | None = None,
         snapshot: str | None = None,
     ) -> None:
-        if isinstance(text_fields, str):
-            raise OptionError("text_fields", text_fields, "must be a list of column names")
-        if not text_fields:
-            raise OptionError("text_fields", list(text_fields), "must name at least one column")
-        if isinstance(metadata_fields, str):
-            raise OptionError("metadata_fields", metadata_fields, "must be a list or null")
         if query is not None and (not isinstance(query, str) or not query.strip()):
             raise OptionError("query", query, "must be an SQL query (or null)")
         if url is not None and (not isinstance(url, str) or not url.strip()):
             raise OptionError("url", "***", "must be a SQLAlchemy URL (or null)")
-        self.fields = FieldMap(
-            str(id_field),
-            tuple(str(f) for f in text_fields),
-            str(title_field) if title_field else None,
-            None if metadata_fields is None else tuple(str(f) for f in metadata_fields),
-        )
+        self.fields = FieldMap.from_options(id_field, text_fields, title_field, metadata_fields)
         if url_env is not None:
             if url is not None:
                 raise OptionError("url_env", url_env, "set url or url_env, not both")
