@@ -3,6 +3,7 @@ Rerankers (``rag_lab.reranker``) are post-processors too."""
 
 from rag_lab.postprocess.base import PostProcessor
 from rag_lab.postprocess.freshness import FreshnessFilter
+from rag_lab.postprocess.metadata_filter import MetadataFilter
 from rag_lab.postprocess.rules import RuleReranker
 
-__all__ = ["FreshnessFilter", "PostProcessor", "RuleReranker"]
+__all__ = ["FreshnessFilter", "MetadataFilter", "PostProcessor", "RuleReranker"]

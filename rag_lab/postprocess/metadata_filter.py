@@ -1,0 +1,102 @@
+"""Metadata filters: keep the chunks whose metadata matches, and only the latest version of each
+document family.
+
+Fields come from the metadata contract (every chunk carries them, ``null`` when unknown). A
+filter that would leave a query with nothing keeps that query's run as it was and counts it
+(``emptied_queries``): an empty context is a refusal, which is the fallback chain's decision to
+make, not a filter's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rag_lab.ranking import ranked
+from rag_lab.types import Chunk, Run
+from rag_lab.validate import OptionError, boolean
+
+
+def _version_key(value: Any) -> tuple[int, ...]:
+    """``"2.10"`` > ``"2.9"`` > ``"2"``: the numbers in a version string, compared in order."""
+    return tuple(int(n) for n in re.findall(r"\d+", str(value or "")))
+
+
+class MetadataFilter:
+    """Args:
+    equals: field → value a chunk must have (``{source_type: manual}``).
+    any_of: field → allowed values (``{section_type: [troubleshooting, specification]}``); a
+        list-valued field (``entity_tags``) matches when it shares one value.
+    latest_version: keep, of each document family, only the documents with the highest
+        ``version`` in the corpus (``2.1`` over ``1.0``).
+    family_pattern: how a document id names its family: the id with the first match of this
+        regular expression removed (``hx200-manual-v2`` → ``hx200-manual``); documents whose ids
+        do not match are a family of their own.
+    """
+
+    def __init__(
+        self,
+        equals: Mapping[str, Any] | None = None,
+        any_of: Mapping[str, Sequence[Any]] | None = None,
+        latest_version: bool = False,
+        family_pattern: str = r"(?:[-_ ]v?\d+(?:\.\d+)*)+$",
+    ) -> None:
+        self.equals = dict(equals or {})
+        self.any_of: dict[str, set[str]] = {}
+        for field, values in (any_of or {}).items():
+            if isinstance(values, str) or not isinstance(values, (list, tuple, set)):
+                raise OptionError(f"any_of.{field}", values, "must be a list of values")
+            self.any_of[str(field)] = {str(v) for v in values}
+        self.latest_version = boolean(latest_version, "latest_version")
+        try:
+            self.family_pattern = re.compile(family_pattern)
+        except re.error as exc:
+            raise OptionError("family_pattern", family_pattern, f"not a regex ({exc})") from None
+        self.stats: dict[str, float] = {}
+        self._latest: tuple[int, set[str]] | None = None
+
+    def family(self, doc_id: str) -> str:
+        return self.family_pattern.sub("", doc_id, count=1) or doc_id
+
+    def _latest_docs(self, chunks: Mapping[str, Chunk]) -> set[str]:
+        """The documents that are the newest of their family, over the whole corpus (once)."""
+        if self._latest is not None and self._latest[0] == len(chunks):
+            return self._latest[1]
+        versions: dict[str, tuple[int, ...]] = {}
+        for c in chunks.values():
+            versions.setdefault(c.doc_id, _version_key(c.metadata.get("version")))
+        best: dict[str, tuple[int, ...]] = {}
+        for doc, v in versions.items():
+            fam = self.family(doc)
+            best[fam] = max(best.get(fam, ()), v)
+        keep = {doc for doc, v in versions.items() if v == best[self.family(doc)]}
+        self._latest = (len(chunks), keep)
+        return keep
+
+    def keeps(self, chunk: Chunk, latest: set[str] | None) -> bool:
+        meta = chunk.metadata
+        for field, value in self.equals.items():
+            if str(meta.get(field)) != str(value):
+                return False
+        for field, allowed in self.any_of.items():
+            have = meta.get(field)
+            values = have if isinstance(have, (list, tuple)) else [have]
+            if not {str(v) for v in values} & allowed:
+                return False
+        return latest is None or chunk.doc_id in latest
+
+    def process(self, queries: Mapping[str, str], run: Run, chunks: Mapping[str, Chunk]) -> Run:
+        latest = self._latest_docs(chunks) if self.latest_version else None
+        out: Run = {}
+        removed = emptied = 0
+        for qid, scores in run.items():
+            kept = {c: s for c, s in scores.items() if self.keeps(chunks[c], latest)}
+            if scores and not kept:
+                emptied += 1
+                kept = dict(scores)
+            removed += len(scores) - len(kept)
+            out[qid] = {c: kept[c] for c in ranked(kept)}
+        n = max(len(run), 1)
+        self.stats = {"removed_per_query": removed / n, "emptied_queries": float(emptied)}
+        return out
