@@ -15,6 +15,9 @@ Aggregates (``answer/…`` in ``metrics.json`` and MLflow; ``aggregate_answers``
   which ``n_judge_failures`` are judge failures after retries), ``context_utilisation`` over
   non-refusals whose judge reports supported sentences;
 - ``context_precision`` / ``context_recall`` when the judge scores them (ragas, with gold answers);
+- ``unsupported_fact_rate`` (answers stating a number, date, code, unit or name the chunks lack:
+  lower is better) and ``faithful_rate`` (the judge's verdict) when the judge gives them (lexical);
+  per query ``unsupported_facts`` and ``faithful``;
 - ``exact_match``, ``f1``, ``contained`` over queries with gold answers;
 - ``refusal_rate_unanswerable`` (refusals among unanswerable queries: higher is better) and
   ``wrong_refusal_rate`` (refusals among answerable ones: lower is better);
@@ -89,6 +92,7 @@ def answer_queries(
         golds = [str(a) for a in (q.metadata.get("answers") or [])]
         row = score_response(runner, q.text, [c.text for c in top], response, golds or None)
         row["response"] = response
+        row["contexts"] = [c.text for c in top]  # for the run folder's answers.jsonl
         row["answerable"] = any(g > 0 for g in data.qrels[qid].values())
         rows[qid] = row
     out = {f"answer/{m}": v for m, v in aggregate_answers(rows.values()).items()}

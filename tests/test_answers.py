@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from rag_lab.evaluate import evaluate
+from rag_lab.tracking.evaluation import mlflow_metric_names
 from tests.compose import TOY_OVERRIDES, compose_evaluate
 
 
@@ -35,6 +36,7 @@ def test_extractive_answers_are_judged_and_scored(tmp_path):
         assert key in m
     # sentences copied from the context are, by construction, supported by it
     assert m["answer/faithfulness"] == 1.0 and m["answer/n_missing_faithfulness"] == 0
+    assert m["answer/unsupported_fact_rate"] == 0.0 and m["answer/faithful_rate"] == 1.0
     assert 0 < m["answer/contained"] <= 1
     table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet")
     assert {"answer_response", "answer_faithfulness", "answer_refusal"} <= set(table.columns)
@@ -136,4 +138,5 @@ def test_openai_generator_and_ragas_judge_through_a_fake_endpoint(tmp_path, monk
     assert run.data.params["generator.api_key_env"] == "OPENAI_API_KEY"
     assert run.data.params["judge.api_key_env"] == "OPENAI_API_KEY"
     assert not any(KEY in v for v in [*run.data.params.values(), *run.data.tags.values()])
-    assert run.data.metrics["answer/n_judge_failures"] == 1
+    name = mlflow_metric_names(["answer/n_judge_failures"])["answer/n_judge_failures"]
+    assert run.data.metrics[name] == 1

@@ -1,118 +1,543 @@
-"""Checkable facts in an answer: numbers (with an adjacent unit), fault / model codes, clause ids.
+"""Checkable facts in an answer: numbers (with a unit when one from ``UNIT_GROUPS`` follows),
+dates, fault / model / version codes, clause ids, rate units and names; and whether a context
+supports them.
 
-Both sides are compared after ``normalise_text`` (NFKC, case folding, whitespace collapsing) and
-with thousands separators removed ("3,000" == "3000"). A fact is found in a context when it occurs
-there on token boundaries: "70" is not found in "170" or "70.5", "E102" is not found in "E1020".
+Both sides are compared after ``normalise_facts_text``: ``normalise_text`` (NFKC, case folding,
+whitespace collapsing), thousands separators removed ("3,000" == "3000"), and Chinese numerals
+that state a number written in digits (``chinese_numerals``): before a unit, a measure word or the
+counted part of an id (三小时, 五位, 双洞四车道, 西格二线, 十五号线), after 第 (第六届, 第二台阶,
+第三条), in dates (二〇一九年七月十一日); compounds by value (二十五, 两万五千, 一百零五, 三点五). A
+lone 一 counts only after 第 or before a unit of measurement (一个, 一座城市, 一天 are no counts);
+numeral words stay words (十分, 一度, 五番棋); 三千米 (3000 m or 3 km?) is not read. A context's
+首 + measure word is 第一 (首次 supports 第一次; an answer's 首次 is no fact). A number, code or
+clause is looked for on token boundaries: "70" is not found in "170" or "70.5", "E102" is not
+found in "E1020".
 
-- number: ``70``, ``2.5``, ``364.6``; with a unit when one follows directly ("70 °C", "3000 h",
-  "8 MPa", "364.6公里"); a CJK character right after a number counts as its unit ("7卷").
-  Units of one group are interchangeable ("3000 h" == "3000小时"); a number with a unit needs
-  that unit in the context, a bare number only the number.
+- number: ``70``, ``2.5``, ``364.6``, compared by value ("2.50" == "2.5"). A unit counts only when
+  it is in ``UNIT_GROUPS`` (℃, MPa, bar, Ω, mm, rpm, %, 小时, 个, 次, 人 … and English forms); any
+  other character after a number is not its unit: ``2022冬奥会``, ``2021赛季`` and ``10·29索马里``
+  state the bare numbers 2022, 2021, 10 and 29. Chinese measure words are units, 个 standing for
+  any of them (``CLASSIFIERS``: "90个座位" == "90座", "3座" != "3条"). Spellings of one group are
+  interchangeable ("3000 h" == "3000小时", "8兆帕" == "8 MPa"); a number with a unit needs the
+  same value with a unit of that group in the context, a bare number only the value. Magnitudes
+  scale the value (``MAGNITUDES``: 万, 亿, thousand, million …): "1.4万" == "14,000" == "1.4 万".
+  English ordinal suffixes are dropped ("24th" == "24"). Spelt-out small numbers count before a
+  unit of measurement ("two minutes" == "2 min", "三小时" == "3小时"), never alone.
+- date: ``2018年5月24日``, ``2018-05-24``, ``2018/5/24``, ``May 24th, 2018``, ``24 May 2018``,
+  ``May 2018``, ``5月24日``, ``2022年``: found when a context date agrees on every part the answer
+  states (a context date without a year also agrees when the answer's year occurs in the context
+  as a number); a year alone (``2022年``) only needs the number 2022 in the context.
 - code: a token mixing letters and digits (``E102``, ``SV0432``, ``HX-200``, ``0x1020``,
   ``v2.5``); a hyphen or space between its letter and digit runs is optional on either side
-  ("HX200" == "HX-200" == "E-102" style variants of the same code).
+  ("HX200" == "HX-200").
+  In Chinese text a single Latin letter between Han characters is an id (风云四号B星, A股, H股).
 - clause: dotted ids with three or more parts (``4.2.1``) and ``第3条``-style ids (条章节款项).
+- unit: a unit standing alone after "per" / 每 ("positions per second", 每小时): the unit of a
+  rate; found when the context uses a unit of that group anywhere (a word "second", 秒, "/s", or
+  a number with it), so "per minute" against a context's "per second" is flagged.
+- name: a capitalised English word (``Brunel``, ``NASA``, ``iPhone``; month, weekday and unit
+  words excluded), in an English sentence its first word only when it looks like a name
+  (``Moderna's``, ``Thomas Telford``, ``BioNTech``), must occur in the context as a word with the
+  same stem ("Philippines" ~ "Philippine"); an all-caps one also as initials ("EU" ~ "European
+  Union"). A Chinese person, place or organisation name as jieba tags it (``nr``/``ns``/``nt``/
+  ``nz``: 马莱莱, 日喀则), a word ending in 市/省/县/区/镇/乡/州, or a word before 航空/公司/
+  集团/银行/大学 … together with it (南方航空), two characters or more, must occur as a
+  substring or, up to four characters, as an abbreviation (its characters in order, at most two
+  Han characters between them: 科考 ~ 科学考察, 浙大 ~ 浙江大学). An English name followed by a
+  full stop may abbreviate a context word ("Corp." ~ "Corporation"). Names are extracted only
+  by ``extract_facts(..., names=True)`` (the lexical judge's default: they need the original
+  capitalisation and a part-of-speech tagger).
 
-Not handled: spelled-out or Chinese numerals (三千), ranges written differently, unit conversions.
+Not handled: Chinese numerals without a unit, measure word or 第 (三千 alone), approximate ones
+(三四个, 十几), other spelt-out English numbers ("one of"), ranges written differently, unit
+conversions (70 °C vs 158 °F), names written differently (IBM vs I.B.M.), ordinals against
+counts (第六届 is 6届: "连续6届" supports it).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, field
 from functools import lru_cache
 
-from rag_lab.text import CJK, normalise_text
+from rag_lab.text import STOPWORDS, normalise_text
 
 # One group per unit; the first spelling names the group. Longest spellings are tried first.
+# Only these follow a number as its unit: any other character after a number is not part of it.
 UNIT_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("°c", "摄氏度", "度"),
-    ("°f",),
-    ("%", "percent", "百分之"),
-    ("‰",),
-    ("h", "hr", "hrs", "hour", "hours", "小时"),
+    ("°c", "摄氏度", "度", "degrees celsius", "degree celsius", "celsius", "degrees c"),
+    ("°f", "华氏度", "degrees fahrenheit", "fahrenheit", "degrees f"),
+    ("%", "percent", "per cent", "pct"),
+    ("‰", "per mille"),
+    ("h", "hr", "hrs", "hour", "hours", "小时", "个小时", "钟头"),
     ("min", "mins", "minute", "minutes", "分钟"),
-    ("s", "sec", "second", "seconds", "秒"),
-    ("ms", "毫秒"),
-    ("d", "day", "days", "天", "日"),
+    ("s", "sec", "secs", "second", "seconds", "秒", "秒钟"),
+    ("ms", "millisecond", "milliseconds", "毫秒"),
+    ("d", "day", "days", "天"),
+    ("week", "weeks", "周", "星期", "个星期"),
+    ("month", "months", "个月"),
+    ("year", "years", "yr", "yrs", "年"),  # after a 4-digit number 年 marks a date instead
     ("mpa", "兆帕"),
     ("kpa", "千帕"),
-    ("pa", "帕"),
+    ("pa", "帕", "帕斯卡"),
     ("bar",),
     ("psi",),
-    ("v", "伏", "伏特"),
+    ("v", "volt", "volts", "伏", "伏特"),
     ("kv", "千伏"),
     ("mv", "毫伏"),
+    ("amp", "amps", "ampere", "amperes", "安", "安培"),
     ("ma", "毫安"),
-    ("w", "瓦"),
-    ("kw", "千瓦"),
-    ("hz", "赫兹"),
-    ("khz",),
-    ("mhz",),
-    ("rpm", "转/分"),
-    ("n·m", "nm", "牛·米"),
-    ("kn",),
-    ("n", "牛"),
-    ("mm", "毫米"),
-    ("cm", "厘米"),
-    ("m", "米"),
-    ("km", "公里", "千米"),
-    ("kg", "公斤", "千克"),
-    ("g", "克"),
-    ("mg", "毫克"),
-    ("t", "吨"),
-    ("l", "升"),
-    ("ml", "毫升"),
-    ("db", "分贝"),
+    ("ω", "ohm", "ohms", "欧", "欧姆"),
+    ("kω", "kohm", "千欧"),
+    ("w", "watt", "watts", "瓦"),
+    ("kw", "kilowatt", "kilowatts", "千瓦"),
+    ("mw", "megawatt", "megawatts", "兆瓦"),
+    ("kwh", "千瓦时", "度电"),
+    ("mah", "毫安时"),
+    ("hz", "hertz", "赫兹", "赫"),
+    ("khz", "千赫"),
+    ("mhz", "兆赫"),
+    ("ghz",),
+    ("rpm", "r/min", "转/分", "转/分钟", "转每分"),
+    ("n·m", "nm", "牛·米", "牛米"),
+    ("kn", "千牛"),
+    ("n", "newton", "newtons", "牛", "牛顿"),
+    ("μm", "micron", "microns", "微米"),
+    ("mm", "millimetre", "millimetres", "millimeter", "millimeters", "毫米"),
+    ("cm", "centimetre", "centimetres", "centimeter", "centimeters", "厘米"),
+    ("m", "metre", "metres", "meter", "meters", "米"),
+    ("km", "kilometre", "kilometres", "kilometer", "kilometers", "公里", "千米"),
+    ("m2", "m²", "square metres", "square meters", "平方米"),
+    ("km2", "km²", "square kilometres", "square kilometers", "平方公里", "平方千米"),
+    ("m3", "m³", "cubic metres", "cubic meters", "立方米"),
+    ("mile", "miles", "英里"),
+    ("ha", "hectare", "hectares", "公顷"),
+    ("acre", "acres", "英亩"),
+    ("亩",),
+    ("ft", "feet", "foot", "英尺"),
+    ("inch", "inches", "英寸"),
+    ("mph", "miles per hour"),
+    (
+        "km/h",
+        "kph",
+        "kilometres per hour",
+        "kilometers per hour",
+        "公里/小时",
+        "千米/小时",
+        "公里每小时",
+    ),
+    ("kg", "kilogram", "kilograms", "kilo", "kilos", "公斤", "千克"),
+    ("g", "gram", "grams", "克"),
+    ("mg", "milligram", "milligrams", "毫克"),
+    ("lb", "lbs", "pound", "pounds", "磅"),
+    ("oz", "ounce", "ounces", "盎司"),
+    ("t", "tonne", "tonnes", "ton", "tons", "吨"),
+    ("l", "litre", "litres", "liter", "liters", "升"),
+    ("ml", "millilitre", "millilitres", "milliliter", "milliliters", "毫升"),
+    ("db", "decibel", "decibels", "分贝"),
+    ("tb",),
     ("gb",),
     ("mb",),
     ("kb",),
-    ("年",),
-    ("月",),
+    ("元", "人民币", "yuan", "rmb"),
+    ("美元", "dollar", "dollars", "usd"),
+    ("欧元", "euro", "euros", "eur"),
+    ("英镑", "gbp", "sterling"),
+    ("次", "times"),
+    # English count nouns are no units: "75,024 people" states 75024, as "75,024 spectators" does
+    ("人", "名", "位"),
+    ("岁", "周岁", "years old"),
+    ("倍", "fold"),
+    ("分", "points"),
+    ("级",),
     ("个",),
-    ("次",),
-    ("元",),
-    ("万",),
-    ("亿",),
-    ("人",),
-    ("岁",),
-    ("倍",),
     ("座",),
-    ("名",),
     ("种",),
-    ("位",),
     ("届",),
     ("部",),
     ("页",),
+    ("件",),
+    ("台",),
+    ("辆",),
+    ("家",),
+    ("所",),
+    ("张",),
+    ("本",),
+    ("卷",),
+    ("册",),
+    ("篇",),
+    ("首",),
+    ("场",),
+    ("局",),
+    ("轮",),
+    ("集",),
+    ("期",),
+    ("项",),
+    ("层",),
+    ("栋",),
+    ("艘",),
+    ("架",),
+    ("枚",),
+    ("颗",),
+    ("条",),
+    ("章",),
+    ("节",),
+    ("块",),
+    ("支",),
+    ("队",),
+    ("户",),
+    ("字",),
+    ("代",),
+    ("只",),
+    ("头",),
+    ("匹",),
+    ("份",),
+    ("套",),
+    ("根",),
+    ("道",),
+    # the counted part of Chinese ids: 双洞四车道, 西格二线, 地铁2号线, 第二台阶
+    ("车道",),
+    ("号线",),
+    ("线",),
+    ("台阶",),
 )
-_GROUP_OF = {u: g for g in UNIT_GROUPS for u in g}
-_UNIT = "|".join(
-    re.escape(u).replace("°", "°\\s?") for u in sorted(_GROUP_OF, key=len, reverse=True)
+# Chinese measure words of counted things: 个, the general one, stands for any of them
+# ("90个座位" == "90座"); two specific ones differ ("3座" != "3条")
+CLASSIFIERS = frozenset(
+    (
+        "个",
+        "人",
+        *"座种届部页件台辆家所张本卷册篇首场局轮集期项层栋艘架枚颗条章节块支队户字代只头匹份套根道",
+    )
 )
-# A CJK character right after a number is its measure word (7卷, 20张) even when not a listed unit.
+# Words that scale the number before them ("1.4万" == 14000); a unit may follow ("3万人"). Not 千:
+# it starts units (千瓦, 千克, 千米).
+MAGNITUDES: dict[str, float] = {
+    "万": 1e4,
+    "亿": 1e8,
+    "万亿": 1e12,
+    "百万": 1e6,
+    "千万": 1e7,
+    "thousand": 1e3,
+    "million": 1e6,
+    "billion": 1e9,
+    "trillion": 1e12,
+    "bn": 1e9,
+}
+MONTHS: dict[str, int] = {
+    name: i
+    for i, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_WEEKDAYS = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday "
+    "mon tue tues wed thu thur thurs fri sat sun".split()
+)
+
+_GROUP_OF = {u: g[0] for g in UNIT_GROUPS for u in g}
+
+
+def _alternation(words: object) -> str:
+    spellings = sorted(words, key=len, reverse=True)  # type: ignore[call-overload]
+    return "|".join(re.escape(u).replace("°", "°\\s?").replace(r"\ ", r"\s") for u in spellings)
+
+
+_UNIT = _alternation(_GROUP_OF)
+_MAGNITUDE = _alternation(MAGNITUDES)
+_MONTH = _alternation(MONTHS)
+# a unit or magnitude spelt with letters must end there ("8 m" but not the "m" of "8 mph")
+_END = r"(?<![a-z])|(?![a-z])"
 _NUMBER = re.compile(
-    rf"(?<![0-9a-z.])(\d+(?:\.\d+)*)(?:\s?({_UNIT})(?![a-z])|([{CJK}]))?(?![0-9a-z])"
+    rf"(?<![0-9a-z.])(?<![a-z]-)(\d+(?:\.\d+)?)(?![0-9]|\.\d)"
+    rf"(?:(?:st|nd|rd|th)(?![a-z]))?"
+    rf"(?:\s?({_MAGNITUDE})(?:{_END}))?"
+    rf"(?:\s?({_UNIT})(?:{_END}))?"
+    rf"(?:(?<=[0-9a-z])(?![0-9a-z])|(?<![0-9a-z]))"
+)
+# spelt-out small numbers count only before a unit of measurement ("two minutes", "三小时"): alone
+# ("one of", "一个") they are too often not a quantity; calendar units are left out ("one day")
+_WORDS_EN = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+).split()
+SPELLED: dict[str, int] = {w: i for i, w in enumerate(_WORDS_EN)} | {
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "hundred": 100,
+}
+_MEASURES = _alternation(
+    u
+    for g in UNIT_GROUPS
+    if g[0].isascii() and g[0] not in ("d", "week", "month", "year", "times")
+    for u in g
+)
+# (Chinese numerals are written in digits by normalise_facts_text)
+_SPELLED = re.compile(
+    rf"(?<![a-z-])({'|'.join(_WORDS_EN[1:] + ['thirty', 'forty', 'fifty', 'hundred'])})"
+    rf"\s?({_MEASURES})(?:{_END})"
+)
+# a unit standing alone after "per" / 每 states the unit of a rate ("200 million positions per
+# second", "每小时"): a fact of its own, found when the context uses that unit anywhere
+_RATE_GROUPS = frozenset(g[0] for g in UNIT_GROUPS if g[0].isascii() and g[0] not in ("%", "times"))
+_RATE_SPELLINGS = {u: g for u, g in _GROUP_OF.items() if g in _RATE_GROUPS} | {"月": "month"}
+_PER = re.compile(rf"(?:(?<![a-z])per\s|每\s?)({_alternation(_RATE_SPELLINGS)})(?:{_END})")
+_DOTTED_CLAUSE = re.compile(r"(?<![0-9a-z.])\d+(?:\.\d+){2,}(?![0-9a-z]|\.\d)")
+_ORD = r"(?:st|nd|rd|th)?"
+_DATES = (
+    # 2018-05-24, 2018/5/24, 2018.05.24
+    (re.compile(r"(?<![\d.])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d|\.\d)"), "ymd"),
+    # 2018年5月24日, 2018年5月, 2018年
+    (
+        re.compile(r"(?<!\d)(\d{4})\s?年(?:\s?(\d{1,2})\s?月(?:\s?(\d{1,2})\s?[日号])?)?"),
+        "ymd",
+    ),
+    # 5月24日, 5月 (not 5个月)
+    (re.compile(r"(?<![\d年])()(\d{1,2})\s?月(?:\s?(\d{1,2})\s?[日号])?"), "ymd"),
+    # may 24th, 2018 / may 24 / may 2018
+    (
+        re.compile(
+            rf"(?<![a-z])({_MONTH})\.?\s(\d{{1,2}}){_ORD}(?![0-9a-z])(?:,?\s(\d{{4}})(?!\d))?"
+        ),
+        "mdy",
+    ),
+    # 24th may 2018 / 24 of may, 2018
+    (
+        re.compile(
+            rf"(?<![0-9a-z.])(\d{{1,2}}){_ORD}\s(?:of\s)?({_MONTH})(?![a-z])\.?(?:,?\s(\d{{4}})(?!\d))?"
+        ),
+        "dmy",
+    ),
+    # may 2018
+    (re.compile(rf"(?<![a-z])({_MONTH})\.?,?\s(?:of\s)?(\d{{4}})(?!\d)"), "my"),
 )
 _CODE = re.compile(r"(?<![0-9a-z])[a-z0-9]+(?:[-.][a-z0-9]+)*(?![0-9a-z])")
+_LETTER_ID = re.compile(r"(?<=[\u4e00-\u9fff])[a-z][\u4e00-\u9fff]")
 _CLAUSE_ZH = re.compile(r"第\s?[0-9一二三四五六七八九十百千零〇两]+\s?[条章节款项]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_NAME_EN = re.compile(
+    r"(?<![A-Za-z0-9'’-])(?:[A-Z][A-Za-z]+|[a-z]+[A-Z][A-Za-z]*)(?![A-Za-z0-9]|-\d)"
+)
+# a sentence's first word is a name too when it looks like one: "Moderna's", "Thomas Telford",
+# "BioNTech", "NASA"
+_FIRST_NAME = re.compile(r"\W*(?:\w+(?=['’]s\b)|\w+(?=\s[A-Z])|\w*[a-z]\w*[A-Z]\w*|[A-Z]{2,}\b)")
+_NAME_TAGS = frozenset(("nr", "ns", "nt", "nz", "nrt", "nrfg"))
+# words that start a sentence before a name without being one ("Its Windows installer")
+_STARTERS = STOPWORDS | frozenset(
+    (
+        "after before during since while although though however also both each every all some "
+        "many most another other his her him he she my last next first according unlike like"
+    ).split()
+)
+_NOT_NAMES = frozenset(MONTHS) | _WEEKDAYS | frozenset(_GROUP_OF) | {"i", "ok"}
 
 
-def normalise_facts_text(text: str) -> str:
-    """The form both sides are compared in."""
-    return _THOUSANDS.sub("", normalise_text(text))
+def normalise_facts_text(text: str, context: bool = True) -> str:
+    """The form both sides are compared in: ``normalise_text``, thousands separators dropped,
+    Chinese numerals that state a number written in digits (``chinese_numerals``; ``context``:
+    also 首 + a measure word as 第1, which only a context gets, so that "首次" supports an
+    answer's "第一次" while an answer's "首个" is no fact)."""
+    return chinese_numerals(_THOUSANDS.sub("", normalise_text(text)), first=context)
+
+
+_ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
+_ZH_SMALL = {"十": 10, "百": 100, "千": 1000}
+_ZH_BIG = {"万": 10**4, "亿": 10**8}
+_ZH_RUN = re.compile(
+    "(第\\s?)?(?<![0-9.零〇一二两三四五六七八九十百千万亿几])"
+    "([零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?)"
+    "(?![零〇一二两三四五六七八九十百千万亿几多余])"
+)
+# what makes a run of numerals a number: a unit or measure word after it (三小时, 五位, 四车道),
+# 月 / 日 / 号 of a date, or 第 before it (第六届, 第二台阶); 首 + a measure word is 第一 (首次)
+_ZH_UNITS = sorted((u for g in UNIT_GROUPS for u in g if not u.isascii()), key=len, reverse=True)
+_ZH_AFTER = re.compile(rf"\s?(?:{'|'.join(_ZH_UNITS)}|月|日|号)")
+_ZH_FIRST = re.compile(
+    "(?<![零〇一二两三四五六七八九十百千万亿])首(?=[次届艘位个座部家台辆架款批])"
+)
+# a lone 一 is a number only before a unit of measurement (一小时), not before these
+_ZH_ONE_NOT_BEFORE = frozenset((None, *CLASSIFIERS, "d", "week", "month", "year", "次"))
+# 千 before 米 / 瓦 / 克 … may be the unit's (三千米: 3000 m or 3 km): such a run is not read
+_KILO_UNITS = "米瓦克伏帕赫欧牛"
+# numerals that are words, not quantities: 十分 (very), 十字, 一度 (once), 万一
+_ZH_NOT_NUMBERS = re.compile("十分(?!钟)|十字|一度|万一|一一")
+
+
+def chinese_number(numerals: str) -> float | None:
+    """The value of a Chinese numeral (``二十五`` 25, ``两万五千`` 25000, ``一百零五`` 105,
+    ``三点五`` 3.5, ``二〇一八`` 2018); None when it is not one number (``三四``, ``一一``)."""
+    whole, _, frac = numerals.partition("点")
+    if len(whole) >= 2 and all(c in _ZH_DIGITS for c in whole) and "两" not in whole:
+        value = float("".join(str(_ZH_DIGITS[c]) for c in whole)) if len(whole) == 4 else None
+        if value is None:
+            return None  # digit by digit: only a year (二〇一八)
+    else:
+        total = section = 0
+        digit: int | None = None
+        if not whole or whole[0] in _ZH_BIG or whole[0] == "零":
+            return None
+        for c in whole:
+            if c in _ZH_DIGITS:
+                if digit not in (None, 0):
+                    return None
+                digit = _ZH_DIGITS[c]
+            elif c in _ZH_SMALL:
+                if digit == 0:
+                    return None
+                section += (1 if digit is None else digit) * _ZH_SMALL[c]
+                digit = None
+            else:
+                big = _ZH_BIG[c]
+                part = section + (digit or 0)
+                if part == 0:
+                    return None
+                total = (total + part) * big if big > 10**4 else total + part * big
+                section, digit = 0, None
+        value = float(total + section + (digit or 0))
+    if frac:
+        value += float("0." + "".join(str(_ZH_DIGITS[c]) for c in frac))
+    return value
+
+
+def chinese_numerals(norm: str, first: bool = False) -> str:
+    """``norm`` with the Chinese numerals that state a number written in digits (rules at
+    ``_ZH_AFTER``): 双洞四车道 -> 双洞4车道, 第六届 -> 第6届, 三小时 -> 3小时 (``first``: also
+    首次 -> 第1次). A
+    lone 一 stays unless 第 or a unit of measurement follows (一个, 一座城市, 一天 are no counts),
+    and so do numeral words (十分, 一度)."""
+    if not _HAN_NUMERAL.search(norm):  # fast path
+        return norm
+    if first:
+        norm = _ZH_FIRST.sub("第一", norm)
+    blocked = {i for m in _ZH_NOT_NUMBERS.finditer(norm) for i in range(m.start(), m.end())}
+
+    def digits(m: re.Match[str]) -> str:
+        ordinal, run = m.group(1), m.group(2)
+        if m.start(2) in blocked:
+            return m.group(0)
+        after = _ZH_AFTER.match(norm, m.end())
+        if not ordinal and after is None:
+            return m.group(0)
+        unit = after.group(0).strip() if after else ""
+        if run == "一" and not ordinal and _GROUP_OF.get(unit) in _ZH_ONE_NOT_BEFORE:
+            return m.group(0)
+        if run[-1] == "千" and unit[:1] in tuple(_KILO_UNITS):
+            return m.group(0)
+        value = chinese_number(run)
+        if value is None or (len(run) == 1 and run in "百千万亿" and not ordinal):
+            return m.group(0)
+        text = f"{value:.6f}".rstrip("0").rstrip(".")
+        return (ordinal or "") + text
+
+    return _ZH_RUN.sub(digits, norm)
+
+
+_HAN_NUMERAL = re.compile("[零〇一二两三四五六七八九十百千万亿首]")
+
+
+Date = tuple[int | None, int | None, int | None]
 
 
 @dataclass(frozen=True)
 class Fact:
-    """``text`` as it appears in the (normalised) answer; ``kind``: number | code | clause."""
+    """``text`` as it appears in the (normalised) answer; ``kind``: number | date | code |
+    clause | name. ``number``: the value (magnitude applied) and its unit group (None: bare);
+    ``date``: (year, month, day), None for parts not stated."""
 
     kind: str
     text: str
-    pattern: str  # regex that finds the fact in a normalised context
+    pattern: str = field(default="", compare=False)  # regex for codes, clauses and names
+    number: tuple[float, str | None] | None = None
+    date: Date | None = None
+    unit: str | None = None  # kind "unit": the unit group of a rate ("per second", "每小时")
 
     def found_in(self, normalised_context: str) -> bool:
-        return _compiled(self.pattern).search(normalised_context) is not None
+        """Whether a context (``normalise_facts_text``) supports this fact (rules: module
+        docstring)."""
+        return context_facts(normalised_context).supports(self)
+
+
+@dataclass(frozen=True)
+class ContextFacts:
+    """The numbers and dates of one normalised context, parsed once."""
+
+    text: str
+    numbers: dict[float, frozenset[str | None]]  # value -> unit groups it occurs with
+    dates: tuple[Date, ...]
+
+    def supports(self, fact: Fact) -> bool:
+        if fact.number is not None:
+            value, unit = fact.number
+            units = self.numbers.get(value)
+            return units is not None and (unit is None or any(_same_unit(unit, u) for u in units))
+        if fact.date is not None:
+            return self._has_date(fact.date)
+        if fact.unit is not None and any(fact.unit in units for units in self.numbers.values()):
+            return True
+        return _compiled(fact.pattern).search(self.text) is not None
+
+    def _has_date(self, date: Date) -> bool:
+        y, m, d = date
+        if m is None and d is None:
+            return y is not None and float(y) in self.numbers
+        for cy, cm, cd in self.dates:
+            if (m is not None and cm != m) or (d is not None and cd != d):
+                continue
+            if y is None or cy == y or (cy is None and float(y) in self.numbers):
+                return True
+        return False
+
+
+def _same_unit(answer: str, context: str | None) -> bool:
+    if answer == context:
+        return True
+    return (
+        context is not None
+        and "个" in (answer, context)
+        and answer in CLASSIFIERS
+        and context in CLASSIFIERS
+    )
+
+
+@lru_cache(maxsize=256)
+def context_facts(normalised_context: str) -> ContextFacts:
+    numbers: dict[float, set[str | None]] = {}
+    dates, rest = _dates(normalised_context)
+    rest = _blank(rest, _DOTTED_CLAUSE, _CLAUSE_ZH)
+    for _, date in dates:
+        for part in date:
+            if part is not None:
+                numbers.setdefault(float(part), set()).add(None)
+    for m in _NUMBER.finditer(rest):
+        value, unit = _number_value(m)
+        numbers.setdefault(value, set()).add(unit)
+        if m.group(2):  # "1.4万" also states the bare 1.4
+            numbers.setdefault(_key(float(m.group(1))), set()).add(None)
+    for m in _SPELLED.finditer(rest):
+        value, unit = _spelled_value(m)
+        numbers.setdefault(value, set()).add(unit)
+    return ContextFacts(
+        normalised_context,
+        {v: frozenset(u) for v, u in numbers.items()},
+        tuple(v for _, v in dates),
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -120,30 +545,208 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def extract_facts(text: str) -> list[Fact]:
-    """Facts of ``text`` in order of appearance, deduplicated."""
-    norm = normalise_facts_text(text)
+def _key(value: float) -> float:
+    return round(value, 6)
+
+
+def _number_value(m: re.Match[str]) -> tuple[float, str | None]:
+    value = float(m.group(1)) * (MAGNITUDES[re.sub(r"\s", "", m.group(2))] if m.group(2) else 1)
+    unit = _GROUP_OF[re.sub(r"\s+", " ", m.group(3)).replace("° ", "°")] if m.group(3) else None
+    return _key(value), unit
+
+
+def _spelled_value(m: re.Match[str]) -> tuple[float, str | None]:
+    return float(SPELLED[m.group(1)]), _GROUP_OF[re.sub(r"\s+", " ", m.group(2))]
+
+
+def _dates(norm: str) -> tuple[list[tuple[re.Match[str], Date]], str]:
+    """The dates of a normalised text and the text with them blanked out (same length)."""
+    found: list[tuple[re.Match[str], Date]] = []
+    chars = list(norm)
+    for rx, order in _DATES:
+        for m in rx.finditer("".join(chars)):
+            date = _date_value(m, order)
+            if date is None:
+                continue
+            found.append((m, date))
+            chars[m.start() : m.end()] = " " * (m.end() - m.start())
+    found.sort(key=lambda f: f[0].start())
+    return found, "".join(chars)
+
+
+def _blank(text: str, *patterns: re.Pattern[str]) -> str:
+    for rx in patterns:
+        text = rx.sub(lambda m: " " * len(m.group(0)), text)
+    return text
+
+
+def _date_value(m: re.Match[str], order: str) -> Date | None:
+    g = m.groups()
+    if order == "ymd":
+        y, mo, d = (int(x) if x else None for x in g)
+    elif order == "mdy":
+        mo, d, y = MONTHS[g[0]], int(g[1]), int(g[2]) if g[2] else None
+    elif order == "my":
+        mo, d, y = MONTHS[g[0]], None, int(g[1])
+    else:  # dmy
+        d, mo, y = int(g[0]), MONTHS[g[1]], int(g[2]) if g[2] else None
+    if (mo is not None and not 1 <= mo <= 12) or (d is not None and not 1 <= d <= 31):
+        return None
+    if y is not None and not 1000 <= y <= 2999:
+        return None
+    if "may" in g and y is None:
+        return None  # "may 3", "5 may fail": the verb; a date only with its year
+    return y, mo, d
+
+
+def extract_facts(text: str, names: bool = False) -> list[Fact]:
+    """Facts of ``text`` in order of appearance within each kind, deduplicated; ``names``: also
+    the names (see the module docstring)."""
+    norm = normalise_facts_text(text, context=False)
     facts: list[Fact] = []
-    for m in _NUMBER.finditer(norm):
-        num, unit = m.group(1), m.group(2) or m.group(3)
-        kind = "clause" if num.count(".") >= 2 else "number"
-        pattern = rf"(?<![0-9a-z.]){re.escape(num)}(?![0-9]|[.,]\d)"
-        if unit:
-            unit = re.sub(r"\s", "", unit)
-            spellings = sorted(_GROUP_OF.get(unit, (unit,)), key=len, reverse=True)
-            alts = "|".join(re.escape(u).replace("°", "°\\s?") for u in spellings)
-            pattern += rf"\s?(?:{alts})(?![a-z])"
-        facts.append(Fact(kind, m.group(0), pattern))
-    numbers_with_units = {m.group(0).replace(" ", "") for m in _NUMBER.finditer(norm) if m.group(2)}
+    dates, rest = _dates(norm)
+    for m, date in dates:
+        facts.append(Fact("date", m.group(0), date=date))
+    for m in _DOTTED_CLAUSE.finditer(rest):
+        pattern = rf"(?<![0-9a-z.]){re.escape(m.group(0))}(?![0-9a-z]|\.\d)"
+        facts.append(Fact("clause", m.group(0), pattern))
+    rest = _blank(rest, _DOTTED_CLAUSE, _CLAUSE_ZH)
+    numbers = list(_NUMBER.finditer(rest))
+    for m in numbers:
+        facts.append(Fact("number", m.group(0), number=_number_value(m)))
+    spelled = list(_SPELLED.finditer(rest))
+    for m in spelled:
+        facts.append(Fact("number", m.group(0), number=_spelled_value(m)))
+    # a token inside a number with its unit or ordinal suffix ("3000h", "24th", "5 m2") or inside
+    # a date is not a code; "per hour" inside "60 miles per hour" is no rate of its own
+    in_numbers = {
+        i for m in numbers + spelled + [d for d, _ in dates] for i in range(m.start(), m.end())
+    }
+    for m in _PER.finditer(rest):
+        if m.start(1) not in in_numbers:
+            group = _RATE_SPELLINGS[re.sub(r"\s+", " ", m.group(1))]
+            facts.append(Fact("unit", m.group(0), _unit_pattern(group), unit=group))
     for m in _CODE.finditer(norm):
         code = m.group(0)
-        if not (re.search(r"[a-z]", code) and re.search(r"\d", code)) or code in numbers_with_units:
+        if not (re.search(r"[a-z]", code) and re.search(r"\d", code)) or m.start() in in_numbers:
             continue
         # letter / digit runs may be separated by a hyphen or space on either side: HX200 == HX-200
         runs = re.findall(r"[a-z]+|\d+|\.", code)
         pattern = r"(?<![0-9a-z])" + r"[-\s]?".join(re.escape(r) for r in runs) + r"(?![0-9a-z])"
         facts.append(Fact("code", code, pattern))
+    # in Chinese text a single Latin letter before a Han character is an id: 风云四号B星, A股
+    for m in _LETTER_ID.finditer(norm):
+        facts.append(Fact("code", m.group(0), rf"(?<![0-9a-z]){re.escape(m.group(0))}"))
     for m in _CLAUSE_ZH.finditer(norm):
         body = re.sub(r"\s", "", m.group(0))
         facts.append(Fact("clause", body, r"\s?".join(re.escape(c) for c in body)))
+    if names:
+        facts.extend(_names(text))
     return list(dict.fromkeys(facts))
+
+
+def _unit_pattern(group: str) -> str:
+    """Any spelling of a unit group in a context: a word ("second"), CJK as it is ("秒"), a
+    one-letter one after "/" or "per" ("/s")."""
+    alts = []
+    for u in sorted((u for u, g in _RATE_SPELLINGS.items() if g == group), key=len, reverse=True):
+        esc = re.escape(u).replace(r"\ ", r"\s")
+        if not u.isascii():
+            alts.append(esc)
+        elif len(u) >= 2:
+            alts.append(rf"(?<![a-z]){esc}(?![a-z])")
+        else:
+            alts.append(rf"(?:/|(?<![a-z])per\s){esc}(?![a-z])")
+    return "|".join(alts)
+
+
+def _names(text: str) -> list[Fact]:
+    raw = unicodedata.normalize("NFKC", text).strip()
+    out: list[Fact] = []
+    zh = _HAN.search(raw) is not None
+    # the first word of an English sentence is capitalised anyway: skipped unless it looks like a
+    # name (in Chinese text every Latin word is a name or a code)
+    first = re.match(r"\W*\w+", raw)
+    named = _FIRST_NAME.match(raw) and first and first.group(0).strip("\W").casefold()
+    start = 0 if zh or (named and named not in _STARTERS) else first.end() if first else 0
+    for m in _NAME_EN.finditer(raw, start):
+        word = m.group(0).casefold()
+        if (
+            len(word) < 2
+            or word in _NOT_NAMES
+            or word in _STARTERS
+            or any(c.isdigit() for c in word)
+        ):
+            continue
+        dotted = raw[m.end() : m.end() + 1] == "."  # "Univ." ~ "University"
+        out.append(Fact("name", word, _name_pattern(m.group(0), dotted)))
+    if zh:
+        tags = _pos_tags(raw)
+        for k, (w, tag, known) in enumerate(tags):
+            prev = tags[k - 1][0] if k else ""
+            if w in _ORG_SUFFIXES and _HAN.fullmatch(prev):
+                w = prev + w  # 南方 + 航空, 长江三峡 + 集团: an organisation's name
+            elif not (
+                len(w) >= 2
+                and _HAN.fullmatch(w)
+                and (known or not _GLUE.search(w))
+                and (
+                    tag in _NAME_TAGS
+                    or (not known and tag in _OOV_NAME_TAGS)
+                    or (len(w) >= 3 and w[-1] in _PLACE_SUFFIXES)
+                )
+            ):
+                continue
+            out.append(Fact("name", normalise_text(w), _zh_name_pattern(normalise_text(w))))
+    return out
+
+
+_HAN = re.compile(r"[\u4e00-\u9fff]+")
+
+
+def _zh_name_pattern(name: str) -> str:
+    """A Chinese name is found as it is or, up to four characters, as the abbreviation of a
+    longer one: its characters in order with at most two other Han characters between them
+    (科考 ~ 科学考察, 浙大 ~ 浙江大学)."""
+    if len(name) > 4:
+        return re.escape(name)
+    return r"[\u4e00-\u9fff]{0,2}".join(re.escape(c) for c in name)
+
+
+def _name_pattern(name: str, dotted: bool = False) -> str:
+    """An English name is found as a word with the same stem ("Philippines" ~ "Philippine",
+    "Supercharger" ~ "Superchargers"); an all-caps one also as the initials of consecutive
+    words ("EU" ~ "European Union"); one followed by a full stop (``dotted``), three letters or
+    more, also as the start of a word ("Univ." ~ "University")."""
+    from rag_lab.text.terms import stem as stem_word
+
+    word = name.casefold()
+    stem = stem_word(word)
+    stem = stem if word.startswith(stem) and len(stem) >= 4 else word
+    alts = [re.escape(word), rf"{re.escape(stem)}[a-z]{{0,3}}"]
+    if dotted and len(word) >= 3:
+        alts.append(rf"{re.escape(word)}[a-z]*")
+    if name.isupper() and 2 <= len(name) <= 5:
+        alts.append(r"[a-z]*\s(?:(?:of|and|for|the|de)\s)?".join(word) + r"[a-z]*")
+    return rf"(?<![0-9a-z])(?:{'|'.join(alts)})(?![a-z])"
+
+
+# words that end a place's name (保定市) or, after a name, make an organisation's (南方 + 航空)
+_PLACE_SUFFIXES = frozenset("省市县区镇乡州")
+_ORG_SUFFIXES = frozenset(
+    "公司 集团 航空 银行 大学 学院 医院 研究院 研究所 电视台 俱乐部 出版社 基金会".split()
+)
+# a word jieba does not know that holds a function character is a fragment it glued to that
+# character, not a name ("塔德塞以" -> "塞以"); known names may hold one (茅以升)
+_GLUE = re.compile("[的了在和与及以为于被把从向对是也都就而并或将]")
+_OOV_NAME_TAGS = frozenset(("nr", "ns", "nt", "nz", "nrt", "nrfg"))
+
+
+@lru_cache(maxsize=4096)
+def _pos_tags(text: str) -> tuple[tuple[str, str, bool], ...]:
+    """(word, jieba part-of-speech tag, whether jieba's dictionary has the word)."""
+    import jieba
+    import jieba.posseg
+
+    jieba.dt.check_initialized()
+    return tuple((p.word, p.flag, p.word in jieba.dt.FREQ) for p in jieba.posseg.cut(text))

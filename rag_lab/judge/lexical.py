@@ -3,8 +3,18 @@
 A response is split into sentences (``rag_lab.text.split_sentences``). A sentence is *supported*
 when (a) at least ``support_threshold`` of its content terms (jieba, lower-cased, stopwords and
 punctuation dropped, English stemmed; ``rag_lab.text``) occur in the contexts, and (b) every
-number (with its unit), fault / model code and clause id in it occurs in the contexts
-(``rag_lab.judge.facts``). faithfulness = supported sentences / sentences that make a claim.
+checkable fact in it — number (with its unit), date, fault / model / version code, clause id,
+name and the unit of a rate ("per second", 每小时) (``rag_lab.judge.facts``) — occurs in the
+contexts; a number moreover in a context sentence
+that shares a word with the answer sentence ("12 climbers" is not supported by a "12 May"
+elsewhere). faithfulness = supported sentences / sentences that make a claim (the share ragas
+reports).
+
+Verdict (``details["faithful"]``, used by the meta-evaluation): an answer is faithful when
+faithfulness >= ``verdict_threshold`` AND it states no unsupported fact — one wrong number, date,
+code, unit or name makes a multi-sentence answer unfaithful whatever its share. The facts it
+states that the contexts contradict or lack are ``details["unsupported_facts"]``.
+
 A response made only of refusal strings scores 1.0 with ``details["refusal"] = True``; refusal
 sentences inside a longer answer are not counted as claims. An empty response is a missing score.
 
@@ -15,15 +25,27 @@ What it cannot detect — treat a high score as "no lexical evidence of hallucin
 - negation or polarity flips that reuse the context's words ("do not reset" vs "reset"; one extra
   "not" costs one term, often not enough to cross the threshold);
 - wrong relations between correct entities (E102 attributed to the cause of E103, a value of one
-  model given for another, swapped numbers: every item occurs in the contexts; a number without a
-  unit only has to occur somewhere in the contexts);
+  model given for another, two names or numbers of the context swapped: every item occurs in the
+  contexts; a number without a unit only has to occur somewhere in the contexts);
+- a swapped common noun or an English name at the start of a sentence (only names are facts);
 - answers from the model's own knowledge phrased with words that happen to occur in the contexts;
-- facts written differently from the context (三千 vs 3000, unit conversions, "E-102" vs "E102"
-  is tolerated but "2.50" vs "2.5" is not), which it reports as unsupported.
+- facts written differently from the context (unit conversions, 三千 vs 3000 without a unit;
+  三小时 vs 3小时, 第六届 vs 第6届, "E-102" vs "E102" are tolerated), which it reports as
+  unsupported;
+- a rate's unit is only checked to occur in the contexts at all ("per hour" passes when the
+  contexts say "hour" anywhere);
+- false alarms on correct answers (datasets/judge_meta test split): demonyms and acronyms read
+  as names ("European" vs "Europe", "American" vs "United States", "IPO" vs "went public",
+  中国队 vs 中国乒乓球男队), a Chinese name holding a numeral (长征二号: the context's numerals are
+  written in digits, the name is not), a count with "times" against a bare count ("won 11
+  times" vs "11 wins"), hyphenated spelt-out units ("five-second"), paraphrases that share
+  fewer than ``support_threshold`` of the terms; a single-letter id after punctuation (，A股)
+  is not checked.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,21 +55,52 @@ from rag_lab.metrics.answers import is_refusal, is_refusal_sentence
 from rag_lab.text import ContentTerms, TermSupport, split_sentences
 from rag_lab.tokenizer.base import Tokenizer
 
+# Both chosen on the dev split of datasets/judge_meta (benchmarks/judge_meta_eval.py --tune):
+# support 0.6 / verdict 1.0 has the fewest dev errors (0.65 trades added-sentence errors for
+# false alarms on paraphrases). A verdict threshold below 1 lets one unsupported sentence of a
+# 3-4 sentence answer pass.
+SUPPORT_THRESHOLD = 0.6
+VERDICT_THRESHOLD = 1.0
+
+
+_NUMERIC = re.compile(r"[\d.,:%]+")
+
+
+def _texts(row: dict[str, Any]) -> list[str]:
+    return [f.text for f in row["missing"]]
+
 
 class LexicalJudge:
     """Args:
         support_threshold: share of a sentence's content terms the contexts must contain.
+        verdict_threshold: faithfulness from which an answer without unsupported facts is
+            judged faithful (``details["faithful"]``; the module docstring has the rule).
+        check_names: also check names (capitalised English words, jieba-tagged Chinese names).
         tokenizer: term analysis (default jieba exact mode; see ``rag_lab.text.ContentTerms``).
 
-    ``details``: ``refusal``, ``n_claims``, ``n_supported``, ``supported_sentences``,
-    ``unsupported`` (``[{sentence, support, missing}]``), ``missing`` (all missing facts, in
-    order), ``mean_support`` (mean term support over claims, a continuous score).
+    ``details``: ``refusal``, ``faithful`` (the verdict), ``n_claims``, ``n_supported``,
+    ``supported_sentences``, ``unsupported`` (``[{sentence, support, missing}]``),
+    ``unsupported_facts`` (``[{fact, kind, sentence}]``, in order), ``missing`` (their texts),
+    ``mean_support`` (mean term support over claims, 0 for a sentence with an unsupported fact:
+    a continuous score).
     """
 
-    def __init__(self, support_threshold: float = 0.6, tokenizer: Tokenizer | None = None) -> None:
-        if not 0.0 < support_threshold <= 1.0:
-            raise ValueError(f"support_threshold must be in (0, 1], got {support_threshold}")
+    def __init__(
+        self,
+        support_threshold: float = SUPPORT_THRESHOLD,
+        verdict_threshold: float = VERDICT_THRESHOLD,
+        check_names: bool = True,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        for name, value in (
+            ("support_threshold", support_threshold),
+            ("verdict_threshold", verdict_threshold),
+        ):
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"{name} must be in (0, 1], got {value}")
         self.support_threshold = support_threshold
+        self.verdict_threshold = verdict_threshold
+        self.check_names = check_names
         self.terms = ContentTerms(tokenizer)
 
     def judge(
@@ -56,43 +109,76 @@ class LexicalJudge:
         if not response.strip():
             return JudgeResult(None, {"reason": "empty response"})
         if is_refusal(response):
-            return JudgeResult(1.0, {"refusal": True})
+            return JudgeResult(1.0, {"refusal": True, "faithful": True, "unsupported_facts": []})
         claims = [s for s in split_sentences(response) if not is_refusal_sentence(s)]
         joined = "\n".join(contexts)
         support, facts_text = TermSupport(joined, self.terms), normalise_facts_text(joined)
+        local = [
+            (TermSupport(c, self.terms), normalise_facts_text(c)) for c in split_sentences(joined)
+        ]
         checked = (
-            self._check(s, terms, support, facts_text)
+            self._check(s, terms, support, facts_text, local)
             for s, terms in zip(claims, self.terms.many(claims))
         )
         rows = [r for r in checked if r is not None]
         if not rows:
             return JudgeResult(None, {"reason": "no claim in the response", "refusal": False})
         supported = [r["sentence"] for r in rows if r["ok"]]
+        faithfulness = len(supported) / len(rows)
+        unsupported_facts = [
+            {"fact": f.text, "kind": f.kind, "sentence": r["sentence"]}
+            for r in rows
+            for f in r["missing"]
+        ]
         details: dict[str, Any] = {
             "refusal": False,
+            "faithful": faithfulness >= self.verdict_threshold and not unsupported_facts,
             "n_claims": len(rows),
             "n_supported": len(supported),
             "supported_sentences": supported,
             "unsupported": [
-                {k: r[k] for k in ("sentence", "support", "missing")} for r in rows if not r["ok"]
+                {"sentence": r["sentence"], "support": r["support"], "missing": _texts(r)}
+                for r in rows
+                if not r["ok"]
             ],
-            "missing": list(dict.fromkeys(m for r in rows for m in r["missing"])),
+            "unsupported_facts": unsupported_facts,
+            "missing": list(dict.fromkeys(f["fact"] for f in unsupported_facts)),
             "mean_support": sum(r["support"] for r in rows) / len(rows),
         }
-        return JudgeResult(len(supported) / len(rows), details)
+        return JudgeResult(faithfulness, details)
 
     def _check(
-        self, sentence: str, terms: list[str], support: TermSupport, facts_text: str
+        self,
+        sentence: str,
+        terms: list[str],
+        support: TermSupport,
+        facts_text: str,
+        local: list[tuple[TermSupport, str]],
     ) -> dict[str, Any] | None:
-        """One sentence's verdict; None for a sentence with neither terms nor facts (no claim)."""
-        facts = extract_facts(sentence)
+        """One sentence's verdict; None for a sentence with neither terms nor facts (no claim).
+        ``local``: each context sentence's term support and facts text."""
+        facts = extract_facts(sentence, names=self.check_names)
         if not terms and not facts:
             return None
-        missing = [f.text for f in facts if not f.found_in(facts_text)]
+        # a number must occur in a context sentence that shares a word with this sentence: "12
+        # climbers" is not supported by "12 May" elsewhere in the contexts
+        words = [t for t in terms if not _NUMERIC.fullmatch(t)]
+        missing = [
+            f
+            for f in facts
+            if not f.found_in(facts_text)
+            or (
+                f.kind == "number"
+                and words
+                and not any(
+                    f.found_in(text) and any(sup.supported(t) for t in words) for sup, text in local
+                )
+            )
+        ]
         # a term inside a fact found in the contexts is supported: "兆帕" of "8兆帕" when the
         # context says "8 MPa", "hx200" when it says "HX-200" (facts have their own, stricter
         # rule)
-        found = " ".join(f.text.replace(" ", "") for f in facts if f.text not in missing)
+        found = " ".join(f.text.replace(" ", "") for f in facts if f not in missing)
         share = (
             sum(support.supported(t) or t in found for t in terms) / len(terms) if terms else 1.0
         )

@@ -1,29 +1,62 @@
 """Meta-evaluation of faithfulness judges on labelled (response, context) pairs.
 
-Pairs are built from an extractive QA set (CMRC 2018 in BEIR layout: a query's gold answers in
-``metadata.answers``, its paragraph in the qrels):
+Two sources of pairs:
 
-- faithful: the gold answer as a sentence, with its own paragraph;
-- unfaithful ``wrong_context``: the same answer with another random paragraph that does not
-  contain it;
-- unfaithful ``changed_number``: for answers with digits, one digit changed (so that the new
-  answer is not in the paragraph), with its own paragraph.
+1. The shipped suites ``datasets/judge_meta/{en,zh}.jsonl`` (``suite_pairs`` builds them from the
+   hand-written ``datasets/judge_meta/seeds.jsonl``; ``scripts/make_judge_meta.py`` writes them).
+   Each seed is a passage, a query and a multi-sentence answer written from the passage (not
+   copied from it), with hand-chosen edits. Kinds (``KINDS``): ``faithful`` (the answer with its
+   passage), and unfaithful ``wrong_context`` (the answer with the other passage of its topic
+   group, which shares many words), ``changed_number`` / ``changed_code`` / ``changed_unit`` /
+   ``changed_date`` (one edit of that kind), ``swapped_entity`` (one name replaced by a name the
+   passage does not contain), ``added_sentence`` (a plausible sentence from outside the passage
+   appended). Seeds carry ``split``: ``dev`` (tune on it) or ``test`` (report it; never tuned on).
+2. ``build_pairs`` from an extractive QA set (CMRC 2018 in BEIR layout: a query's gold answers in
+   ``metadata.answers``, its paragraph in the qrels): faithful (the gold answer as a sentence, with
+   its own paragraph), ``wrong_context`` (another random paragraph that does not contain it),
+   ``changed_number`` (one digit changed so the answer is not in the paragraph). Half the pairs
+   are faithful. Easy by construction (single-span verbatim answers).
 
-Half the pairs are faithful; the other half splits evenly between the two unfaithful kinds.
-The set is easy by construction (answers are verbatim spans); it checks that a judge catches the
-two failures it should catch, not that it is a good judge of free-form answers.
+``evaluate_judge`` scores a judge on pairs: accuracy of its verdict (``details["faithful"]`` when
+the judge gives one, else faithfulness >= ``threshold``) overall and per kind, and AUROC of its
+faithfulness and of its continuous scores.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rag_lab.text import normalise_text
+
+if TYPE_CHECKING:
+    from rag_lab.judge.base import Judge
+
+# kinds of the shipped suites, in report order; every kind but the first is unfaithful
+KINDS = (
+    "faithful",
+    "wrong_context",
+    "changed_number",
+    "changed_code",
+    "changed_unit",
+    "changed_date",
+    "swapped_entity",
+    "added_sentence",
+)
+_EDIT_KINDS = {
+    "number": "changed_number",
+    "code": "changed_code",
+    "unit": "changed_unit",
+    "date": "changed_date",
+    "entity": "swapped_entity",
+}
 
 _DIGIT = re.compile(r"\d")
 
@@ -34,7 +67,13 @@ class Pair:
     context: str
     response: str
     faithful: bool
-    kind: str  # faithful | wrong_context | changed_number
+    kind: str  # one of KINDS
+    seed: str = ""  # the seed id (shipped suites)
+    lang: str = ""
+    split: str = ""  # dev | test (shipped suites)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 def auroc(labels: Sequence[bool] | np.ndarray, scores: Sequence[float] | np.ndarray) -> float:
@@ -101,3 +140,120 @@ def build_pairs(
         if len(pos) + len(wrong) + len(num) == n:
             break
     return pos + wrong + num
+
+
+def read_seeds(path: Path) -> list[dict[str, Any]]:
+    """The hand-written seeds (one JSON object a line)."""
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def suite_pairs(seeds: Sequence[Mapping[str, Any]]) -> list[Pair]:
+    """All pairs of the shipped suites, in seed order then ``KINDS`` order (deterministic).
+    Raises ValueError naming the seed when an edit does not apply (its old text is not in the
+    answer, or its new text is already in the passage as a whole word) or a seed's group has no
+    other passage."""
+    by_group: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for s in seeds:
+        by_group.setdefault((s["lang"], s["group"]), []).append(s)
+    pairs: list[Pair] = []
+    for s in seeds:
+        group = by_group[(s["lang"], s["group"])]
+        if len(group) < 2:
+            raise ValueError(f"seed {s['id']}: group {s['group']!r} has no other passage")
+        other = group[(group.index(s) + 1) % len(group)]
+
+        def pair(context: str, response: str, kind: str, s: Mapping[str, Any] = s) -> Pair:
+            return Pair(
+                s["query"],
+                context,
+                response,
+                kind == "faithful",
+                kind,
+                s["id"],
+                s["lang"],
+                s["split"],
+            )
+
+        passage, answer = s["passage"], s["answer"]
+        norm_passage = normalise_text(passage)
+        pairs.append(pair(passage, answer, "faithful"))
+        pairs.append(pair(other["passage"], answer, "wrong_context"))
+        for edit, kind in _EDIT_KINDS.items():
+            for old, new in s["edits"].get(edit, []):
+                if old not in answer:
+                    raise ValueError(f"seed {s['id']}: {edit} edit {old!r} is not in the answer")
+                if re.search(rf"(?<!\w){re.escape(normalise_text(new))}(?!\w)", norm_passage):
+                    raise ValueError(f"seed {s['id']}: {edit} edit {new!r} is in the passage")
+                pairs.append(pair(passage, answer.replace(old, new, 1), kind))
+        sep = "" if s["lang"] == "zh" else " "
+        pairs.append(pair(passage, answer + sep + s["outside"], "added_sentence"))
+    return pairs
+
+
+def read_pairs(paths: Iterable[Path]) -> list[Pair]:
+    """Pairs written by ``scripts/make_judge_meta.py`` (``Pair.to_json`` lines)."""
+    out: list[Pair] = []
+    for path in paths:
+        with path.open(encoding="utf-8") as f:
+            out.extend(Pair(**json.loads(line)) for line in f if line.strip())
+    return out
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One pair's outcome: ``faithfulness`` (0 when missing), ``verdict`` (judged faithful),
+    continuous ``scores`` by name (for AUROC)."""
+
+    pair: Pair
+    faithfulness: float
+    verdict: bool
+    scores: dict[str, float]
+    details: dict[str, Any]
+
+
+def judge_pairs(pairs: Sequence[Pair], judge: Judge, threshold: float) -> list[Judged]:
+    """Run ``judge`` on every pair. The verdict is the judge's own (``details["faithful"]``) when
+    it gives one, else faithfulness >= ``threshold``. Scores: ``faithfulness``; ``decisive``
+    (faithfulness, 0 when the judge found an unsupported fact); and the judge's continuous score
+    when it reports one (``mean_support``, ``mean_entailment``)."""
+    out = []
+    for p in pairs:
+        res = judge.judge(p.query, [p.context], p.response)
+        f = 0.0 if res.faithfulness is None else float(res.faithfulness)
+        d = dict(res.details)
+        verdict = bool(d["faithful"]) if d.get("faithful") is not None else f >= threshold
+        scores = {"faithfulness": f, "decisive": 0.0 if d.get("unsupported_facts") else f}
+        for key in ("mean_support", "mean_entailment"):
+            if key in d:
+                scores[key] = float(d[key])
+        out.append(Judged(p, f, verdict, scores, d))
+    return out
+
+
+def summarise(judged: Sequence[Judged]) -> dict[str, Any]:
+    """Accuracy of the verdicts overall and per kind, AUROC of every score (None when a class is
+    absent), and per kind the mean faithfulness and the pairs judged wrongly (seed ids)."""
+    y = np.array([j.pair.faithful for j in judged])
+    ok = np.array([j.verdict == j.pair.faithful for j in judged])
+    out: dict[str, Any] = {
+        "n_pairs": len(judged),
+        "n_faithful": int(y.sum()),
+        "accuracy": float(ok.mean()) if len(ok) else float("nan"),
+        "auroc": {},
+        "by_kind": {},
+    }
+    for name in judged[0].scores if judged else ():
+        s = np.array([j.scores[name] for j in judged])
+        out["auroc"][name] = auroc(y, s) if 0 < y.sum() < len(y) else None
+    kinds = [k for k in KINDS if any(j.pair.kind == k for j in judged)]
+    kinds += sorted({j.pair.kind for j in judged} - set(kinds))
+    for kind in kinds:
+        rows = [j for j in judged if j.pair.kind == kind]
+        out["by_kind"][kind] = {
+            "n": len(rows),
+            "accuracy": sum(j.verdict == j.pair.faithful for j in rows) / len(rows),
+            "mean_faithfulness": sum(j.faithfulness for j in rows) / len(rows),
+            "wrong": [j.pair.seed for j in rows if j.verdict != j.pair.faithful],
+        }
+    return out

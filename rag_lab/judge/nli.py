@@ -33,13 +33,15 @@ class NLIJudge:
         entailment_label: the entailment class, by index (``2``) or by name as in the model's
             ``config.id2label`` (``"entailment"``, case-insensitive).
         threshold: P(entailment) from which a sentence counts as supported.
+        verdict_threshold: faithfulness from which the answer is judged faithful
+            (``details["faithful"]``; 1.0: every sentence entailed).
         max_length: model tokens per (premise, sentence) pair; the premise is truncated.
         batch_size: pairs per forward pass; device: torch device.
         retries, backoff: used by ``JudgeRunner`` around each call (a transient device error).
 
-    ``details``: ``refusal``, ``n_claims``, ``n_supported``, ``supported_sentences``,
-    ``unsupported`` (``[{sentence, entailment}]``), ``entailment`` (per claim, in order),
-    ``mean_entailment`` (a continuous score).
+    ``details``: ``refusal``, ``faithful`` (the verdict), ``n_claims``, ``n_supported``,
+    ``supported_sentences``, ``unsupported`` (``[{sentence, entailment}]``), ``entailment`` (per
+    claim, in order), ``mean_entailment`` (a continuous score).
     """
 
     def __init__(
@@ -47,14 +49,17 @@ class NLIJudge:
         model: str,
         entailment_label: int | str = "entailment",
         threshold: float = 0.5,
+        verdict_threshold: float = 1.0,
         max_length: int = 512,
         batch_size: int = 16,
         device: str = "cpu",
         retries: int = 0,
         backoff: float = 1.0,
     ) -> None:
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+        for name, value in (("threshold", threshold), ("verdict_threshold", verdict_threshold)):
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"{name} must be in (0, 1], got {value}")
+        self.verdict_threshold = float(verdict_threshold)
         self.model_name, self.entailment_label = str(model), entailment_label
         self.threshold, self.max_length = float(threshold), int(max_length)
         self.batch_size = int(batch_size)
@@ -106,6 +111,7 @@ class NLIJudge:
             "weights": weights_hash(self.model_name),
             "label": self.label_index,
             "threshold": self.threshold,
+            "verdict_threshold": self.verdict_threshold,
             "max_length": self.max_length,
         }
 
@@ -136,7 +142,7 @@ class NLIJudge:
         if not response.strip():
             return JudgeResult(None, {"reason": "empty response", "by_rule": True})
         if is_refusal(response):
-            return JudgeResult(1.0, {"refusal": True, "by_rule": True})
+            return JudgeResult(1.0, {"refusal": True, "faithful": True, "by_rule": True})
         claims = [s for s in split_sentences(response) if not is_refusal_sentence(s)]
         if not claims:
             return JudgeResult(
@@ -144,8 +150,10 @@ class NLIJudge:
             )
         probs = self.entailment("\n".join(contexts), claims) if contexts else [0.0] * len(claims)
         supported = [c for c, p in zip(claims, probs) if p >= self.threshold]
+        share = supported_share(probs, self.threshold)
         details: dict[str, Any] = {
             "refusal": False,
+            "faithful": share >= self.verdict_threshold,
             "n_claims": len(claims),
             "n_supported": len(supported),
             "supported_sentences": supported,
@@ -157,4 +165,4 @@ class NLIJudge:
             "entailment": [round(p, 4) for p in probs],
             "mean_entailment": sum(probs) / len(probs),
         }
-        return JudgeResult(supported_share(probs, self.threshold), details)
+        return JudgeResult(share, details)

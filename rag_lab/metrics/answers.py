@@ -131,7 +131,9 @@ def score_response(
 ) -> dict[str, Any]:
     """Everything rag_lab scores about one answer: faithfulness (``None`` without a judge or when
     the judge could not score), refusal, context utilisation, missing facts / unsupported
-    sentences, and exact match / token F1 / contained when gold answers exist. Judges that score
+    sentences, ``unsupported_facts`` (the facts the contexts lack, None when the judge does not
+    check facts) and ``faithful`` (the judge's verdict, None when it gives none), and exact
+    match / token F1 / contained when gold answers exist. Judges that score
     the retrieved contexts add ``context_precision`` / ``context_recall``; a judge failure adds
     ``judge_error``. Shared by ``rag-lab judge`` (logged answers) and ``rag-lab evaluate`` with a
     generator. Context utilisation uses the judge's own term analysis when it declares one
@@ -157,6 +159,9 @@ def score_response(
         else context_utilisation(supported, list(contexts), terms=terms),
         "missing_facts": details.get("missing", []),
         "unsupported": [u["sentence"] for u in details.get("unsupported", [])],
+        # None when the judge does not check facts (nli, ragas) or could not score
+        "unsupported_facts": _fact_texts(details.get("unsupported_facts")),
+        "faithful": details.get("faithful"),
     }
     for key in ("context_precision", "context_recall", "error"):
         if key in details:
@@ -168,6 +173,10 @@ def score_response(
             "contained": answer_contained(response, reference),
         }
     return row
+
+
+def _fact_texts(facts: Sequence[Mapping[str, Any]] | None) -> list[str] | None:
+    return None if facts is None else list(dict.fromkeys(str(f["fact"]) for f in facts))
 
 
 def _first(ref: Golds | None) -> str | None:
@@ -203,6 +212,11 @@ def aggregate_answers(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
       missing score never counts as 0; ``context_precision`` / ``context_recall`` only when a row
       has them (the judge scores them);
     - ``n_missing_faithfulness``: rows without a faithfulness score;
+    - ``unsupported_fact_rate``: share of the answers whose judge checks facts (the lexical one)
+      that state at least one fact (number, date, code, unit, name) the contexts lack or
+      contradict; ``faithful_rate``: share judged faithful by the judge's verdict rule (lexical:
+      faithfulness >= ``verdict_threshold`` and no unsupported fact). Both only when some row has
+      them;
     - refusals: when every row says whether its query is ``answerable`` (evaluate knows it from
       the qrels), ``refusal_rate_unanswerable`` (refusals among unanswerable queries: higher is
       better) and ``wrong_refusal_rate`` (among answerable ones: lower is better); otherwise
@@ -215,6 +229,12 @@ def aggregate_answers(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
             continue
         out[m] = _mean(r.get(m) for r in rows)
     out["n_missing_faithfulness"] = float(sum(r.get("faithfulness") is None for r in rows))
+    for key, name in (
+        ("unsupported_facts", "unsupported_fact_rate"),
+        ("faithful", "faithful_rate"),
+    ):
+        if any(r.get(key) is not None for r in rows):
+            out[name] = _mean(bool(r[key]) for r in rows if r.get(key) is not None)
     if rows and all("answerable" in r for r in rows):
         out["refusal_rate_unanswerable"] = _mean(r["refusal"] for r in rows if not r["answerable"])
         out["wrong_refusal_rate"] = _mean(r["refusal"] for r in rows if r["answerable"])

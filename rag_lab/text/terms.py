@@ -77,6 +77,11 @@ def _stemmer() -> Callable[[str], str]:
     return lru_cache(maxsize=65536)(stem.stemWord)
 
 
+def stem(word: str) -> str:
+    """The English Snowball stem ``ContentTerms`` uses ("pumps" -> "pump")."""
+    return _stemmer()(word)
+
+
 class TermSupport:
     """Which content terms one context supports (see the module docstring for the rule)."""
 

@@ -178,3 +178,74 @@ def test_changed_codes_versions_and_units(judge, contexts, response, missing):
 )
 def test_unchanged_codes_versions_and_units_are_supported(judge, contexts, response):
     assert score(judge, contexts, response).faithfulness == 1.0
+
+
+# --- the decisive fact signal and the verdict rule -------------------------------------------
+
+QUAKE = [
+    "Nepal's Gorkha earthquake struck on 25 April 2015 with a magnitude of 7.8. Nearly 9,000 "
+    "people were killed, and avalanches on Mount Everest killed 22 climbers. A 7.3 aftershock "
+    "followed on 12 May 2015."
+]
+RIGHT = (
+    "The Gorkha earthquake of 25 April 2015 measured 7.8. Close to 9000 people died, including 22 "
+    "climbers on Mount Everest. A 7.3 aftershock came on 12 May 2015."
+)
+
+
+def test_one_changed_number_makes_a_multi_sentence_answer_unfaithful(judge):
+    ok = score(judge, QUAKE, RIGHT)
+    assert ok.faithfulness == 1.0 and ok.details["faithful"] is True
+    assert ok.details["unsupported_facts"] == []
+    bad = score(judge, QUAKE, RIGHT.replace("9000", "19000"))
+    assert bad.faithfulness == pytest.approx(2 / 3)  # the share ragas reports stays high ...
+    assert bad.details["faithful"] is False  # ... the verdict does not
+    assert bad.details["unsupported_facts"] == [
+        {
+            "fact": "19000",
+            "kind": "number",
+            "sentence": "Close to 19000 people died, including 22 climbers on Mount Everest.",
+        }
+    ]
+
+
+def test_a_number_must_be_stated_where_the_context_states_it(judge):
+    # "12" occurs in the context, but only as the day of the aftershock
+    res = score(judge, QUAKE, RIGHT.replace("22 climbers", "12 climbers"))
+    assert res.details["faithful"] is False and res.details["missing"] == ["12"]
+
+
+def test_the_verdict_rule_holds_at_any_threshold(judge):
+    lenient = LexicalJudge(verdict_threshold=0.5)
+    bad = score(lenient, QUAKE, RIGHT.replace("7.8", "8.1"))
+    assert bad.faithfulness == pytest.approx(2 / 3) and bad.details["faithful"] is False
+    extra = score(lenient, QUAKE, RIGHT + " The quake was predicted by local scientists.")
+    assert extra.details["unsupported_facts"] == [] and extra.faithfulness == 0.75
+    assert extra.details["faithful"] is True  # 0.75 >= 0.5: the threshold decides, no fact does
+    assert (
+        score(judge, QUAKE, RIGHT + " The quake was predicted by local scientists.").details[
+            "faithful"
+        ]
+        is False
+    )  # the documented threshold (1.0)
+    with pytest.raises(ValueError):
+        LexicalJudge(verdict_threshold=0)
+
+
+def test_unsupported_fact_rate_and_verdicts_reach_the_run_metrics(judge):
+    from rag_lab.metrics.answers import aggregate_answers, score_response
+
+    rows = [
+        score_response(judge, "q", QUAKE, RIGHT, None),
+        score_response(judge, "q", QUAKE, RIGHT.replace("7.3", "7.5"), None),
+        score_response(judge, "q", QUAKE, REFUSALS["en"], None),
+        score_response(judge, "q", QUAKE, "", None),  # missing: counted in neither rate
+    ]
+    assert [r["unsupported_facts"] for r in rows] == [[], ["7.5"], [], None]
+    assert [r["faithful"] for r in rows] == [True, False, True, None]
+    out = aggregate_answers(rows)
+    assert out["unsupported_fact_rate"] == pytest.approx(1 / 3)
+    assert out["faithful_rate"] == pytest.approx(2 / 3)
+    # a judge that checks no facts leaves the rate out rather than reporting 0
+    no_facts = [{**r, "unsupported_facts": None, "faithful": None} for r in rows]
+    assert "unsupported_fact_rate" not in aggregate_answers(no_facts)

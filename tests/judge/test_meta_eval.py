@@ -1,14 +1,30 @@
-"""AUROC against sklearn; pair construction for the judge meta-evaluation."""
+"""AUROC against sklearn; pair construction for the judge meta-evaluation; the shipped
+multi-sentence suites (datasets/judge_meta), with the lexical judge's per-kind accuracy asserted at
+its measured level so a regression fails."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from rag_lab.judge.meta import auroc, build_pairs, change_number
+from rag_lab.judge import JudgeResult, LexicalJudge
+from rag_lab.judge.meta import (
+    KINDS,
+    Pair,
+    auroc,
+    build_pairs,
+    change_number,
+    judge_pairs,
+    read_pairs,
+    read_seeds,
+    suite_pairs,
+    summarise,
+)
+from rag_lab.text import split_sentences
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -41,3 +57,115 @@ def test_build_pairs_is_balanced_and_labelled():
     for p in pairs:
         assert (p.response.rstrip("。") in p.context) == p.faithful
     assert pairs == build_pairs(paragraphs, items, 12, seed=1)
+
+
+# --- the shipped multi-sentence suites --------------------------------------------------------
+
+SUITES = Path(__file__).resolve().parents[2] / "datasets" / "judge_meta"
+# Per-kind accuracy of the lexical judge's verdict (faithfulness >= 1.0 and no unsupported fact),
+# as measured (benchmarks/results/judge_meta_eval.json); kinds not listed are at 1.0. ``test`` (20
+# seeds per language, written before the judge was run on them, measured once, never tuned on)
+# misses faithful answers on limits listed in rag_lab/judge/lexical.py: demonyms and acronyms
+# read as names (European ~ Europe, American ~ United States, IPO; 中国队 ~ 中国乒乓球男队), a
+# Chinese name holding a numeral (长征二号 against a context normalised to 长征2号), "11 times"
+# against "11 wins", "five seconds" against "five-second", paraphrases under the 0.6 term share;
+# and an A股 after a comma (a letter id needs a Han character before it).
+MEASURED = {
+    ("en", "dev"): {"faithful": 0.979, "changed_code": 0.977, "added_sentence": 0.958},
+    ("en", "test"): {"faithful": 0.75},
+    ("zh", "dev"): {"swapped_entity": 0.958},
+    ("zh", "test"): {"faithful": 0.75, "changed_code": 0.95},
+}
+AUROC = {("en", "dev"): 0.98, ("en", "test"): 0.89, ("zh", "dev"): 0.99, ("zh", "test"): 0.87}
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return read_pairs(SUITES / f"{lang}.jsonl" for lang in ("en", "zh"))
+
+
+@pytest.fixture(scope="module")
+def judged(suite):
+    judge = LexicalJudge()
+    return {
+        (lang, split): summarise(
+            judge_pairs([p for p in suite if (p.lang, p.split) == (lang, split)], judge, 1.0)
+        )
+        for lang in ("en", "zh")
+        for split in ("dev", "test")
+    }
+
+
+def test_shipped_suites_are_built_from_the_seeds(suite):
+    seeds = read_seeds(SUITES / "seeds.jsonl")
+    assert suite == suite_pairs(seeds)  # scripts/make_judge_meta.py was run after the last edit
+    for lang in ("en", "zh"):
+        for split in ("dev", "test"):
+            kinds = {p.kind for p in suite if (p.lang, p.split) == (lang, split)}
+            assert kinds == set(KINDS), (lang, split)
+    # at least 20 held-out seeds per language, sharing no topic group with the dev seeds
+    for lang in ("en", "zh"):
+        assert sum((s["lang"], s["split"]) == (lang, "test") for s in seeds) >= 20, lang
+    groups = {(s["lang"], s["group"]): s["split"] for s in seeds}
+    assert all(groups[(s["lang"], s["group"])] == s["split"] for s in seeds)
+    # answers are several sentences, and labels follow the kind
+    assert all(len(split_sentences(p.response)) >= 2 for p in suite)
+    assert all(p.faithful == (p.kind == "faithful") for p in suite)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_lexical_judge_per_kind_accuracy_at_the_documented_rule(judged, lang, split):
+    res = judged[(lang, split)]
+    floors = MEASURED[(lang, split)]
+    for kind, row in res["by_kind"].items():
+        assert row["accuracy"] >= floors.get(kind, 1.0) - 1e-9, (kind, row)
+    assert res["auroc"]["faithfulness"] >= AUROC[(lang, split)]
+
+
+def test_suite_pairs_rejects_an_edit_that_does_not_apply():
+    seed = {
+        "id": "x-1", "lang": "en", "group": "g", "split": "dev", "query": "q",
+        "passage": "The pump runs at 70 °C.", "answer": "It runs at 70 °C. It is a pump.",
+        "edits": {"number": [["75 °C", "80 °C"]]}, "outside": "It is red.",
+    }  # fmt: skip
+    other = {**seed, "id": "x-2", "edits": {}}
+    with pytest.raises(ValueError, match="x-1: number edit '75 °C' is not in the answer"):
+        suite_pairs([seed, other])
+    seed["edits"] = {"number": [["70 °C", "70 °C"]]}
+    with pytest.raises(ValueError, match="is in the passage"):
+        suite_pairs([seed, other])
+    with pytest.raises(ValueError, match="no other passage"):
+        suite_pairs([{**seed, "edits": {}}])
+    pairs = suite_pairs([{**seed, "edits": {"number": [["70 °C", "75 °C"]]}}, other])
+    assert [p.kind for p in pairs[:4]] == [
+        "faithful",
+        "wrong_context",
+        "changed_number",
+        "added_sentence",
+    ]
+    assert pairs[2].response == "It runs at 75 °C. It is a pump." and not pairs[2].faithful
+
+
+class _Fixed:
+    """A judge without a verdict of its own: faithfulness fixed per response."""
+
+    def judge(self, query, contexts, response, reference=None):
+        return JudgeResult({"a": 1.0, "b": 0.4, "c": None}[response], {"mean_entailment": 0.3})
+
+
+def test_judges_without_a_verdict_use_the_threshold():
+    pairs = [
+        Pair("q", "ctx", "a", True, "faithful"),
+        Pair("q", "ctx", "b", False, "changed_number"),
+        Pair("q", "ctx", "c", False, "changed_number"),  # missing score: counted as 0
+    ]
+    res = summarise(judge_pairs(pairs, _Fixed(), 0.5))
+    assert res["accuracy"] == 1.0 and res["auroc"]["faithfulness"] == 1.0
+    assert res["auroc"]["mean_entailment"] == 0.5
+    assert res["by_kind"]["changed_number"] == {
+        "n": 2, "accuracy": 1.0, "mean_faithfulness": 0.2, "wrong": []
+    }  # fmt: skip
+    assert (
+        summarise(judge_pairs(pairs, _Fixed(), 0.3))["by_kind"]["changed_number"]["accuracy"] == 0.5
+    )
