@@ -8,13 +8,18 @@ vectorised: the bootstrap index matrix and the sign matrix are drawn in row chun
 - :func:`paired_bootstrap_ci`: percentile bootstrap CI of the mean.
 - :func:`paired_bootstrap_diff_ci`: the same for the mean paired difference ``a - b``.
 - :func:`randomization_test`: two-sided sign-flip test of ``mean(a - b) == 0``.
+- :func:`holm`: Holm step-down adjustment of a family of p-values (many configurations vs one).
 - :func:`align`: the wide query x config table those pairs come from.
+- :func:`normal_mean_ci` and :func:`ppi_mean_ci`: normal-approximation CIs of a mean, from a
+  sample alone and prediction-powered (a cheap predictor on many items, corrected by the few items
+  with the true value; Angelopoulos et al. 2023), for judges calibrated against human labels.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -122,6 +127,23 @@ def randomization_test(
     return (extreme + 1) / (n_permutations + 1)
 
 
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values, in the input order: the ``i``-th smallest of the ``m``
+    finite p-values becomes ``max_{j <= i} min(1, (m - j + 1) * p_(j))``. Rejecting where the
+    adjusted value is ``< alpha`` controls the family-wise error rate at ``alpha`` under any
+    dependence between the tests. NaN stays NaN and does not count in ``m``."""
+    p = np.asarray(p_values, dtype=np.float64).ravel()
+    out = np.full(p.shape, np.nan)
+    idx = np.flatnonzero(np.isfinite(p))
+    m = idx.size
+    if m == 0:
+        return out
+    order = idx[np.argsort(p[idx], kind="stable")]
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(scaled)
+    return out
+
+
 def align(per_query: Mapping[str, pd.DataFrame], metric: str) -> pd.DataFrame:
     """Wide table of one ``metric``: index ``query_id``, one column per config (in mapping order).
 
@@ -140,3 +162,96 @@ def align(per_query: Mapping[str, pd.DataFrame], metric: str) -> pd.DataFrame:
     wide = pd.concat(columns, axis=1, join="inner")
     wide.index.name = "query_id"
     return wide
+
+
+def _z(alpha: float) -> float:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha / 2))
+
+
+def _var(x: np.ndarray) -> float:
+    return float(x.var(ddof=1)) if x.size > 1 else math.nan
+
+
+def normal_mean_ci(values: np.ndarray, alpha: float = 0.05) -> tuple[float, float, float]:
+    """``(mean, low, high)``: ``mean ± z(1 - alpha/2) * sd / sqrt(n)`` (sample sd, ``ddof=1``)
+    over the finite values. One value gives NaN bounds, none gives NaNs."""
+    x = _finite(values)
+    z = _z(alpha)
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
+    mean, half = float(x.mean()), z * math.sqrt(_var(x) / x.size)
+    return mean, mean - half, mean + half
+
+
+class PPIMean(NamedTuple):
+    """A prediction-powered estimate of a mean: ``estimate`` with its normal CI ``[low, high]``
+    and standard error ``se``; ``predicted`` (the predictor's mean on the unlabelled items),
+    ``rectifier`` (``mean(label - lam * prediction)`` on the labelled ones, the correction),
+    ``lam`` (1 = the standard estimator), ``n_labelled``, ``n_unlabelled``."""
+
+    estimate: float
+    low: float
+    high: float
+    se: float
+    predicted: float
+    rectifier: float
+    lam: float
+    n_labelled: int
+    n_unlabelled: int
+
+
+def ppi_mean_ci(
+    labels: np.ndarray,
+    predicted_labelled: np.ndarray,
+    predicted_unlabelled: np.ndarray,
+    alpha: float = 0.05,
+    lam: float | None = 1.0,
+) -> PPIMean:
+    """Prediction-powered CI of ``E[Y]`` (Angelopoulos, Bates, Fannjiang, Jordan, Zrnic,
+    *Prediction-powered inference*, Science 2023; ``lam`` as in PPI++, Angelopoulos, Duchi, Zrnic
+    2023). ``labels[i]`` is the true value of a labelled item and ``predicted_labelled[i]`` the
+    predictor's value on the same item; ``predicted_unlabelled`` holds the predictor on items
+    without a label, drawn from the same population (disjoint from the labelled ones).
+
+    ``estimate = lam * mean(f_unlabelled) + mean(y - lam * f_labelled)``, i.e. the predictor's mean
+    corrected by its mean error on the labelled items (the rectifier), with
+    ``se**2 = lam**2 * var(f_unlabelled) / N + var(y - lam * f_labelled) / n`` (sample variances)
+    and the interval ``estimate ± z(1 - alpha/2) * se``. ``lam=1`` is the standard estimator:
+    unbiased whatever the predictor's bias. ``lam=None`` uses the variance-minimising
+    ``lam = cov(y, f) / ((1 + n/N) var(f))`` clipped to [0, 1] (estimated on the labelled items),
+    so a useless predictor falls back to the labels alone (``lam = 0``: the classical CI).
+
+    Pairs where the label or the prediction is not finite are dropped. No unlabelled item gives
+    the classical CI of the labels; fewer than 2 labelled items give NaN bounds."""
+    y = np.asarray(labels, dtype=np.float64).ravel()
+    f = np.asarray(predicted_labelled, dtype=np.float64).ravel()
+    if y.shape != f.shape:
+        raise ValueError(f"labels and their predictions differ in length: {y.size} vs {f.size}")
+    keep = np.isfinite(y) & np.isfinite(f)
+    y, f = y[keep], f[keep]
+    fu = _finite(predicted_unlabelled)
+    n, big_n = y.size, fu.size
+    z = _z(alpha)
+    if n == 0:
+        nan = math.nan
+        return PPIMean(nan, nan, nan, nan, float(fu.mean()) if big_n else nan, nan, nan, 0, big_n)
+    if big_n == 0:
+        lam = 0.0
+    elif lam is None:
+        var_f = _var(f)
+        cov = float(np.cov(y, f, ddof=1)[0, 1]) if n > 1 else math.nan
+        lam = cov / ((1 + n / big_n) * var_f) if var_f > 0 and math.isfinite(cov) else 0.0
+        lam = min(1.0, max(0.0, lam))
+    predicted = float(fu.mean()) if big_n else math.nan
+    rect = y - lam * f
+    rectifier = float(rect.mean())
+    estimate = (lam * predicted if big_n else 0.0) + rectifier
+    var = _var(rect) / n + ((lam**2) * _var(fu) / big_n if big_n and lam else 0.0)
+    se = math.sqrt(var) if math.isfinite(var) else math.nan
+    return PPIMean(
+        estimate, estimate - z * se, estimate + z * se, se, predicted, rectifier, lam, n, big_n
+    )

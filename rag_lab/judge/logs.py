@@ -1,17 +1,23 @@
 """Judging logged answers (what ``rag-lab judge`` runs): read and validate a JSONL of
 ``{"query", "retrieved_contexts": [str, ...], "response" [, "reference": str | [str, ...]]
 [, "id"]}`` records, build a judge from ``conf/judge/<name>.yaml``, score each record.
+
+An input is such a file or a run folder of ``rag-lab evaluate`` with a generator, whose
+``answers.jsonl`` (``rag_lab.outputs.write_answer_log``) is in that format, ``id`` = query id.
+A record's *key* (what labels name) is its ``id`` when it has one, else its line number.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.io import read_jsonl, require_file, require_key
 from rag_lab.judge.runner import JudgeRunner
+from rag_lab.outputs import ANSWERS_FILE
 from rag_lab.paths import CONFIG_DIR
 
 JUDGE_CONF = Path(CONFIG_DIR) / "judge"
@@ -41,6 +47,43 @@ def read_logs(path: Path) -> list[tuple[int, dict[str, Any]]]:
         ):
             raise DataError(f"{where}: 'reference' must be a string or a list of strings")
         out.append((lineno, rec))
+    return out
+
+
+@dataclass(frozen=True)
+class LoggedAnswers:
+    """One input of ``rag-lab judge``: ``name`` (the path as given), the JSONL ``path`` read and
+    its validated ``(line, record)`` pairs."""
+
+    name: str
+    path: Path
+    records: list[tuple[int, dict[str, Any]]]
+
+    def keys(self) -> list[str]:
+        """Each record's key, in order: its ``id`` as a string, else its line number."""
+        return [record_key(lineno, rec) for lineno, rec in self.records]
+
+
+def record_key(lineno: int, rec: dict[str, Any]) -> str:
+    return str(rec["id"]) if rec.get("id") is not None else str(lineno)
+
+
+def read_inputs(paths: Sequence[Path]) -> list[LoggedAnswers]:
+    """Every input read and validated (a folder: its ``answers.jsonl``) before any is scored;
+    ``DataError`` for a folder without one or an input given twice."""
+    out: list[LoggedAnswers] = []
+    seen: set[Path] = set()
+    for p in paths:
+        path = p / ANSWERS_FILE if p.is_dir() else p
+        if p.is_dir() and not path.is_file():
+            raise DataError(
+                f"{p}: no {ANSWERS_FILE} in this folder (rag-lab evaluate writes one when a "
+                "generator is set)"
+            )
+        if path.resolve() in seen:
+            raise DataError(f"input given twice: {p}")
+        seen.add(path.resolve())
+        out.append(LoggedAnswers(str(p), path, read_logs(path)))
     return out
 
 
