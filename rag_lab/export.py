@@ -73,7 +73,13 @@ from rag_lab.errors import ConfigError, DataError
 from rag_lab.manifest import MANIFEST_FILE, verify_manifest, write_manifest
 from rag_lab.metrics.names import HEADLINE
 from rag_lab.metrics.score import check_labels, score_split
-from rag_lab.outputs import FINGERPRINT_FILE, METRICS_FILE, PER_QUERY_FILE, write_scores
+from rag_lab.outputs import (
+    FINGERPRINT_FILE,
+    METRICS_FILE,
+    PER_QUERY_FILE,
+    read_metrics,
+    write_scores,
+)
 from rag_lab.pipeline import Pipeline
 from rag_lab.ranking import ranked
 from rag_lab.retrievers.base import PersistentRetriever
@@ -409,7 +415,7 @@ def export_pipeline(
         test_metrics = None
         if test_run_dir is not None:
             shutil.copy2(Path(test_run_dir) / "metrics.json", staging / "metrics_test.json")
-            test_metrics = json.loads((staging / "metrics_test.json").read_text())
+            test_metrics = read_metrics(staging / "metrics_test.json")
         export = {
             "format_version": FORMAT_VERSION,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -428,7 +434,7 @@ def export_pipeline(
         (staging / PIPELINE_FILE).write_text(
             yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
         )
-        dev = json.loads((run_dir / "metrics.json").read_text())
+        dev = read_metrics(run_dir / "metrics.json")
         (staging / "card.md").write_text(_card(config, export, dev, test_metrics))
         write_manifest(staging)  # last: it hashes every other file
         if out_dir.exists():

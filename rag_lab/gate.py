@@ -17,6 +17,11 @@ Contract:
   fails if the paired randomisation test gives ``p < alpha``; a breach with ``p >= alpha`` is a
   warning ("within noise"). ``--no-significance`` fails on the tolerance alone. Without per-query
   scores the tolerance alone decides.
+- A noise ratio is refused as a criterion (``ConfigError``, exit 2) unless a ``--max-drop`` on a
+  hit rate or recall is checked with it: noise skips queries with nothing retrieved, so a
+  candidate that retrieves nothing for the hard queries would pass on noise alone
+  (``rag_lab.metrics.names.noise_refusal``). Metric names go through
+  ``rag_lab.metrics.names.canonical_key`` (``ndcg@10`` = ``ndcg_at_10``).
 - Metrics not named are not checked; the headline ones (``rag_lab.metrics.names.HEADLINE``) are
   listed for information, with whether they moved the better or the worse way.
 - :attr:`GateResult.exit_code`: 0 no regression (warnings allowed), 1 at least one regression;
@@ -38,7 +43,7 @@ from typing import Literal
 import pandas as pd
 
 from rag_lab.errors import ConfigError, RagLabError
-from rag_lab.metrics.names import HEADLINE, higher_is_better, metric_key
+from rag_lab.metrics.names import HEADLINE, canonical_key, higher_is_better, noise_refusal
 from rag_lab.stats import align, randomization_test
 from rag_lab.tracking.fetch import FINGERPRINT as FINGERPRINT_FILE
 from rag_lab.tracking.fetch import METRICS, download_run, resolve_tracking_uri
@@ -337,6 +342,9 @@ def gate(
     metric. See the module docstring for the pass/warn/fail rule."""
     if not 0 < alpha < 1:
         raise GateError(f"alpha must be in (0, 1), got {alpha}")
+    refusal = noise_refusal([*max_drop, *max_rise], max_drop, "--max-drop hit_rate_at_{k}=0.02")
+    if refusal:
+        raise ConfigError(refusal)
     base = baseline if isinstance(baseline, Side) else resolve_side(baseline, tracking_uri, verify)
     cand = (
         candidate if isinstance(candidate, Side) else resolve_side(candidate, tracking_uri, verify)
@@ -349,7 +357,7 @@ def gate(
     )
     for direction, limits in checks:
         for name, tolerance in limits.items():
-            metric = metric_key(name)  # ndcg@10 (a config's name) means ndcg_at_10
+            metric = canonical_key(name)  # ndcg@10 (a config's name) means ndcg_at_10
             if not (tolerance >= 0 and math.isfinite(tolerance)):
                 raise GateError(f"--max-{direction} {name}: tolerance must be a finite number >= 0")
             b, c = _value(base, metric, "baseline"), _value(cand, metric, "candidate")

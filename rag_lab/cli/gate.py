@@ -2,7 +2,8 @@
 regression. The rules are :mod:`rag_lab.gate`'s (and docs/ci_gate.md).
 
 Exit codes: 0 no regression (warnings allowed), 1 at least one regression, 2 refusal or usage
-error (unresolvable side, fingerprint mismatch, unknown or non-finite checked metric, bad flag).
+error (unresolvable side, fingerprint mismatch, unknown or non-finite checked metric, bad flag,
+a noise ratio checked without a ``--max-drop`` on a hit rate or recall).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from rag_lab.cli._errors import exit_status, user_errors
 from rag_lab.cli._options import tracking_uri_option
 from rag_lab.gate import GateError, gate, render_junit, render_markdown
-from rag_lab.metrics.names import metric_key
+from rag_lab.metrics.names import canonical_key
 
 
 def _tolerance(text: str) -> tuple[str, float]:
@@ -43,7 +44,7 @@ def _alpha(text: str) -> float:
 def _as_dict(pairs: Sequence[tuple[str, float]], flag: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, tol in pairs:
-        if metric_key(name) in map(metric_key, out):  # ndcg@10 and ndcg_at_10 are one metric
+        if canonical_key(name) in map(canonical_key, out):  # ndcg@10 = ndcg_at_10: one metric
             raise GateError(f"{flag} {name} given twice")
         out[name] = tol
     return out
@@ -75,7 +76,8 @@ def parser() -> argparse.ArgumentParser:
         nargs="+",
         default=[],
         metavar="METRIC=TOL",
-        help="fail if candidate - baseline > TOL (and significant), e.g. noise_ratio_at_5=0.02",
+        help="fail if candidate - baseline > TOL (and significant), e.g. noise_ratio_at_5=0.02 "
+        "(a noise ratio needs a --max-drop on a hit rate or recall too)",
     )
     ap.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
     ap.add_argument(

@@ -77,9 +77,7 @@ def _evidence_reason(
             norm[c.chunk_id] = normalise_text(c.text)
         return norm[c.chunk_id]
 
-    holds = [
-        c for d in relevant for c in by_doc.get(d, ()) if any(g in text(c) for g in gold)
-    ]
+    holds = [c for d in relevant for c in by_doc.get(d, ()) if any(g in text(c) for g in gold)]
     scores = final.get(q.query_id, {})
     top = set(ranked(scores)[:k])
     if any(c.chunk_id in top for c in holds):

@@ -42,13 +42,15 @@ def evidence_qrels(
     within_relevant_docs: bool = True,
 ) -> Qrels:
     """Binary chunk-level labels for the top ``depth`` chunks of each query that has evidence
-    strings (``rag_lab.text.normalise_text`` on both sides)."""
+    strings (``rag_lab.text.normalise_text`` on both sides). Every such query gets an entry, one
+    the run lacks or retrieved nothing for included (no labels: scored as a miss, never
+    skipped)."""
     out: Qrels = {}
     norm_cache: dict[str, str] = {}
-    for qid, scores in run.items():
-        q = queries.get(qid)
-        if q is None or not q.evidence:
+    for qid, q in queries.items():
+        if not q.evidence:
             continue
+        scores = run.get(qid, {})
         gold = [normalise_text(s) for s in q.evidence]
         allowed = {d for d, g in (qrels or {}).get(qid, {}).items() if g > 0}
         labels: dict[str, int] = {}

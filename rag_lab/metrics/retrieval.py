@@ -6,12 +6,16 @@ Definitions (``rel(d)`` = qrels grade, relevant iff grade > 0; ranking by score,
 - ``precision@k``: relevant in top k / k.
 - ``noise_ratio@k``: non-relevant in top k / units retrieved in top k (= 1 − precision@k when k
   units are retrieved); for a query with no relevant unit (unanswerable) every retrieved unit is
-  noise. NaN when nothing was retrieved.
+  noise. NaN when nothing was retrieved — so it rewards retrieving nothing: read it with
+  ``empty_result_rate`` / ``mean_retrieved_at_<k>`` (``rag_lab.metrics.score``), and never
+  select or gate on it without a hit-rate or recall floor (``rag_lab.metrics.names``).
 - ``mrr@k``: 1 / rank of the first relevant in the top k (0 if none).
 - ``ndcg@k``: Σ rel(d_i) / log2(i + 1) over the top k, divided by the same for the ideal
   ordering of all judged grades (linear gain, as trec_eval and ranx).
 - ``map@k``: Σ over relevant d_i in the top k of precision@i, divided by the number of relevant.
-Ranking metrics are NaN for unanswerable queries (no relevant document), so means skip them.
+Ranking metrics are NaN for unanswerable queries (no relevant document), so means skip them; an
+answerable query with nothing retrieved scores 0 on every one of them (a miss), as in ranx.
+Names are ``<metric>@<k>``; the logged form ``<metric>_at_<k>`` is accepted too.
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ from rag_lab.ranking import ranked
 __all__ = ["METRICS", "mean_metrics", "metric_key", "parse_metric", "query_metrics", "run_metrics"]
 
 METRICS = ("hit_rate", "recall", "precision", "noise_ratio", "mrr", "ndcg", "map")
-_NAME = re.compile(r"([a-z_]+)@([1-9]\d*)")
+_NAME = re.compile(r"([a-z_]+?)(?:@|_at_)([1-9]\d*)")
 
 
 def parse_metric(name: str) -> tuple[str, int]:
+    """``"ndcg@10"`` (or its logged form ``"ndcg_at_10"``) → ``("ndcg", 10)``; ``ValueError``
+    naming the known metrics otherwise."""
     m = _NAME.fullmatch(name)
     if not m or m.group(1) not in METRICS:
         raise ValueError(

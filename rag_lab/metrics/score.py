@@ -4,11 +4,18 @@ sides, training's dev evaluation and ``rag-lab judge``.
 Chunk runs are aggregated to documents (a document scores its best chunk) before the document
 metrics; where queries carry gold strings, chunks are also judged by the evidence they hold
 (``evidence_*`` metrics, open-set: only retrieved chunks have labels).
+
+An answerable query with nothing retrieved is a miss (0) in hit rate, recall, precision, MRR,
+nDCG and MAP, document- and evidence-level; its noise ratio is undefined and skipped, so
+``empty_result_rate`` (share of the split's queries with no document retrieved) and
+``mean_retrieved_at_<k>`` (documents in the top k, per ``noise_ratio@k``) are reported beside it:
+a method that retrieves nothing for the hard queries shows there, not as lower noise.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,12 +46,18 @@ ID_COLUMNS = (
 
 
 def check_metric_names(names: Sequence[str]) -> None:
-    """``ConfigError`` naming ``evaluation.metrics`` for a name that is not ``<metric>@<k>``."""
+    """``ConfigError`` naming ``evaluation.metrics`` for a name that is not ``<metric>@<k>`` (or
+    ``<metric>_at_<k>``), or one given twice in two spellings."""
+    seen: dict[str, str] = {}
     for n in names:
         try:
             parse_metric(n)
         except ValueError as exc:
             raise ConfigError(f"evaluation.metrics: {exc}") from None
+        key = metric_key(n)
+        if key in seen:
+            raise ConfigError(f"evaluation.metrics: {n!r} and {seen[key]!r} are one metric")
+        seen[key] = n
 
 
 def check_labels(data: LabelledQueries, doc_ids: set[str]) -> list[str]:
@@ -95,6 +108,11 @@ def score(
     per_query = run_metrics(doc_run, qrels, names)
     answerable = {q for q, g in qrels.items() if any(v > 0 for v in g.values())}
     metrics = mean_metrics(per_query, names)
+    noise_ks = sorted({k for m, k in map(parse_metric, names) if m == "noise_ratio"})
+    coverage = {qid: retrieved_counts(doc_run.get(qid, {}), noise_ks) for qid in queries}
+    for col in ("empty_result_rate", *(f"mean_retrieved_at_{k}" for k in noise_ks)):
+        vals = [c[col] for c in coverage.values()]
+        metrics[col] = sum(vals) / len(vals) if vals else math.nan
     per_query_ev: dict[str, dict[str, float]] = {}
     if any(queries[q].evidence for q in answerable if q in queries):
         ev_names = [f"{m}@{k}" for m in EVIDENCE_METRICS for k in evidence_k]
@@ -118,6 +136,7 @@ def score(
         }
         row.update({metric_key(n): v for n, v in per_query[qid].items()})
         row.update({f"evidence_{metric_key(n)}": v for n, v in per_query_ev.get(qid, {}).items()})
+        row.update(coverage[qid])
         row["retrieved_doc_ids"] = ranked(doc_run.get(qid, {}))[:top]
         row["retrieved_chunk_ids"] = ranked(run.get(qid, {}))[:top]
         rows.append(row)
@@ -141,6 +160,17 @@ def category_means(table: pd.DataFrame) -> dict[str, float]:
             vals = grp[c].dropna()
             if len(vals):
                 out[f"by_category/{cat}/{c}"] = float(vals.mean())
+    return out
+
+
+def retrieved_counts(doc_scores: Mapping[str, float], ks: Sequence[int]) -> dict[str, int]:
+    """One query's coverage columns, named as their means in ``metrics.json`` (as ``hit_rate_at_5``
+    is, so the gate, the leaderboard and comparisons test them per query):
+    ``empty_result_rate`` (1 when no document was retrieved, else 0) and ``mean_retrieved_at_<k>``
+    (documents in the top k) for each ``k``."""
+    n = len(doc_scores)
+    out = {"empty_result_rate": int(n == 0)}
+    out.update({f"mean_retrieved_at_{k}": min(n, k) for k in ks})
     return out
 
 

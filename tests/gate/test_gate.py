@@ -19,7 +19,15 @@ from rag_lab.metrics.names import HEADLINE
 from tests.cli.helpers import rag_lab
 from tests.compose import TOY_OVERRIDES, compose_evaluate
 
-CHECKS = ["--max-drop", "ndcg_at_10=0.01", "--max-rise", "noise_ratio_at_5=0.02"]
+# .ci/run's checks: a noise ratio is gated only together with a hit-rate (or recall) floor
+CHECKS = [
+    "--max-drop",
+    "ndcg_at_10=0.01",
+    "--max-drop",
+    "hit_rate_at_5=0.02",
+    "--max-rise",
+    "noise_ratio_at_5=0.02",
+]
 
 
 @pytest.fixture(scope="module")
@@ -78,15 +86,17 @@ def copy_with_fingerprint(src: Path, dst: Path, fingerprint: str | None) -> Path
 
 
 def test_identical_runs_pass(runs):
-    result = gate(runs["base"], runs["same"], {"ndcg_at_10": 0.01}, {"noise_ratio_at_5": 0.02})
+    drops = {"ndcg_at_10": 0.01, "hit_rate_at_5": 0.02}
+    result = gate(runs["base"], runs["same"], drops, {"noise_ratio_at_5": 0.02})
     assert result.exit_code == 0
     statuses = {(r.metric, r.status) for r in result.rows}
-    assert {("ndcg_at_10", "pass"), ("noise_ratio_at_5", "pass")} <= statuses
+    checked = ("ndcg_at_10", "hit_rate_at_5", "noise_ratio_at_5")
+    assert {(m, "pass") for m in checked} <= statuses
     # the other headline metrics (the one list, rag_lab.metrics.names) are listed, not checked
     info = [r.metric for r in result.rows if r.status == "info"]
-    assert info == [m for m in HEADLINE if m not in ("ndcg_at_10", "noise_ratio_at_5")]
+    assert info == [m for m in HEADLINE if m not in checked]
     summary = render_markdown(result)
-    assert "| hit_rate_at_5 |" in summary and "info (same)" in summary
+    assert "| recall_at_100 |" in summary and "info (same)" in summary
     ndcg = next(r for r in result.rows if r.metric == "ndcg_at_10")
     assert ndcg.delta == 0 and ndcg.p_value == 1.0
 
@@ -163,6 +173,8 @@ def test_junit_and_summary_files(runs, tmp_path, capsys):
             str(runs["worse"]),
             "--max-drop",
             "ndcg_at_10=0.01",
+            "--max-drop",
+            "hit_rate_at_5=1",
             "--max-rise",
             "noise_ratio_at_5=0.5",
             "--no-significance",
@@ -176,7 +188,7 @@ def test_junit_and_summary_files(runs, tmp_path, capsys):
     assert summary.read_text() == capsys.readouterr().out
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = suite.findall("testcase")
-    assert suite.get("tests") == "2" and suite.get("failures") == "1" and len(cases) == 2
+    assert suite.get("tests") == "3" and suite.get("failures") == "1" and len(cases) == 3
     failed = [c.get("name") for c in cases if c.find("failure") is not None]
     assert failed == ["ndcg_at_10 (max-drop)"]
 
@@ -264,7 +276,8 @@ def test_an_export_side_is_verified_against_its_manifest(runs, tmp_path):
 def test_config_metric_names_are_accepted(runs):
     """``ndcg@10`` (the name evaluate.yaml uses) checks the same metric as ``ndcg_at_10``."""
     same = [str(runs["base"]), str(runs["same"])]
-    at = ["--max-drop", "ndcg@10=0.01", "--max-rise", "noise_ratio@5=0.02"]
+    at = ["--max-drop", "ndcg@10=0.01", "--max-drop", "hit_rate@5=0.02"]
+    at += ["--max-rise", "noise_ratio@5=0.02"]
     assert run(["--baseline", same[0], "--candidate", same[1], *at]) == 0
     assert (
         run(["--baseline", same[0], "--candidate", str(runs["worse"]), *at, "--no-significance"])

@@ -67,10 +67,11 @@ def test_queries_without_evidence_are_absent(evidence_case):
     labels = evidence_qrels(run, chunks, queries, qrels, depth=10)
     assert "q2" not in labels
     assert set(labels) == {"q1", "q3"}
-    # a query with evidence but no matching chunk is present, with no labels
+    # a query with evidence but no matching chunk is present, with no labels; so is one the run
+    # lacks (nothing retrieved): it is scored as a miss, never skipped
     run2 = {"q1": {"d3#0": 1.0}}
     labels = evidence_qrels(run2, chunks, queries, qrels, depth=10, within_relevant_docs=False)
-    assert labels == {"q1": {}}
+    assert labels == {"q1": {}, "q3": {}}
 
 
 def test_evidence_only_looks_at_top_depth(evidence_case):

@@ -242,7 +242,7 @@ def test_query_missing_from_run_ranks_nothing():
         "ndcg@-1",
         "ndcg@1.5",
         "ndcg 10",
-        "ndcg_at_10",
+        "ndcg_at_10x",
         "ndcg@10x",
         "",
     ],
@@ -255,6 +255,7 @@ def test_parse_metric_rejects_bad_names(name):
 @pytest.mark.parametrize("metric", METRICS)
 def test_parse_metric_accepts_every_metric(metric):
     assert parse_metric(f"{metric}@25") == (metric, 25)
+    assert parse_metric(f"{metric}_at_25") == (metric, 25)  # the logged form, as in metrics.json
 
 
 def test_parse_metric_rejects_k_zero():

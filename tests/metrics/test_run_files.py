@@ -1,0 +1,81 @@
+"""The run folder as other tools read it (``rag_lab.outputs``): ``metrics.json`` is strict JSON
+(undefined values ``null``, counts integers), and ``run.trec`` + ``qrels.trec`` are all ranx
+(or trec_eval, ir_measures) needs to reproduce rag_lab's numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from rag_lab.evaluate import evaluate
+from rag_lab.outputs import read_metrics, strict_metrics, write_scores
+from tests.compose import TOY_OVERRIDES, compose_evaluate
+
+
+def strict_load(text: str) -> dict:
+    """``json.loads`` that refuses NaN / Infinity (what JavaScript, jq and Go refuse)."""
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"not strict JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_write_scores_is_strict_json_with_integer_counts(tmp_path):
+    metrics = {
+        "ndcg_at_10": 0.5,
+        "noise_ratio_at_5": math.nan,
+        "query_p95_ms": math.inf,
+        "n_queries": 8,
+        "misses_at_5/below_k": 3.0,
+        "cache/embeddings/hits": 12.0,
+        "hit_rate_at_5": 1.0,  # a rate of 1 stays a float
+        "ingest/n_pages": 2.5,  # not integral: left as it is
+    }
+    write_scores(tmp_path, metrics, pd.DataFrame({"query_id": ["q"]}), "fp")
+    text = (tmp_path / "metrics.json").read_text()
+    data = strict_load(text)
+    assert data["noise_ratio_at_5"] is None and data["query_p95_ms"] is None
+    assert data["misses_at_5/below_k"] == 3 and isinstance(data["misses_at_5/below_k"], int)
+    assert isinstance(data["cache/embeddings/hits"], int) and isinstance(data["n_queries"], int)
+    assert isinstance(data["hit_rate_at_5"], float) and data["ingest/n_pages"] == 2.5
+    back = read_metrics(tmp_path / "metrics.json")
+    assert math.isnan(back["noise_ratio_at_5"]) and back["ndcg_at_10"] == 0.5
+    assert strict_metrics({"x": math.nan}) == {"x": None}
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("run_files")
+    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[dense,bm25]", "tracking=none"], root)
+    return evaluate(cfg), root / "run"
+
+
+def test_metrics_json_of_a_run_is_strict(toy_run):
+    _, folder = toy_run
+    data = strict_load((folder / "metrics.json").read_text())
+    for key in ("n_queries", "n_answerable", "n_documents", "n_chunks", "cache_misses"):
+        assert isinstance(data[key], int), key
+    assert isinstance(data["empty_result_rate"], float)
+
+
+def test_ranx_reads_run_and_qrels_files_and_reproduces_the_metrics(toy_run):
+    from ranx import Qrels, Run
+    from ranx import evaluate as ranx_evaluate
+
+    metrics, folder = toy_run
+    run = Run.from_file(str(folder / "run.trec"), kind="trec")
+    qrels = Qrels.from_file(str(folder / "qrels.trec"), kind="trec")
+    grades = qrels.to_dict()
+    assert len(grades) == metrics["n_queries"]  # every query of the split, unanswerable included
+    # rag_lab averages ranking metrics over answerable queries (ranx would count the others as 0)
+    answerable = {q: g for q, g in grades.items() if any(v > 0 for v in g.values())}
+    assert len(answerable) == metrics["n_answerable"]
+    run_dict = {q: r for q, r in run.to_dict().items() if q in answerable}
+    names = ["ndcg@10", "recall@100", "mrr@10", "hit_rate@5", "map@100"]
+    got = ranx_evaluate(Qrels(answerable), Run(run_dict), names)
+    for name in names:
+        assert got[name] == pytest.approx(metrics[name.replace("@", "_at_")], abs=1e-9), name
