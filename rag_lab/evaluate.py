@@ -2,8 +2,10 @@
 the run folder and log it. The recipe only orchestrates; each step is a library function.
 
 Writes ``metrics.json``, ``per_query.parquet``, ``dataset_fingerprint`` and
-``config_resolved.yaml`` into ``paths.output_dir`` and logs the same (plus params and tags) to
-the configured tracker. The CLI entry point is ``rag_lab.cli.evaluate``.
+``config_resolved.yaml`` into ``paths.output_dir`` and logs the same (plus params, tags, the
+dataset as the run's input and the per-query table) to the configured tracker, whose run is open
+for the whole job (``rag_lab.tracking.evaluation``). The CLI entry point is
+``rag_lab.cli.evaluate``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rag_lab import build, console, outputs
+from rag_lab import build, console, outputs, report
 from rag_lab.answers import answer_queries
 from rag_lab.cache import ON_ERROR, open_cache
 from rag_lab.errors import ConfigError
@@ -25,8 +27,9 @@ from rag_lab.metrics.relevance import to_document_run
 from rag_lab.metrics.runtime import runtime_metrics
 from rag_lab.metrics.score import check_labels, check_metric_names, score_split, with_answers
 from rag_lab.protocols import Remote
+from rag_lab.report.data import Labels
 from rag_lab.sweep.context import check_sweep, sweep_context
-from rag_lab.tracking.evaluation import log_evaluation
+from rag_lab.tracking.evaluation import evaluation_run, log_evaluation
 from rag_lab.validate import OptionError, boolean, choice, integer
 
 if TYPE_CHECKING:
@@ -34,9 +37,20 @@ if TYPE_CHECKING:
 
     from rag_lab.dataset.base import LabelledQueries
     from rag_lab.pipeline import Pipeline
+    from rag_lab.protocols import TrackedRun
     from rag_lab.types import Run
 
 log = logging.getLogger("rag_lab.evaluate")
+
+
+HTML_REPORT = ("auto", "true", "false")
+
+
+def wants_html_report(ecfg: DictConfig) -> bool:
+    """``evaluation.html_report``: ``auto`` writes ``report.html`` for a single run only (a sweep's
+    jobs are on the sweep's own report, and a page per job would cost each job ~1 s)."""
+    value = str(ecfg.get("html_report", "auto")).lower()
+    return value == "true" or (value == "auto" and sweep_context() is None)
 
 
 def check_config(cfg: DictConfig) -> None:
@@ -53,6 +67,7 @@ def check_config(cfg: DictConfig) -> None:
         integer(ecfg.latency_queries, "latency_queries", ge=0)
         integer(ecfg.report_depth, "report_depth", ge=0)
         integer(ecfg.answer_k, "answer_k", ge=1)
+        choice(str(ecfg.get("html_report", "auto")).lower(), "html_report", HTML_REPORT)
         integer(ecfg.get("attribution_k", 5), "attribution_k", ge=1)
         boolean(ecfg.evidence_within_relevant_docs, "evidence_within_relevant_docs")
         for i, k in enumerate(ecfg.evidence_k):
@@ -115,79 +130,87 @@ def answer(
         cache=pipe.cache,
     )
     metrics.update(answers, answer_seconds=time.perf_counter() - t0)
+    outputs.write_answer_log(Path(cfg.paths.output_dir), data.queries, rows)
     return with_answers(table, rows)
 
 
 def track(
     cfg: DictConfig,
+    run: TrackedRun | None,
     tracker: Any,
-    resolved: dict[str, Any],
     data: LabelledQueries,
     pipe: Pipeline,
     metrics: dict[str, float],
     warnings: list[str],
+    table: pd.DataFrame,
     out_dir: Path,
 ) -> None:
-    """Log the run to ``tracker`` (none with ``tracking=none``)."""
-    if tracker is None:
+    """Log the finished evaluation on the job's open ``run`` (none with ``tracking=none``)."""
+    if run is None:
         return
-    run_id = log_evaluation(
-        tracker,
-        resolved=resolved,
-        dataset=data.name,
-        split=data.split,
-        fingerprint=data.fingerprint,
+    log_evaluation(
+        run,
+        data=data,
+        source=str(OmegaConf.select(cfg, "dataset.path", default=None) or data.corpus_root),
         retrievers=list(pipe.retrievers),
         metrics=metrics,
         warnings=[*data.warnings, *warnings],
+        table=table,
         out_dir=out_dir,
-        run_name=cfg.get("run_name"),
-        sweep=sweep_context(),
     )
-    (out_dir / outputs.MLFLOW_RUN_FILE).write_text(run_id)
-    print(f"  mlflow run: {run_id} ({tracker.uri if isinstance(tracker, Remote) else ''})")
+    console.show_tracking(cfg, run.run_id, tracker.uri if isinstance(tracker, Remote) else "")
 
 
 def evaluate(cfg: DictConfig) -> dict[str, float]:
-    """Run the configured pipeline over the configured split; returns the flat metrics dict."""
+    """Run the configured pipeline over the configured split; returns the flat metrics dict.
+    The tracker's run is open from the start of the job to its end (FAILED if it raises)."""
     check_config(cfg)
     t_start = time.perf_counter()
     tracker = build.build_tracker(cfg)
     if isinstance(tracker, Remote):  # a dead server fails in seconds, before any work
         tracker.check()
-    data, pipe, warnings = load(cfg)
-    ecfg = cfg.evaluation
-    queries = {q: x.text for q, x in data.queries.items()}
-    result = pipe.run(queries, int(ecfg.retrieve_k), int(ecfg.latency_queries))
-    metrics, table = score_split(result.final, pipe.chunks, data, ecfg)
-    k_miss = int(ecfg.get("attribution_k", 5))
-    reasons = attribute(
-        result.runs, list(pipe.retrievers), pipe.chunks, data.qrels, data.queries, k_miss
-    )
-    metrics.update(attribution_metrics(reasons, data.queries, k_miss))
-    table = with_attribution(table, reasons, k_miss)
-    table = answer(cfg, data, pipe, result.final, metrics, table)
-    metrics.update(
-        n_documents=len({c.doc_id for c in pipe.chunks.values()}), n_chunks=len(pipe.chunks)
-    )
-    metrics.update(runtime_metrics(result, pipe.timings, list(pipe.retrievers)))
-    metrics.update(pipe.cache_counters())
-    metrics.update(ingest_metrics(pipe.ingest))
-    metrics["total_seconds"] = time.perf_counter() - t_start
-
     out_dir = Path(cfg.paths.output_dir)
-    outputs.write_scores(out_dir, metrics, table, data.fingerprint)
-    chunk_doc = {cid: c.doc_id for cid, c in pipe.chunks.items()}
-    outputs.write_trec_run(out_dir, to_document_run(result.final, chunk_doc), "rag_lab")
-    if pipe.ingest:
-        outputs.write_ingest_report(out_dir, pipe.ingest)
+    out_dir.mkdir(parents=True, exist_ok=True)
     resolved: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
-    outputs.write_config(out_dir, resolved)
-    print(
-        console.run_summary(console.title(data.name, data.split, pipe), metrics, list(ecfg.metrics))
-        + f"\n\n  outputs: {out_dir}"
-    )
-    track(cfg, tracker, resolved, data, pipe, metrics, warnings, out_dir)
+    outputs.write_config(out_dir, resolved)  # first: a run that fails still has its config
+    with evaluation_run(tracker, cfg, resolved, out_dir, sweep_context()) as run:
+        data, pipe, warnings = load(cfg)
+        ecfg = cfg.evaluation
+        queries = {q: x.text for q, x in data.queries.items()}
+        result = pipe.run(
+            queries,
+            int(ecfg.retrieve_k),
+            int(ecfg.latency_queries),
+            query_metadata={q: x.metadata for q, x in data.queries.items()},  # as_of, ...
+        )
+        metrics, table = score_split(result.final, pipe.chunks, data, ecfg)
+        k_miss = int(ecfg.get("attribution_k", 5))
+        reasons = attribute(
+            result.runs, list(pipe.retrievers), pipe.chunks, data.qrels, data.queries, k_miss
+        )
+        metrics.update(attribution_metrics(reasons, data.queries, k_miss))
+        table = with_attribution(table, reasons, k_miss)
+        table = answer(cfg, data, pipe, result.final, metrics, table)
+        metrics.update(
+            n_documents=len({c.doc_id for c in pipe.chunks.values()}), n_chunks=len(pipe.chunks)
+        )
+        metrics.update(runtime_metrics(result, pipe.timings, list(pipe.retrievers)))
+        metrics.update(pipe.cache_counters())
+        metrics.update(ingest_metrics(pipe.ingest))
+        metrics["total_seconds"] = time.perf_counter() - t_start
+
+        outputs.write_scores(out_dir, metrics, table, data.fingerprint)
+        chunk_doc = {cid: c.doc_id for cid, c in pipe.chunks.items()}
+        outputs.write_trec_run(out_dir, to_document_run(result.final, chunk_doc), "rag_lab")
+        outputs.write_trec_qrels(out_dir, data.qrels)
+        if pipe.ingest:
+            outputs.write_ingest_report(out_dir, pipe.ingest)
+        if wants_html_report(ecfg):
+            report.write_run_report(out_dir, Labels(pipe.chunks, data.queries, data.qrels))
+        console.show_run(
+            cfg, console.title(data.name, data.split, pipe), metrics, list(ecfg.metrics), out_dir
+        )
+        track(cfg, run, tracker, data, pipe, metrics, warnings, table, out_dir)
     return metrics
 
 

@@ -2,7 +2,8 @@
 :func:`rag_lab.evaluate.evaluate`.
 
 Returns the optimised metric (``optimized_metric`` in the config), which is what a sweeper
-(``-m``, ``hparams_search=...``) optimises; ``None`` when the config names none.
+(``-m``, ``hparams_search=...``) optimises, penalised when a ``sweep.floors`` minimum is not met
+(``rag_lab.metrics.names.objective_value``); ``None`` when the config names none.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from omegaconf import DictConfig
 
 from rag_lab.cli._errors import user_errors
 from rag_lab.llm_client import check_overrides
-from rag_lab.metrics.names import metric_key
+from rag_lab.metrics.names import objective_value
 from rag_lab.paths import CONFIG_DIR
 
 
@@ -23,10 +24,11 @@ from rag_lab.paths import CONFIG_DIR
 @user_errors
 def task(cfg: DictConfig) -> float | None:
     from rag_lab.evaluate import evaluate  # the pipeline's imports wait until a run starts
+    from rag_lab.sweep.context import sweep_floors
 
     metrics = evaluate(cfg)
     opt = cfg.get("optimized_metric")
-    return metrics.get(metric_key(opt)) if opt else None
+    return objective_value(metrics, opt, sweep_floors(cfg)) if opt else None
 
 
 @functools.wraps(task)  # main.__wrapped__(cfg) runs the task on a composed config (tests)

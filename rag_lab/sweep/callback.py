@@ -3,8 +3,10 @@
 - ``on_multirun_start``: refuses to *select* on the split reserved for reporting (``sweep.
   report_split``, default ``test``) unless ``sweep.allow_test_selection=true``, and an Optuna
   direction that contradicts ``optimized_metric``'s (``rag_lab.sweep.context``; Hydra only logs a
-  callback's error, so every job refuses on its own too); opens the parent run and leaves its id
-  in ``<sweep dir>/sweep_parent.json`` for the jobs (which may be other processes, with the
+  callback's error, so every job refuses on its own too); opens the parent run (named after the
+  split and the swept keys, with the sweep's search space, fixed overrides, objective and
+  sweeper settings as params: :func:`sweep_params`) and leaves its id in
+  ``<sweep dir>/sweep_parent.json`` for the jobs (which may be other processes, with the
   joblib launcher) to attach their child runs to. A parent an earlier sweep in the same folder
   left RUNNING (killed) is marked KILLED first; this sweep's parent is closed on a signal or an
   early exit too (``rag_lab.sweep.parent``).
@@ -13,7 +15,8 @@
   randomisation test of every configuration against the winner) and plots into the sweep folder,
   logs them on the parent, tags the winner, then evaluates the winner on the report split and logs
   those metrics on the parent as ``<report split>/<metric>``. Which trial wins follows the
-  metric's direction (``rag_lab.metrics.names.higher_is_better``).
+  metric's direction (``rag_lab.metrics.names.higher_is_better``); a trial below a
+  ``sweep.floors`` minimum loses to every trial that meets them (``objective_value``).
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rag_lab.errors import ConfigError
-from rag_lab.metrics.names import higher_is_better, metric_key
-from rag_lab.sweep.context import PARENT_FILE, check_direction, selection_refusal
+from rag_lab.metrics.names import canonical_key, higher_is_better, objective_value
+from rag_lab.outputs import read_metrics
+from rag_lab.sweep.context import PARENT_FILE, check_direction, selection_refusal, sweep_floors
 from rag_lab.sweep.parent import ParentGuard, close_stale_parent
 from rag_lab.sweep.winner import WINNER_FILE, job_dir
 
@@ -59,8 +63,52 @@ def swept_keys(config: DictConfig) -> list[str]:
         if _top_level_comma(value) or value.split("(", 1)[0] in SWEEP_FUNCTIONS:
             keys.append(key.lstrip("+~"))
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    keys.extend(str(k) for k in params)
+    keys.extend(str(k).lstrip("+~") for k in params)
     return sorted(set(keys))
+
+
+def _short(target: Any) -> str | None:
+    return str(target).rsplit(".", 1)[-1] if target else None
+
+
+def sweep_params(config: DictConfig, report_split: str) -> dict[str, Any]:
+    """The parent run's params: ``search.<key>`` (each swept key's values or distribution, as
+    written), ``fixed.<key>`` (the other command-line overrides, typed and unescaped), the
+    objective (``optimized_metric``, ``direction``), the sweeper and launcher (class, trials, jobs,
+    sampler and seed) and the splits."""
+    from rag_lab.sweep.report import parse_overrides
+
+    swept = set(swept_keys(config))
+    search: dict[str, Any] = {}
+    fixed = []
+    for o in config.hydra.overrides.task:
+        key, _, value = o.partition("=")
+        if key.lstrip("+~") in swept:
+            search[key.lstrip("+~")] = value
+        else:
+            fixed.append(o)
+    sweeper = OmegaConf.select(config, "hydra.sweeper", default=None) or {}
+    launcher = OmegaConf.select(config, "hydra.launcher", default=None) or {}
+    for key, value in (sweeper.get("params") or {}).items():
+        search[str(key).lstrip("+~")] = str(value)
+    direction = sweeper.get("direction")
+    sampler = sweeper.get("sampler") or {}
+    out = {
+        "search": search,
+        "fixed": parse_overrides(fixed),
+        "optimized_metric": config.get("optimized_metric"),
+        "direction": getattr(direction, "name", direction),
+        "sweeper": _short(sweeper.get("_target_")),
+        "n_trials": sweeper.get("n_trials"),
+        "n_jobs": sweeper.get("n_jobs"),
+        "sampler": _short(sampler.get("_target_")),
+        "seed": sampler.get("seed"),
+        "launcher": _short(launcher.get("_target_")),
+        "launcher_n_jobs": launcher.get("n_jobs"),
+        "split": OmegaConf.select(config, "dataset.split"),
+        "report_split": report_split,
+    }
+    return {k: v for k, v in out.items() if v is not None and v != {}}
 
 
 def load_trials(sweep_dir: Path) -> list:
@@ -68,7 +116,7 @@ def load_trials(sweep_dir: Path) -> list:
     objects."""
     import pandas as pd
 
-    from rag_lab.sweep.report import Trial
+    from rag_lab.sweep.report import Trial, parse_overrides
 
     trials = []
     done = (
@@ -79,9 +127,8 @@ def load_trials(sweep_dir: Path) -> list:
     for job in sorted(done, key=lambda p: (len(p.name), p.name)):
         overrides_file = job / ".hydra" / "overrides.yaml"
         overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.exists() else []
-        params = dict(o.split("=", 1) for o in overrides if "=" in o)
-        params = {k.lstrip("+~"): v for k, v in params.items() if not k.startswith("hydra.")}
-        metrics = json.loads((job / "metrics.json").read_text())
+        params = parse_overrides(overrides)  # typed: fusion.k=60 is 60, not "60"
+        metrics = read_metrics(job / "metrics.json")  # null (undefined) read as NaN
         if (job / "mlflow_run_id").exists():
             metrics["_run_id"] = (job / "mlflow_run_id").read_text().strip()
         trials.append(Trial(job.name, params, metrics, pd.read_parquet(job / "per_query.parquet")))
@@ -128,7 +175,14 @@ class MlflowSweepCallback(Callback):
             previous = close_stale_parent(tracker, sweep_dir / PARENT_FILE)
             if previous:
                 tags["previous_parent"] = previous
-            info.update(tracker.start_parent(run_name=f"sweep {sweep_dir.name}", tags=tags))
+            swept = ", ".join(info["swept"]) or "nothing"
+            info.update(
+                tracker.start_parent(
+                    run_name=f"sweep {split}: {swept}"[:250],
+                    tags=tags,
+                    params=sweep_params(config, self.report_split),
+                )
+            )
             self._guard = ParentGuard(tracker, info["run_id"])
         (sweep_dir / PARENT_FILE).write_text(json.dumps(info))
 
@@ -136,7 +190,7 @@ class MlflowSweepCallback(Callback):
         from rag_lab.sweep.report import write_report
 
         sweep_dir = Path(config.hydra.sweep.dir)
-        metric = metric_key(config.optimized_metric)
+        metric = canonical_key(config.optimized_metric)
         trials = load_trials(sweep_dir)
         if not trials:
             log.warning("no finished job in %s: nothing to report", sweep_dir)
@@ -145,11 +199,23 @@ class MlflowSweepCallback(Callback):
         hib = higher_is_better(metric)
         files = write_report(varying(trials), metric, sweep_dir / "report", higher_is_better=hib)
         worst = float("-inf") if hib else float("inf")
-        best = (max if hib else min)(trials, key=lambda t: t.metrics.get(metric, worst))
+        floors = sweep_floors(config)  # a trial below a floor cannot beat one that meets them
+
+        def objective(t: Any) -> float:
+            value = objective_value(t.metrics, metric, floors)
+            return worst if value is None or value != value else value  # absent or NaN: worst
+
+        best = (max if hib else min)(trials, key=objective)
         winner = {"job": best.name, "overrides": best.params, metric: best.metrics.get(metric)}
         if self.report_winner:
             winner["report"] = self._report(job_dir(sweep_dir, best.name), metric)
         (sweep_dir / WINNER_FILE).write_text(json.dumps(winner, indent=2, default=str))
+        try:  # the page is a view of files already written: failing it loses no result
+            from rag_lab.report import write_sweep_report
+
+            files["report.html"] = write_sweep_report(sweep_dir)
+        except Exception as exc:
+            log.warning("sweep report.html not written: %s", exc)
         print(
             f"\nsweep winner (job {best.name}, {metric}={best.metrics.get(metric):.4f} on "
             f"{OmegaConf.select(config, 'dataset.split')}): {best.params}"

@@ -1,7 +1,8 @@
 """What a sweep's jobs and its callback share, without importing each other: the parent-run file
 the callback writes for the jobs (``PARENT_FILE``), a job's view of its sweep
 (``sweep_context``), and the refusals every sweep applies (``check_sweep``): selecting on the split
-reserved for reporting, and an Optuna sweeper optimising against the metric's direction."""
+reserved for reporting, an Optuna sweeper optimising against the metric's direction, and a noise
+ratio as the objective without a hit-rate or recall floor (``sweep.floors``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rag_lab.errors import ConfigError
-from rag_lab.metrics.names import higher_is_better
+from rag_lab.metrics.names import canonical_key, higher_is_better, noise_refusal
 
 PARENT_FILE = "sweep_parent.json"
 
@@ -104,8 +105,33 @@ def check_direction(cfg: DictConfig) -> None:
         raise ConfigError(msg)
 
 
+def sweep_floors(cfg: DictConfig) -> dict[str, float]:
+    """``sweep.floors`` as ``{metric key: minimum}`` (``rag_lab.metrics.names.canonical_key``);
+    ``ConfigError`` naming the key for a value that is not a number."""
+    raw = OmegaConf.select(cfg, "sweep.floors", default=None) or {}
+    out: dict[str, float] = {}
+    for name, value in dict(raw).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"sweep.floors.{name}: expected a number (a minimum), got {value!r}")
+        out[canonical_key(str(name))] = float(value)
+    return out
+
+
+def check_objective(cfg: DictConfig) -> None:
+    """Inside a multirun, refuse a noise-ratio ``optimized_metric`` without a hit-rate or recall
+    floor in ``sweep.floors`` (``rag_lab.metrics.names.noise_refusal``)."""
+    floors = sweep_floors(cfg)
+    metric = cfg.get("optimized_metric")
+    if sweep_context() is None or not metric:
+        return
+    msg = noise_refusal([str(metric)], floors, "+sweep.floors.hit_rate_at_{k}=0.8")
+    if msg is not None:
+        raise ConfigError(f"optimized_metric={metric}: {msg}")
+
+
 def check_sweep(cfg: DictConfig) -> None:
-    """Every refusal a sweep job applies before it runs: the selection split (inside a multirun)
-    and the sweeper's direction."""
+    """Every refusal a sweep job applies before it runs: the selection split (inside a multirun),
+    the sweeper's direction and a noise-ratio objective without a floor."""
     check_selection_split(cfg)
     check_direction(cfg)
+    check_objective(cfg)

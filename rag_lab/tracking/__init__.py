@@ -1,5 +1,5 @@
 """Experiment tracking (MLflow). ``tracking=none`` disables it."""
 
-from rag_lab.tracking.mlflow import MlflowTracker, flatten, sanitize_key
+from rag_lab.tracking.mlflow import MlflowRun, MlflowTracker, flatten, mlflow_keys, sanitize_key
 
-__all__ = ["MlflowTracker", "flatten", "sanitize_key"]
+__all__ = ["MlflowRun", "MlflowTracker", "flatten", "mlflow_keys", "sanitize_key"]

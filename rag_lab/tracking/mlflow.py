@@ -1,26 +1,67 @@
 """The one module that talks to MLflow.
 
 Default store: a sqlite file under ``experiments/`` (no server); ``tracking.uri`` points at a
-server (``http://host:5000``) or any other MLflow store. Metric keys are sanitised (MLflow rejects
-``@``: ``ndcg@10`` → ``ndcg_at_10``).
+server (``http://host:5000``) or any other MLflow store.
+
+A run is opened when its job starts (:meth:`MlflowTracker.start_run`) and closed when it ends
+(:meth:`MlflowRun.end`: ``FINISHED``, ``FAILED``, ``KILLED``), so MLflow's duration is the job's.
+Everything is written through ``MlflowClient.log_batch`` in batches of MLflow's own limits
+(``mlflow.utils.validation``: 1000 metrics, 100 params, 100 tags, 1000 entities per call).
+
+Names: :func:`mlflow_keys` changes only what MLflow refuses (``mlflow.utils.validation``): a
+character other than Unicode word characters, ``-``, ``.``, space, ``/`` and ``:`` (``@`` becomes
+``_at_``: ``ndcg@10`` → ``ndcg_at_10``), a name that reads as another path (``a//b``), and a name
+longer than 250 characters (cut, with a short hash). Chinese names stay as they are
+(``by_category/口语/ndcg_at_10``), and two names never become one key.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_lab.metrics.names import logged_keys, metric_key
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 log = logging.getLogger(__name__)
-MAX_PARAM_LEN = 6000
+
+# MLflow's limits (mlflow.utils.validation; checked against it in tests/tracking)
+MAX_PARAM_LEN = 6000  # MAX_PARAM_VAL_LENGTH
+MAX_TAG_LEN = 8000  # MAX_TAG_VAL_LENGTH
+MAX_KEY_LEN = 250  # MAX_ENTITY_KEY_LENGTH
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAMS_TAGS_PER_BATCH = 100
+MAX_ENTITIES_PER_BATCH = 1000
+STATUSES = ("FINISHED", "FAILED", "KILLED")
 
 
 sanitize_key = metric_key  # the one sanitiser (rag_lab.metrics.names); kept under this name
+
+
+def mlflow_keys(names: Iterable[str]) -> dict[str, str]:
+    """``{name: MLflow key}``: :func:`rag_lab.metrics.names.logged_keys` (what MLflow refuses
+    replaced, colliding names kept apart), then a key over MLflow's 250 characters cut with a
+    short hash of the name appended (MLflow refuses longer keys)."""
+    out = {}
+    for name, key in logged_keys(names).items():
+        if len(key) > MAX_KEY_LEN:
+            digest = hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
+            key = f"{key[: MAX_KEY_LEN - len(digest) - 1].rstrip('/')}_{digest}"
+        out[name] = key
+    return out
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -206,16 +247,43 @@ class MlflowTracker:
             )
         return mlflow, exp.experiment_id
 
-    def start_parent(self, run_name: str, tags: Mapping[str, str]) -> dict[str, str]:
-        """Create a sweep's parent run (left open: children attach to it by id)."""
+    def client(self) -> Any:
+        """An ``MlflowClient`` of this store (after :meth:`connect`: the experiment exists)."""
+        from mlflow.tracking import MlflowClient
+
+        return MlflowClient(self.uri)
+
+    def start_run(
+        self,
+        run_name: str,
+        tags: Mapping[str, str] | None = None,
+        parent_run_id: str | None = None,
+    ) -> MlflowRun:
+        """Open a run now (a child of ``parent_run_id`` when given) and return it; the caller
+        logs to it as the job goes and closes it with :meth:`MlflowRun.end`. MLflow's start time
+        is this call's, its end time that of ``end``."""
         self.check()
+        all_tags = {**self.tags, **(tags or {})}
+        if parent_run_id:
+            all_tags["mlflow.parentRunId"] = parent_run_id
         with store_lock(self.uri):
-            mlflow, exp_id = self._open()
-            client = mlflow.tracking.MlflowClient(self.uri)
-            run = client.create_run(
-                exp_id, run_name=run_name, tags={**self.tags, **tags, "sweep": "parent"}
-            )
-        return {"run_id": run.info.run_id, "experiment_id": exp_id, "uri": self.uri}
+            _, exp_id = self._open()
+            client = self.client()
+            run = client.create_run(exp_id, run_name=run_name, tags=_tag_values(all_tags))
+        return MlflowRun(self, client, run.info.run_id)
+
+    def start_parent(
+        self,
+        run_name: str,
+        tags: Mapping[str, str],
+        params: Mapping[str, Any] | None = None,
+    ) -> dict[str, str]:
+        """Create a sweep's parent run with ``params`` (the sweep's search space, fixed overrides,
+        objective), left open: children attach to it by id."""
+        run = self.start_run(run_name, {**tags, "sweep": "parent"})
+        if params:
+            run.log_params(params)
+        return {"run_id": run.run_id, "experiment_id": run.experiment_id, "uri": self.uri}
 
     def run_status(self, run_id: str) -> str | None:
         """``RUNNING`` | ``FINISHED`` | ``FAILED`` | ``KILLED`` of a run in this store; None when
@@ -224,9 +292,9 @@ class MlflowTracker:
 
         self.check()
         with store_lock(self.uri):
-            mlflow, _ = self._open()
+            self._open()
             try:
-                return str(mlflow.tracking.MlflowClient(self.uri).get_run(run_id).info.status)
+                return str(self.client().get_run(run_id).info.status)
             except MlflowException:
                 return None
 
@@ -234,11 +302,8 @@ class MlflowTracker:
         """Close a run left open (a sweep's parent) with ``status`` (``KILLED``, ``FAILED``)."""
         self.check()
         with store_lock(self.uri):
-            mlflow, _ = self._open()
-            client = mlflow.tracking.MlflowClient(self.uri)
-            for tag, text in (tags or {}).items():
-                client.set_tag(run_id, tag, str(text)[:5000])
-            client.set_terminated(run_id, status=status)
+            self._open()
+            MlflowRun(self, self.client(), run_id).end(status, tags, locked=True)
 
     def finish_parent(
         self,
@@ -247,32 +312,14 @@ class MlflowTracker:
         tags: Mapping[str, str],
         artifacts: list[Path],
     ) -> None:
+        """Log a sweep's results on its parent run and close it ``FINISHED``."""
         self.check()
         with store_lock(self.uri):
-            mlflow, _ = self._open()
-            client = mlflow.tracking.MlflowClient(self.uri)
-            keys = logged_keys(metrics)
-            for k, v in metrics.items():
-                if isinstance(v, (int, float)) and math.isfinite(v):
-                    client.log_metric(run_id, keys[k], float(v))
-            for tag, text in tags.items():
-                client.set_tag(run_id, tag, str(text)[:5000])
-            for path in artifacts:
-                if Path(path).exists():
-                    client.log_artifact(run_id, str(path), artifact_path="sweep")
-            client.set_terminated(run_id)
-
-    @staticmethod
-    def _log_params(mlflow, params: Mapping[str, Any]) -> None:
-        clean = {}
-        flat = flatten(dict(params))
-        keys = logged_keys(flat)
-        for k, v in flat.items():
-            s = "null" if v is None else str(v)
-            clean[keys[k]] = s if len(s) <= MAX_PARAM_LEN else s[: MAX_PARAM_LEN - 3] + "..."
-        items = list(clean.items())
-        for i in range(0, len(items), 100):  # MLflow's batch limit
-            mlflow.log_params(dict(items[i : i + 100]))
+            self._open()
+            run = MlflowRun(self, self.client(), run_id)
+            run.log_metrics(metrics, tags, locked=True)
+            run.log_artifacts([("sweep", Path(a)) for a in artifacts], locked=True)
+            run.end("FINISHED", locked=True)
 
     @contextmanager
     def active_run(
@@ -281,9 +328,9 @@ class MlflowTracker:
         """An open run for step-wise logging (training: loss curves, dev metrics per step). Yields
         the ``mlflow`` module with the run active; use ``mlflow.log_metric(k, v, step=...)``."""
         mlflow, exp_id = self.connect()
-        with mlflow.start_run(experiment_id=exp_id, run_name=run_name):
-            mlflow.set_tags({**self.tags, **tags})
-            self._log_params(mlflow, params)
+        with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as active:
+            run = MlflowRun(self, self.client(), active.info.run_id)
+            run.log_params(params, {**self.tags, **tags})
             yield mlflow
 
     def log_run(
@@ -295,38 +342,175 @@ class MlflowTracker:
         artifacts: Mapping[str, Path],
         parent_run_id: str | None = None,
     ) -> str:
-        """Log one run (a child of ``parent_run_id`` when given); returns its run id. Non-finite
-        metrics are skipped (MLflow stores NaN poorly). Holds :func:`store_lock` throughout:
-        parallel jobs on one sqlite store take turns instead of failing on a locked database."""
-        self.check()
-        if parent_run_id:
-            tags = {**tags, "mlflow.parentRunId": parent_run_id}
-        with store_lock(self.uri):
-            mlflow, exp_id = self._open()
-            return self._log(mlflow, exp_id, run_name, params, metrics, tags, artifacts)
+        """Log a finished run in one go (open, log, close ``FINISHED``; a child of
+        ``parent_run_id`` when given); returns its run id. Non-finite metrics are skipped."""
+        run = self.start_run(run_name, tags, parent_run_id)
+        run.log_params(params)
+        run.log_metrics(metrics)
+        run.log_artifacts(artifacts)
+        run.end("FINISHED")
+        return run.run_id
 
-    def _log(
+
+def _tag_values(tags: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): _cut(str(v), MAX_TAG_LEN) for k, v in tags.items()}
+
+
+def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class MlflowRun:
+    """One open run of a :class:`MlflowTracker`'s store. Every method writes through
+    ``MlflowClient`` (``log_batch`` in batches of MLflow's limits) under :func:`store_lock`, held
+    only for the call: parallel jobs on one sqlite store each keep a run open and take turns to
+    write. ``locked=True``: the caller holds the lock already."""
+
+    def __init__(self, tracker: MlflowTracker, client: Any, run_id: str) -> None:
+        self.tracker, self.client, self.run_id = tracker, client, run_id
+
+    @property
+    def experiment_id(self) -> str:
+        return str(self.client.get_run(self.run_id).info.experiment_id)
+
+    @property
+    def uri(self) -> str:
+        return self.tracker.uri
+
+    @contextmanager
+    def _store(self, locked: bool) -> Iterator[None]:
+        if locked:
+            yield
+        else:
+            with store_lock(self.uri):
+                yield
+
+    def _batch(self, metrics: list[Any], params: list[Any], tags: list[Any], locked: bool) -> None:
+        """``log_batch`` in as many calls as MLflow's limits need."""
+        calls: list[tuple[list[Any], list[Any], list[Any]]] = []
+        for chunk in _batches(metrics, MAX_METRICS_PER_BATCH):
+            calls.append((list(chunk), [], []))
+        for chunk in _batches(params, MAX_PARAMS_TAGS_PER_BATCH):
+            calls.append(([], list(chunk), []))
+        for chunk in _batches(tags, MAX_PARAMS_TAGS_PER_BATCH):
+            calls.append(([], [], list(chunk)))
+        # merge small calls while every limit holds (one call for a typical evaluate run's tags)
+        merged: list[tuple[list[Any], list[Any], list[Any]]] = []
+        for m, p, t in calls:
+            if merged:
+                pm, pp, pt = merged[-1]
+                fits = (
+                    len(pm) + len(m) <= MAX_METRICS_PER_BATCH
+                    and len(pp) + len(p) <= MAX_PARAMS_TAGS_PER_BATCH
+                    and len(pt) + len(t) <= MAX_PARAMS_TAGS_PER_BATCH
+                    and len(pm) + len(pp) + len(pt) + len(m) + len(p) + len(t)
+                    <= MAX_ENTITIES_PER_BATCH
+                )
+                if fits:
+                    merged[-1] = (pm + m, pp + p, pt + t)
+                    continue
+            merged.append((m, p, t))
+        with self._store(locked):
+            for m, p, t in merged:
+                self.client.log_batch(self.run_id, metrics=m, params=p, tags=t, synchronous=True)
+
+    def log_params(
         self,
-        mlflow: Any,
-        exp_id: str,
-        run_name: str,
         params: Mapping[str, Any],
-        metrics: Mapping[str, float],
-        tags: Mapping[str, str],
-        artifacts: Mapping[str, Path],
-    ) -> str:
-        with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:
-            mlflow.set_tags({**self.tags, **tags})
-            self._log_params(mlflow, params)
-            keys = logged_keys(metrics)
-            mlflow.log_metrics(
-                {
-                    keys[k]: float(v)
-                    for k, v in metrics.items()
-                    if isinstance(v, (int, float)) and math.isfinite(v)
-                }
+        tags: Mapping[str, Any] | None = None,
+        locked: bool = False,
+    ) -> None:
+        """Nested ``params`` flattened (:func:`flatten`: ``retrievers.bm25.k1``), ``None`` as
+        ``null``, values cut to MLflow's 6000 characters; ``tags`` with them."""
+        from mlflow.entities import Param
+
+        flat = flatten(dict(params))
+        keys = mlflow_keys(flat)
+        values = [
+            Param(keys[k], _cut("null" if v is None else str(v), MAX_PARAM_LEN))
+            for k, v in flat.items()
+        ]
+        self._batch([], values, self._tags(tags), locked)
+
+    def set_tags(self, tags: Mapping[str, Any], locked: bool = False) -> None:
+        self._batch([], [], self._tags(tags), locked)
+
+    @staticmethod
+    def _tags(tags: Mapping[str, Any] | None) -> list[Any]:
+        from mlflow.entities import RunTag
+
+        return [RunTag(k, v) for k, v in _tag_values(tags or {}).items()]
+
+    def log_metrics(
+        self,
+        metrics: Mapping[str, Any],
+        tags: Mapping[str, Any] | None = None,
+        locked: bool = False,
+    ) -> None:
+        """Finite numbers of ``metrics`` (NaN, inf and non-numbers skipped: MLflow stores NaN
+        poorly) under :func:`mlflow_keys`; ``tags`` with them."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        keys = mlflow_keys(metrics)
+        values = [
+            Metric(keys[k], float(v), now, 0)
+            for k, v in metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        ]
+        self._batch(values, [], self._tags(tags), locked)
+
+    def log_artifacts(
+        self, artifacts: Mapping[str, Path] | Iterable[tuple[str, Path]], locked: bool = False
+    ) -> None:
+        """``{folder: file}`` or ``(folder, file)`` pairs (``""``: the run's root); files that do
+        not exist are skipped."""
+        pairs = artifacts.items() if isinstance(artifacts, Mapping) else artifacts
+        with self._store(locked):
+            for folder, path in pairs:
+                if Path(path).is_file():
+                    self.client.log_artifact(self.run_id, str(path), artifact_path=folder or None)
+
+    def log_dataset(
+        self,
+        name: str,
+        digest: str,
+        source: str,
+        context: str,
+        profile: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The run's input dataset (MLflow's Datasets column): ``name``, ``digest`` (rag_lab's
+        fingerprint), ``source`` (its path), ``context`` (the split) and ``profile`` (counts)."""
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+        from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+        dataset = Dataset(
+            name=name,
+            digest=digest[:36],  # MLflow's MAX_DATASET_DIGEST_SIZE
+            source_type="local",
+            source=json.dumps({"uri": source}),
+            profile=json.dumps(dict(profile or {}), default=str),
+        )
+        with self._store(False):
+            self.client.log_inputs(
+                self.run_id, [DatasetInput(dataset, [InputTag(MLFLOW_DATASET_CONTEXT, context)])]
             )
-            for subdir, path in artifacts.items():
-                if Path(path).exists():
-                    mlflow.log_artifact(str(path), artifact_path=subdir or None)
-            return run.info.run_id
+
+    def log_table(self, table: pd.DataFrame, artifact_file: str) -> None:
+        """``table`` as an MLflow table artifact (``.json``: previewable in the run's artifacts
+        and in the evaluation view)."""
+        with self._store(False):
+            self.client.log_table(self.run_id, data=table, artifact_file=artifact_file)
+
+    def end(
+        self, status: str = "FINISHED", tags: Mapping[str, Any] | None = None, locked: bool = False
+    ) -> None:
+        """Close the run with ``status`` (``FINISHED`` | ``FAILED`` | ``KILLED``), ``tags``
+        first (e.g. the error that ended it)."""
+        if status not in STATUSES:
+            raise ValueError(f"run status {status!r}: expected one of {', '.join(STATUSES)}")
+        with self._store(locked):
+            if tags:
+                self.set_tags(tags, locked=True)
+            self.client.set_terminated(self.run_id, status=status)

@@ -74,7 +74,7 @@ def test_check_direction_reads_the_composed_sweeper():
     check_sweep(OmegaConf.create({"optimized_metric": "ndcg@10", "dataset": {"split": "test"}}))
 
 
-@pytest.mark.parametrize("search", ["chunking", "fusion_weights", "rrf_k"])
+@pytest.mark.parametrize("search", ["chunking", "fusion_weights", "rrf_k", "router"])
 def test_shipped_optuna_searches_agree_with_their_metric(search):
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose("evaluate", overrides=[f"hparams_search={search}"], return_hydra_config=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +48,13 @@ def runs(tmp_path: Path):
 
 
 def test_grid_logs_parent_children_leaderboard_and_test_report(tmp_path):
-    proc = sweep(tmp_path, "dataset.split=dev", "retrievers=[bm25],[dense],[dense,bm25]")
+    store = f"sqlite:///{tmp_path / 'exp' / 'mlflow.db'}"  # Hydra escapes it for the jobs
+    proc = sweep(
+        tmp_path,
+        "dataset.split=dev",
+        "retrievers=[bm25],[dense],[dense,bm25]",
+        f"tracking.uri={store}",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     sdir = tmp_path / "sweep"
     board = pd.read_csv(sdir / "report" / "leaderboard.csv")
@@ -61,6 +68,16 @@ def test_grid_logs_parent_children_leaderboard_and_test_report(tmp_path):
     parent = parents[0]
     assert all(c.data.tags["mlflow.parentRunId"] == parent.info.run_id for c in children)
     assert all(set(c.data.params) == {"retrievers"} for c in children)  # only what varies
+    # children are named by what the sweep varies, unescaped; nothing else
+    names = {c.info.run_name for c in children}
+    assert names == {"retrievers=[bm25]", "retrievers=[dense]", "retrievers=[dense,bm25]"}
+    assert all(c.info.status == "FINISHED" for c in children)
+    # the parent says what the sweep searched, what it fixed and what it optimised
+    p = parent.data.params
+    assert p["search.retrievers"] == "[bm25],[dense],[dense,bm25]"
+    assert p["fixed.dataset.split"] == "dev" and p["fixed.tracking.uri"] == store
+    assert p["optimized_metric"] == "ndcg@10" and p["sweeper"] == "BasicSweeper"
+    assert parent.info.run_name == "sweep dev: retrievers"
     assert parent.data.tags["winner_overrides"] and "test/ndcg_at_10" in parent.data.metrics
     assert parent.data.tags["winner_run_id"] in {c.info.run_id for c in children}
     arts = {a.path for a in client.list_artifacts(parent.info.run_id, "sweep")}
@@ -98,6 +115,11 @@ def test_optuna_two_trials(tmp_path):
     for c in children:
         swept = {"fusion.weights.dense", "fusion.weights.bm25", "fusion.normalization"}
         assert swept <= set(c.data.params)
+        name = r"fusion.weights.dense=0\.\d{1,4} fusion.weights.bm25=0\.\d{1,4} "
+        assert re.fullmatch(name + r"fusion.normalization=(minmax|zscore)", c.info.run_name)
+    p = parents[0].data.params
+    assert p["search.fusion.weights.dense"] == "interval(0.0, 1.0)"
+    assert p["direction"] == "maximize" and p["n_trials"] == "2" and p["seed"] == "1234"
     assert len(pd.read_csv(tmp_path / "sweep" / "report" / "leaderboard.csv")) == 2
 
 

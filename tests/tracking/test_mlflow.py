@@ -136,3 +136,22 @@ def test_chinese_categories_and_colliding_names_keep_every_value(tmp_path, resto
         0.75,
     ]
     assert logged.metrics[keys["hit_rate_at_5"]] == 0.6 and logged.params["类别"] == "口语"
+
+
+def test_batches_over_mlflow_limits_keep_everything(tmp_path, restore_tracking_uri):
+    """One ``log_batch`` takes at most 1000 metrics, 100 params, 100 tags (1000 entities)."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path}/m.db"
+    tracker = MlflowTracker(uri=uri, experiment="unit")
+    run = tracker.start_run("big", {f"t{i}": str(i) for i in range(150)})
+    run.log_params({f"p{i}": i for i in range(250)}, {f"u{i}": "x" for i in range(120)})
+    run.log_metrics({f"m{i}": i / 7 for i in range(1500)})
+    run.end("FINISHED")
+    got = MlflowClient(uri).get_run(run.run_id)
+    assert len(got.data.params) == 250 and len(got.data.metrics) == 1500
+    assert {f"t{i}" for i in range(150)} | {f"u{i}" for i in range(120)} <= set(got.data.tags)
+    assert got.data.metrics["m1499"] == pytest.approx(1499 / 7)
+    assert got.info.status == "FINISHED"
+    with pytest.raises(ValueError, match="run status 'DONE'"):
+        run.end("DONE")
