@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The system packages rag_lab uses beyond pip (Debian/Ubuntu names), installed when missing:
 #   tesseract-ocr, tesseract-ocr-eng, tesseract-ocr-chi-sim  OCR of scanned PDF pages (parser=pdf)
-#   fonts-wqy-microhei, fonts-dejavu-core                   fonts of scripts/make_sample_documents.py
+#   fonts-wqy-microhei, fonts-dejavu-core                   fonts of scripts/make_sample_documents.py;
+#                                                           WenQuanYi is also the CJK font of plots
+#                                                           (rag_lab/report/figures.py)
+#   chromium                                                renders report.html in tests/report/
+#                                                           test_chromium.py (skipped without it)
 # Called by the README's set-up command and by .ci/run. As root it runs apt-get; with passwordless
 # sudo it uses sudo; otherwise it prints the one command to run and exits 0 (pip set-up goes on;
 # a scanned page then fails with the same hint, or parser.ocr=off skips such pages).
@@ -17,6 +21,7 @@ else
 fi
 [ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 if [ "${#need[@]}" -eq 0 ]; then
   echo "system packages: all present"

@@ -67,6 +67,13 @@ COMMANDS: dict[str, Command] = {
     "llm-server": Command(
         "rag_lab.cli.llm_server", "serve a local causal LM behind an OpenAI-compatible endpoint"
     ),
+    "report": Command(
+        "rag_lab.cli.report", "write a self-contained report.html for a run or a sweep folder"
+    ),
+    "compare": Command(
+        "rag_lab.cli.compare",
+        "compare two runs of one split: paired differences, queries better/worse (+ HTML)",
+    ),
 }
 
 _HELP = ("-h", "--help", "help")

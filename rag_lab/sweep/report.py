@@ -3,10 +3,14 @@
 A sweep is a list of :class:`Trial` (one evaluated configuration each: its swept overrides, its
 ``metrics.json`` and its ``per_query.parquet``). The leaderboard ranks trials on one metric and
 says, for each, whether it is distinguishable from the winner: a paired randomisation test over
-the per-query scores of the queries both trials answered (see :mod:`rag_lab.stats`). With many
-trials these p-values are uncorrected for multiple comparisons; "≈ winner" is a screening mark,
-meaning "the data do not separate this trial from the best", not "equal". "Best" follows the
-metric's direction (``rag_lab.metrics.names.higher_is_better``) unless a caller says otherwise.
+the per-query scores of the queries both trials answered (see :mod:`rag_lab.stats`), with the
+p-values Holm-adjusted across the trials compared with the winner (the family-wise error rate
+stays at ``alpha`` however many configurations a sweep has). "≈ winner" means "the data do not
+separate this trial from the best", not "equal". "Best" follows the metric's direction
+(``rag_lab.metrics.names.higher_is_better``) unless a caller says otherwise.
+
+Params are typed as Hydra parses them (:func:`parse_overrides`: ``fusion.k=60`` is the int 60,
+``fusion.weights.dense=0.7`` a float), so numeric params plot on a sorted numeric axis.
 """
 
 from __future__ import annotations
@@ -24,9 +28,17 @@ import pandas as pd
 # HEADLINE: the metrics.json keys shown next to the ranked one (those present in any trial)
 from rag_lab.metrics.names import HEADLINE
 from rag_lab.metrics.names import higher_is_better as _higher_is_better
-from rag_lab.stats import align, paired_bootstrap_ci, randomization_test
+from rag_lab.report.figures import pyplot as _pyplot
+from rag_lab.stats import align, holm, paired_bootstrap_ci, randomization_test
 
-STAT_COLUMNS = ("ci_low", "ci_high", "delta_vs_winner", "p_vs_winner", "indistinguishable")
+STAT_COLUMNS = (
+    "ci_low",
+    "ci_high",
+    "delta_vs_winner",
+    "p_vs_winner",
+    "p_holm",
+    "indistinguishable",
+)
 _LEADERBOARD_KW = frozenset({"higher_is_better", "alpha", "n_resamples", "n_permutations", "seed"})
 _CI_KW = frozenset({"higher_is_better", "alpha", "n_resamples", "seed"})
 
@@ -44,6 +56,54 @@ class Trial:
     params: dict[str, Any]
     metrics: dict[str, float]
     per_query: pd.DataFrame
+
+
+# ---------------------------------------------------------------------------------------------
+# params
+
+
+def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
+    """``{key: value}`` of a job's ``.hydra/overrides.yaml`` lines, typed by Hydra's own override
+    grammar: ints, floats, bools and null as Python values, strings unquoted and unescaped
+    (``tracking.uri=sqlite\\:////x`` → ``sqlite:////x``), lists and dicts as written
+    (``[dense,bm25]``). ``+``/``~`` prefixes are dropped, ``hydra.*`` keys skipped; a line the
+    grammar refuses is kept as its raw text after ``=``."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    out: dict[str, Any] = {}
+    for line in overrides:
+        key, sep, raw = str(line).partition("=")
+        key = key.lstrip("+~")
+        if not sep or key.startswith("hydra.") or key.startswith("hydra/"):
+            continue
+        try:
+            (override,) = parser.parse_overrides([str(line)])
+            value = override.value()
+            if not (value is None or isinstance(value, (bool, int, float, str))):
+                value = override.get_value_element_as_str()
+        except HydraException:
+            value = raw
+        out[key] = value
+    return out
+
+
+def format_value(value: Any) -> str:
+    """A param value for a label or table cell: floats with 4 significant digits (``0.1915``, not
+    ``0.1915194503788923``), everything else as written."""
+    if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+        return f"{float(value):.4g}"
+    return str(value)
+
+
+def config_label(trial: Trial, max_chars: int = 60) -> str:
+    """What a legend calls a trial: its swept params (``fusion=rrf, fusion.k=60``), else its job
+    name; cut to ``max_chars``."""
+    if not trial.params:
+        return trial.name
+    text = ", ".join(f"{k}={format_value(v)}" for k, v in trial.params.items())
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -116,11 +176,13 @@ def leaderboard(
     mean, NaN skipped: the ``metrics.json`` value), ``ci_low``/``ci_high`` (``1 - alpha``
     percentile bootstrap), ``delta_vs_winner`` (mean per-query ``trial - winner`` over shared
     queries where both are defined), ``p_vs_winner`` (two-sided paired randomisation test on the
-    same pairs; 1.0 for the winner, NaN if no pair), ``indistinguishable`` (``p >= alpha``; True
-    for the winner), then the :data:`HEADLINE` keys of ``metrics.json`` present in any trial (NaN
-    where a trial lacks one). ``metric`` is the ``metrics.json`` key, which is also the per-query
-    column name. ``board.attrs`` records metric, alpha, higher_is_better and the param columns
-    for :func:`to_markdown`. Raises ``KeyError`` if a per-query table lacks ``metric``."""
+    same pairs; 1.0 for the winner, NaN if no pair), ``p_holm`` (``p_vs_winner`` Holm-adjusted
+    across the non-winning trials; 1.0 for the winner), ``indistinguishable`` (``p_holm >=
+    alpha``: False where no pair gave a p-value; True for the winner), then the :data:`HEADLINE`
+    keys of ``metrics.json`` present in any trial (NaN where a trial lacks one). ``metric`` is
+    the ``metrics.json`` key, which is also the per-query column name. ``board.attrs`` records
+    metric, alpha, higher_is_better and the param columns for :func:`to_markdown`. Raises
+    ``KeyError`` if a per-query table lacks ``metric``."""
     higher_is_better = _direction(metric, higher_is_better)
     _check(trials, metric)
     stats = _summaries(trials, metric, n_resamples, alpha, seed)
@@ -128,7 +190,7 @@ def leaderboard(
     winner = trials[order[0]]
     headline = [h for h in HEADLINE if h != metric and any(h in t.metrics for t in trials)]
     param_cols = _column_names(_param_names(trials), metric, headline)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for rank, i in enumerate(order, start=1):
         trial = trials[i]
         if trial is winner:
@@ -150,10 +212,16 @@ def leaderboard(
                 "ci_high": stats[i, 2],
                 "delta_vs_winner": delta,
                 "p_vs_winner": p,
-                "indistinguishable": bool(p >= alpha),
+                "p_holm": 1.0 if trial is winner else math.nan,
+                "indistinguishable": True,
                 **{h: float(trial.metrics.get(h, math.nan)) for h in headline},
             }
         )
+    # the family: every trial compared with the winner (the winner's own 1.0 is no test)
+    adjusted = holm(np.array([r["p_vs_winner"] for r in rows[1:]], dtype=np.float64))
+    for row, p_adj in zip(rows[1:], adjusted, strict=True):
+        row["p_holm"] = float(p_adj)
+        row["indistinguishable"] = bool(p_adj >= alpha)
     board = pd.DataFrame(rows)
     board.attrs.update(
         metric=metric,
@@ -174,8 +242,8 @@ def _cell(value: Any, is_param: bool) -> str:
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
     if isinstance(value, (float, np.floating)):
-        # params are shown as configured (0.3, 1e-05), scores at a fixed 4 decimals
-        return f"{value:g}" if is_param else f"{value:.4f}"
+        # params with 4 significant digits (0.3, 1e-05, 0.1915), scores at a fixed 4 decimals
+        return format_value(value) if is_param else f"{value:.4f}"
     # a literal pipe would end the cell
     return str(value).replace("|", "\\|").replace("\n", " ")
 
@@ -184,8 +252,8 @@ def to_markdown(board: pd.DataFrame, metric: str) -> str:
     """GitHub-flavoured Markdown table of a :func:`leaderboard`, followed by a legend line.
 
     Scores print with 4 decimals, params as configured, NaN as "–"; numeric columns are
-    right-aligned. The ``indistinguishable`` column becomes "≈ winner" (``≈`` where p >= alpha,
-    "winner" on rank 1). Works on a board read back from CSV too (attrs then default to
+    right-aligned. The ``indistinguishable`` column becomes "≈ winner" (``≈`` where p_holm >=
+    alpha, "winner" on rank 1). Works on a board read back from CSV too (attrs then default to
     alpha = 0.05, params = columns between ``name`` and ``metric``)."""
     alpha = board.attrs.get("alpha", 0.05)
     cols = list(board.columns)
@@ -223,8 +291,8 @@ def to_markdown(board: pd.DataFrame, metric: str) -> str:
     direction = "higher" if hib else "lower"
     legend = (
         f"≈ winner: not significantly different from the rank-1 trial on per-query {metric} "
-        f"(two-sided paired randomisation test, p ≥ {alpha:g}; uncorrected for multiple "
-        "comparisons). "
+        f"(two-sided paired randomisation test, Holm-adjusted across the {len(board) - 1} "
+        f"comparisons: p_holm ≥ {alpha:g}). "
         f"ci_low/ci_high: {100 * (1 - alpha):g}% percentile bootstrap CI of the mean; "
         f"delta_vs_winner: mean per-query difference to the winner ({direction} is better)."
     )
@@ -233,16 +301,6 @@ def to_markdown(board: pd.DataFrame, metric: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # plots
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    # headless: sweeps run on servers and in CI; must precede the pyplot import
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _slug(text: str) -> str:
@@ -281,13 +339,16 @@ def _plot_numeric(ax: Any, values: list[Any], stats: np.ndarray, higher_is_bette
     ax.plot(xs, [best[v] for v in xs], "-", color="C1", label="best per value")
     if xs[0] > 0 and xs[-1] / xs[0] >= 100:
         ax.set_xscale("log")  # e.g. fusion.k or top-k spanning decades
+    if len(xs) <= 8:  # a grid: a tick at each value tried, labelled as a person would write it
+        ax.set_xticks(xs, [format_value(float(v)) for v in xs])
+        ax.minorticks_off()
     ax.legend(fontsize="small")
 
 
 def _plot_categorical(
     ax: Any, values: list[Any], stats: np.ndarray, higher_is_better: bool
 ) -> None:
-    labels = [str(v) for v in values]
+    labels = [format_value(v) for v in values]
     cats = list(dict.fromkeys(labels))
     best = _best_per_value(labels, stats[:, 0], higher_is_better)
     ax.bar(
@@ -364,7 +425,9 @@ def plot_by_category(
     higher_is_better: bool | None = None,
 ) -> Path | None:
     """Grouped bar chart ``<metric>_by_category.png``: per-category mean of the per-query ``metric``
-    (NaN skipped) for the best ``top`` trials by overall mean, one bar group per category.
+    (NaN skipped) for the best ``top`` trials by overall mean, one bar group per category (a
+    category no trial defines, e.g. unanswerable queries for a ranking metric, is left out); the
+    legend names each trial's configuration (:func:`config_label`).
 
     Returns None when no trial has a non-null ``category`` or no category mean is defined."""
     if not trials:
@@ -395,8 +458,11 @@ def plot_by_category(
             for t in best
         ]
     )
-    if not np.isfinite(table).any():
+    defined = np.isfinite(table).any(axis=0)  # a category no trial defines (unanswerable): no slot
+    if not defined.any():
         return None
+    cats = [c for c, keep in zip(cats, defined, strict=True) if keep]
+    table = table[:, defined]
     plt = _pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(cats) * max(len(best), 2) / 3), 4.2))
@@ -405,16 +471,22 @@ def plot_by_category(
         width = 0.8 / len(best)
         for j, (trial, row) in enumerate(zip(best, table, strict=True)):
             # NaN: no bar, not a false 0
-            ax.bar(x - 0.4 + width * (j + 0.5), row, width, label=trial.name)
+            ax.bar(x - 0.4 + width * (j + 0.5), row, width, label=config_label(trial))
         rotation = 30 if max(len(str(c)) for c in cats) > 8 else 0
         ax.set_xticks(x, [str(c) for c in cats], rotation=rotation)
         ax.set_ylabel(f"mean {metric}")
         ax.set_title(f"{metric} by category (top {len(best)})")
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize="small", ncols=2 if len(best) > 4 else 1)
-        fig.tight_layout()
+        # below the axes: configuration labels are long and would cover bars
+        ax.legend(
+            fontsize="small",
+            ncols=2 if len(best) > 4 else 1,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.18 if rotation else -0.1),
+            frameon=False,
+        )
         path = out_dir / f"{_slug(metric)}_by_category.png"
-        fig.savefig(path, dpi=100)
+        fig.savefig(path, dpi=100, bbox_inches="tight")
     finally:
         plt.close(fig)
     return path

@@ -77,6 +77,8 @@ def test_the_table_covers_every_command():
         "cache",
         "serve",
         "llm-server",
+        "report",
+        "compare",
     }
     assert set(COMMANDS["train"].tasks or {}) == {"embedder", "reranker"}
     assert all(cmd.module.startswith("rag_lab.cli.") for _, cmd in ROWS)

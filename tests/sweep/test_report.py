@@ -91,6 +91,21 @@ def test_significance_marks(board: pd.DataFrame) -> None:
     assert (board["delta_vs_winner"].iloc[1:] < 0).all()
 
 
+def test_holm_adjusts_across_the_non_winners(board: pd.DataFrame) -> None:
+    """p_holm is Holm's step-down over the three comparisons with the winner, by formula."""
+    raw = board["p_vs_winner"].iloc[1:].to_numpy()
+    order = np.argsort(raw)
+    expected = np.empty(3)
+    running = 0.0
+    for j, i in enumerate(order):
+        running = max(running, min(1.0, (3 - j) * raw[i]))
+        expected[i] = running
+    assert board["p_holm"].iloc[1:].to_numpy() == pytest.approx(expected)
+    assert board.loc[0, "p_holm"] == 1.0
+    assert (board["p_holm"] >= board["p_vs_winner"]).all()
+    assert board["indistinguishable"].tolist() == (board["p_holm"] >= 0.05).tolist()
+
+
 def test_ci_contains_mean_and_matches_metrics_json(
     board: pd.DataFrame, trials: list[Trial]
 ) -> None:
@@ -130,7 +145,7 @@ def test_markdown_table(board: pd.DataFrame) -> None:
     assert all(ln.count("|") == table[0].count("|") for ln in table)
     assert re.search(r"\| 0\.\d{4} \|", table[2])  # 4-decimal floats
     assert "| winner |" in table[2] and "| ≈ |" in table[3]
-    assert any(ln.startswith("≈ winner:") and "p ≥ 0.05" in ln for ln in lines)
+    assert any(ln.startswith("≈ winner:") and "p_holm ≥ 0.05" in ln for ln in lines)
 
 
 def test_write_report_files(trials: list[Trial], board: pd.DataFrame, tmp_path: Path) -> None:
