@@ -8,6 +8,7 @@ from functools import cached_property
 
 import numpy as np
 
+from rag_lab import progress
 from rag_lab.errors import ConfigError
 from rag_lab.models import resolve_model, weights_hash
 
@@ -52,6 +53,7 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         path = self.path  # raises ConfigError itself when the model cannot be resolved offline
+        progress.sync_libraries()  # transformers' "Loading weights" bar follows rag_lab's
         try:
             st = SentenceTransformer(path, device=self.device)
         except Exception as exc:  # network failure, bad path, incompatible checkpoint
@@ -93,7 +95,8 @@ class SentenceTransformerEmbedder:
             batch_size=self.batch_size,
             normalize_embeddings=self.normalize,
             convert_to_numpy=True,
-            show_progress_bar=False,
+            # a bar for a corpus, not for one query at a time (latency timing)
+            show_progress_bar=len(texts) > self.batch_size and progress.enabled(),
         )
         return np.ascontiguousarray(emb, dtype=np.float32)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from rag_lab import progress
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.types import Document
 
@@ -127,7 +128,9 @@ def read_corpus(
     skipped: list[Path] = []
     files: list[ParsedFile] = []
     refused: list[tuple[str, str]] = []
-    for path in sources:
+    shown = progress.bar(list(sources), desc="parse", unit="file")  # draws only for a slow read
+    for path in shown:
+        shown.set_postfix_str(path.name, refresh=False)
         if path.suffix.lower() not in parser.suffixes:
             skipped.append(path)
             continue

@@ -552,9 +552,12 @@ class PdfParser:
         many rendered images wait in memory."""
         from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+        from rag_lab import progress
+
         pages: list[_Page | None] = []
         running: list[tuple[int, Future[_Page]]] = []
         pool: ThreadPoolExecutor | None = None
+        shown = progress.bar(total=len(pdf_pages), desc=f"read {path.name}", unit="page")
 
         def collect(block: bool) -> None:
             if block:
@@ -562,6 +565,7 @@ class PdfParser:
             for item in [it for it in running if it[1].done()]:
                 running.remove(item)
                 pages[item[0]] = self._page_result(item[1], path, item[0] + 1)
+                shown.update()
 
         try:
             for i, page in enumerate(pdf_pages, start=1):
@@ -577,6 +581,7 @@ class PdfParser:
                     page.close()  # pdfplumber caches every page's objects otherwise
                 if isinstance(got, _Page):
                     pages.append(got)
+                    shown.update()
                     continue
                 if pool is None:
                     pool = ThreadPoolExecutor(self.ocr_workers, thread_name_prefix="rag-lab-ocr")
@@ -588,6 +593,7 @@ class PdfParser:
             while running:
                 collect(block=True)
         finally:
+            shown.close()
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
         return [p for p in pages if p is not None]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag_lab import progress
 from rag_lab.cache.keys import model_table, pair_key
 from rag_lab.errors import ConfigError
 from rag_lab.models import resolve_model, weights_hash
@@ -101,6 +102,7 @@ class CrossEncoderReranker:
     def model(self):
         from sentence_transformers import CrossEncoder
 
+        progress.sync_libraries()  # transformers' "Loading weights" bar follows rag_lab's
         try:
             return CrossEncoder(self.path, max_length=self.max_length, device=self.device)
         except Exception as exc:
@@ -139,7 +141,7 @@ class CrossEncoderReranker:
             scores = self.model.predict(
                 [pairs[i] for i in part],
                 batch_size=self.batch_size,
-                show_progress_bar=False,
+                show_progress_bar=len(part) > self.batch_size and progress.enabled(),
                 convert_to_numpy=True,
                 activation_fn=None,
             )

@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from transformers import TrainerCallback
 
+from rag_lab import progress
 from rag_lab.build import build_pipeline, build_tracker, instantiate
 from rag_lab.dataset.base import LabelledQueries, SplitAware
 from rag_lab.errors import ConfigError
@@ -233,7 +234,7 @@ def training_args_common(tcfg: DictConfig, out_dir: str) -> dict[str, Any]:
         save_strategy="no",
         eval_strategy="no",
         report_to=[],
-        disable_tqdm=True,
+        disable_tqdm=not progress.enabled(),  # the Trainer's bar: terminal only, not under CI
         use_cpu=str(tcfg.get("device", "cpu")) == "cpu",
         dataloader_num_workers=0,
     )

@@ -75,7 +75,7 @@ def dense_run(
         batch_size=batch_size,
         normalize_embeddings=True,
         convert_to_numpy=True,
-        show_progress_bar=False,
+        show_progress_bar=False,  # dev scoring runs inside the Trainer's bar: no second bar
     )
     d = st.encode([texts[i] for i in ids], prompt=doc_prompt, **kw)
     qids = list(queries)

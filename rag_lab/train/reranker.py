@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig
 
+from rag_lab import progress
 from rag_lab.errors import ConfigError
 from rag_lab.models import resolve_model
 from rag_lab.ranking import ranked
@@ -73,7 +74,7 @@ class DevReranking:
             model.predict(
                 self.pairs,
                 batch_size=self.batch_size,
-                show_progress_bar=False,
+                show_progress_bar=False,  # dev scoring runs inside the Trainer's bar
                 convert_to_numpy=True,
                 activation_fn=None,
             ),
@@ -119,6 +120,7 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
             "train.dev_fraction > 0 or train.dev_split"
         )
     base_path = resolve_model(str(tcfg.model))
+    progress.sync_libraries()  # transformers' "Loading weights" bar follows rag_lab's
     ce = CrossEncoder(
         base_path, num_labels=1, max_length=int(tcfg.max_length), device=str(tcfg.device)
     )

@@ -1,0 +1,147 @@
+"""Progress bars: the on/off decision (option > $RAG_LAB_PROGRESS > CI / terminal), and a real
+``rag-lab evaluate`` drawing a bar on a pseudo-terminal but not into a pipe."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+
+from rag_lab import progress
+from rag_lab.errors import ConfigError
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture(autouse=True)
+def _auto():
+    progress.configure("auto")
+    yield
+    progress.configure("auto")
+
+
+@pytest.mark.parametrize(
+    "env,tty,want",
+    [
+        ({}, True, True),  # a user at a terminal
+        ({}, False, False),  # a pipe or a log file
+        ({"CI": "true"}, True, False),  # CI, even with a terminal
+        ({"CI": "1"}, True, False),
+        ({"CI": "false"}, True, True),  # CI=false is not CI
+        ({"CI": ""}, True, True),
+        ({"RAG_LAB_PROGRESS": "0"}, True, False),  # the variable wins over the terminal
+        ({"RAG_LAB_PROGRESS": "off"}, True, False),
+        ({"RAG_LAB_PROGRESS": "1", "CI": "true"}, False, True),  # ... and over CI
+        ({"RAG_LAB_PROGRESS": "auto", "CI": "true"}, True, False),
+    ],
+)
+def test_auto_decision(env, tty, want):
+    stream = Tty() if tty else io.StringIO()
+    assert progress.enabled(stream, env) is want
+
+
+def test_an_option_wins_over_the_environment():
+    assert progress.enabled(Tty(), {}, setting=False) is False
+    assert progress.enabled(io.StringIO(), {"CI": "true"}, setting="true") is True
+    progress.configure(False)  # what progress=false on a Hydra command line sets
+    assert progress.enabled(Tty(), {"RAG_LAB_PROGRESS": "1"}) is False
+    progress.configure(True)
+    assert progress.enabled(io.StringIO(), {"CI": "true"}) is True
+    progress.configure("auto")
+    assert progress.enabled(io.StringIO(), {}) is False
+
+
+def test_a_closed_stream_means_off():
+    stream = io.StringIO()
+    stream.close()
+    assert progress.enabled(stream, {}) is False
+
+
+@pytest.mark.parametrize("bad", ["maybe", 2, "yes please"])
+def test_a_bad_setting_is_a_config_error_naming_it(bad):
+    with pytest.raises(ConfigError, match=r"progress=.*use auto, true or false"):
+        progress.configure(bad)
+    with pytest.raises(ConfigError, match=r"\$RAG_LAB_PROGRESS="):
+        progress.enabled(Tty(), {"RAG_LAB_PROGRESS": str(bad)})
+
+
+def test_bar_is_silent_when_off_and_counts_anyway(capsys):
+    progress.configure(False)
+    seen = list(progress.bar(range(5), desc="parse", unit="file"))
+    assert seen == [0, 1, 2, 3, 4] and capsys.readouterr().err == ""
+
+
+# -- real processes: a bar on a terminal, none in a pipe -----------------------------------------
+
+_BAR_SCRIPT = (
+    "import time\n"
+    "from rag_lab import progress\n"
+    "for _ in progress.bar(range(8), desc='encode', unit='batch'):\n"
+    "    time.sleep(0.15)\n"
+    "print('done')\n"
+)
+
+
+def _run(cmd: list[str], tty: bool) -> tuple[str, str]:
+    """Run ``cmd`` (stdout piped) with stderr on a pseudo-terminal or a pipe; ``(out, err)``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", progress.ENV)}
+    env.update(HF_HUB_OFFLINE="1", PYTHONWARNINGS="ignore")
+    if not tty:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stdout, proc.stderr
+    master, slave = pty.openpty()
+    # a new pseudo-terminal is 0 columns wide (tqdm then draws nothing): give it a window size
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    err = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        err += data
+    os.close(master)
+    out = p.stdout.read().decode() if p.stdout else ""
+    assert p.wait(timeout=300) == 0, err.decode(errors="replace")[-2000:]
+    return out, err.decode(errors="replace")
+
+
+def test_a_bar_draws_on_a_terminal_not_into_a_pipe():
+    cmd = [sys.executable, "-c", _BAR_SCRIPT]
+    out, err = _run(cmd, tty=True)
+    assert out == "done\n" and "encode:" in err and "%|" in err and "batch" in err, err
+    out, err = _run(cmd, tty=False)
+    assert out == "done\n" and err == ""
+
+
+def _evaluate(tmp_path: Path, name: str, tty: bool) -> str:
+    """``rag-lab evaluate`` on the sample without a cache; its stderr."""
+    cmd = [sys.executable, "-m", "rag_lab.cli", "evaluate", "retrievers=[bm25]", "tracking=none"]
+    cmd += ["cache.dir=null", f"hydra.run.dir={tmp_path / name}"]
+    return _run([*cmd, f"paths.experiments={tmp_path / 'exp'}"], tty)[1]
+
+
+@pytest.mark.slow  # two uncached parses of the sample: ~30 s on 2 busy cores
+def test_evaluate_on_a_terminal_shows_the_parse_bars_and_in_a_pipe_does_not(tmp_path):
+    # the sample's files (a scanned PDF page among them) take seconds to parse, past the bar's
+    # half-second delay
+    err_tty = _evaluate(tmp_path, "tty", tty=True)
+    assert "parse:" in err_tty and "%|" in err_tty, err_tty[-2000:]
+    assert "read hx200-manual-v1.pdf:" in err_tty  # a PDF's pages (the scanned one OCR'd)
+    err_pipe = _evaluate(tmp_path, "pipe", tty=False)
+    assert "%|" not in err_pipe and "parse:" not in err_pipe and "\r" not in err_pipe
