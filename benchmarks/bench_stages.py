@@ -7,6 +7,8 @@
 Runs the default pipeline (plus ``--base`` overrides) and each variant on ``--split``, then for
 every category and overall: the mean of each ``--metric`` for base and variant, and the paired
 bootstrap 95% CI of variant - base (``rag_lab.stats``). A stage that does nothing shows as 0.
+Each side's ``cost`` is what its stages report per query in metrics.json (``<stage>/ms_per_query``,
+``Measured``) and the query latency percentiles.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 
-def run(overrides: list[str], out: Path, cache: Path) -> Any:
+def run(overrides: list[str], out: Path, cache: Path) -> tuple[Any, dict[str, float]]:
     import pandas as pd
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
@@ -33,8 +35,13 @@ def run(overrides: list[str], out: Path, cache: Path) -> Any:
     with open_dict(cfg):
         cfg.paths.output_dir = str(out)
         cfg.paths.experiments = str(out.parent)
-    evaluate(cfg)
-    return pd.read_parquet(out / "per_query.parquet").set_index("query_id")
+    metrics = evaluate(cfg)
+    cost = {
+        k: float(v)
+        for k, v in metrics.items()
+        if k.endswith("ms_per_query") or k in ("query_p50_ms", "query_p95_ms")
+    }
+    return pd.read_parquet(out / "per_query.parquet").set_index("query_id"), cost
 
 
 def compare(base: Any, variant: Any, metrics: list[str]) -> dict[str, Any]:
@@ -76,11 +83,15 @@ def main() -> None:
     base_ov = [*shlex.split(args.base), f"dataset.split={args.split}"]
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or Path(tmp) / "cache"
-        base = run(base_ov, Path(tmp) / "base", cache)
-        result: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "variants": {}}
+        base, base_cost = run(base_ov, Path(tmp) / "base", cache)
+        result: dict[str, Any] = {
+            "command": " ".join(["python", *sys.argv]),
+            "base_cost": base_cost,
+            "variants": {},
+        }
         for i, v in enumerate(args.variant):
-            table = run([*base_ov, *shlex.split(v)], Path(tmp) / f"v{i}", cache)
-            result["variants"][v] = compare(base, table, metrics)
+            table, cost = run([*base_ov, *shlex.split(v)], Path(tmp) / f"v{i}", cache)
+            result["variants"][v] = {**compare(base, table, metrics), "cost": cost}
     text = json.dumps(result, indent=2, ensure_ascii=False)
     print(text)
     if args.out:

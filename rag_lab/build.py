@@ -175,8 +175,9 @@ def check_slots(node: Any, where: str, protocol: type | None = None) -> None:
     visit(node, where or "<root>", protocol, False)
 
 
-# argument names under which a stage builds another stage (``tokenizer: ${tokenizer}``)
-_NESTED = ("embedder", "tokenizer", "parsers")
+# argument names under which a stage builds another stage (``tokenizer: ${tokenizer}``; an LLM
+# query transform's ``generator: ${generator}``)
+_NESTED = ("embedder", "tokenizer", "parsers", "generator")
 
 # arguments that make a library import or unpickle code shipped with a model: refused in configs
 # read from disk (``check_code_loading``) unless the user says they trust it

@@ -6,7 +6,10 @@
 run, per-query latencies, which runs came from the cache and each stage's stats. The answer stage
 (context → generator → judge) is ``rag_lab.answers``. Stages are built by ``rag_lab.build``; the
 pipeline hands each ``CacheAware`` stage a view of its cache namespace and keys every cached
-corpus stage with ``rag_lab.cache.keys``.
+corpus stage with ``rag_lab.cache.keys``; it fits each ``CorpusFitted`` stage when the corpus is
+set, hands each ``QueryMetadataAware`` stage the metadata fields it declares before a run, and a
+``QueryConditioned`` fusion (the router) the query texts (``rag_lab.protocols``,
+``rag_lab.fusion.base``).
 """
 
 from __future__ import annotations
@@ -23,13 +26,20 @@ from rag_lab.cache import StageCache, diff_stats, keys
 from rag_lab.chunker.base import Chunker
 from rag_lab.contract.base import Contract
 from rag_lab.errors import ConfigError
-from rag_lab.fusion.base import Fusion, Weighted
+from rag_lab.fusion.base import Fusion, QueryConditioned, Weighted
+from rag_lab.fusion.rrf import RRFFusion
 from rag_lab.ingest import ingest_report
 from rag_lab.io import fingerprint_files
 from rag_lab.parser.base import ParsedFile, Parser, parse_file, read_corpus
 from rag_lab.postprocess.base import PostProcessor
-from rag_lab.protocols import CacheAware, Identified, Measured
-from rag_lab.query_transforms.base import QueryTransform
+from rag_lab.protocols import (
+    CacheAware,
+    CorpusFitted,
+    Identified,
+    Measured,
+    QueryMetadataAware,
+)
+from rag_lab.query_transforms.base import QueryTransform, QueryVariants
 from rag_lab.retrievers.base import PersistentRetriever, Retriever
 from rag_lab.types import (
     Chunk,
@@ -43,6 +53,9 @@ from rag_lab.types import (
 from rag_lab.validate import OptionError, integer
 
 log = logging.getLogger(__name__)
+
+# reciprocal-rank offset fusing one retriever's lists over a query's variant texts (QueryVariants)
+VARIANT_RRF_K = 60.0
 
 
 @dataclass(frozen=True)
@@ -102,6 +115,7 @@ class Pipeline:
     on_parse_error: str = "fail"
     ingest: dict[str, Any] = field(default_factory=dict)
     _indexed: set[str] = field(default_factory=set)
+    _query_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         try:
@@ -264,6 +278,36 @@ class Pipeline:
         if len(self.chunks) != len(chunks):
             raise ConfigError("the chunker produced duplicate chunk ids")
         self._indexed = set()
+        for stage in self._stages():
+            if isinstance(stage, CorpusFitted):  # e.g. abbreviations mined from the corpus
+                stage.fit(list(chunks))
+
+    def _stages(self) -> list[object]:
+        """Every query-time stage, in pipeline order (transforms, retrievers, fusion, post)."""
+        fusion = [self.fusion] if self.fusion is not None else []
+        return [
+            *self.query_transforms.values(),
+            *self.retrievers.values(),
+            *fusion,
+            *self.postprocessors.values(),
+        ]
+
+    def set_query_metadata(self, metadata: Mapping[str, Mapping[str, Any]] | None) -> None:
+        """Hand every ``QueryMetadataAware`` stage the fields it declares of each query's
+        metadata (``{}`` for a query without them; every stage is called, so nothing of an earlier
+        run's metadata is left behind)."""
+        self._query_metadata = {q: dict(m) for q, m in (metadata or {}).items()}
+        for stage in self._stages():
+            if isinstance(stage, QueryMetadataAware):
+                stage.set_query_metadata(self._declared(stage))
+
+    def _declared(self, stage: QueryMetadataAware) -> dict[str, dict[str, Any]]:
+        """The fields ``stage`` declares of each query's metadata (absent or null: left out)."""
+        fields = tuple(stage.query_metadata_fields)
+        return {
+            q: {f: m[f] for f in fields if m.get(f) is not None}
+            for q, m in self._query_metadata.items()
+        }
 
     def restore(self, chunks: Sequence[Chunk], index_dirs: Mapping[str, Path]) -> None:
         """Set the corpus and load every retriever's saved index (an export, a server): nothing is
@@ -360,6 +404,48 @@ class Pipeline:
             out = dict(transform.transform(out))
         return out
 
+    def query_texts(self, queries: Mapping[str, str], retriever: str) -> dict[str, list[str]]:
+        """Per query, the texts ``retriever`` runs when a ``QueryVariants`` transform asks for
+        more than the query (the ordered union of their lists); ``{}``: just the queries."""
+        out: dict[str, list[str]] = {}
+        for transform in self.query_transforms.values():
+            if isinstance(transform, QueryVariants):
+                for qid, texts in transform.variants(queries, retriever).items():
+                    have = out.setdefault(qid, [])
+                    have += [t for t in texts if t not in have]
+        return out
+
+    def _variant_run(
+        self,
+        name: str,
+        queries: Mapping[str, str],
+        texts: Mapping[str, Sequence[str]],
+        k: int,
+        latency_queries: int,
+    ) -> tuple[Run, list[float], bool]:
+        """``_retriever_run`` over every text of every query (ids: the query id, U+001F, the text's
+        index), each query's lists fused by reciprocal rank (one text: its own list). A query's
+        latency is the sum over its texts. ``RetrievalResult.queries`` keeps the query's own text
+        (what a reranker reads)."""
+        flat: dict[str, str] = {}
+        owner: dict[str, list[str]] = {}
+        for qid, text in queries.items():
+            for i, t in enumerate(texts.get(qid) or [text]):
+                flat[f"{qid}\x1f{i}"] = t
+                owner.setdefault(qid, []).append(f"{qid}\x1f{i}")
+        timed = [f for qid in list(queries)[:latency_queries] for f in owner[qid]]
+        run, lat, cached = self._retriever_run(name, flat, k, len(timed))
+        ms = dict(zip(timed, lat))
+        fuse = RRFFusion(VARIANT_RRF_K)
+        out: Run = {}
+        for qid, ids in owner.items():
+            lists = {f: {qid: run.get(f, {})} for f in ids}
+            out[qid] = (
+                dict(lists[ids[0]][qid]) if len(ids) == 1 else fuse.fuse(lists, k).get(qid, {})
+            )
+        latencies = [sum(ms.get(f, 0.0) for f in owner[q]) for q in list(queries)[:latency_queries]]
+        return out, latencies, cached
+
     def _retriever_run(
         self, name: str, queries: Mapping[str, str], k: int, latency_queries: int
     ) -> tuple[Run, list[float], bool]:
@@ -375,6 +461,8 @@ class Pipeline:
                 k,
                 self.chunks_key,
                 queries,
+                # a retriever that reads query metadata is keyed by what it reads
+                self._declared(retriever) if isinstance(retriever, QueryMetadataAware) else None,
             )
             if cache
             else ""
@@ -406,28 +494,42 @@ class Pipeline:
                 raise ConfigError(
                     f"{len(runs)} retrievers ({', '.join(runs)}) need a fusion method"
                 )
-            current = out["fusion"] = self.fusion.fuse(runs, k)
+            current = out["fusion"] = (
+                self.fusion.fuse_queries(queries, runs, k)  # a router: per-query weights
+                if isinstance(self.fusion, QueryConditioned)
+                else self.fusion.fuse(runs, k)
+            )
         for name, stage in self.postprocessors.items():
             current = out[name] = stage.process(queries, current, self.chunks)
         return out
 
     def run(
-        self, queries: Mapping[str, str], k: int | None = None, latency_queries: int = 0
+        self,
+        queries: Mapping[str, str],
+        k: int | None = None,
+        latency_queries: int = 0,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> RetrievalResult:
         """Every retrieval stage over ``queries`` (``{query_id: text}``) at depth ``k``
-        (default ``retrieve_k``); see ``RetrievalResult``."""
+        (default ``retrieve_k``); see ``RetrievalResult``.
+        ``query_metadata``: each query's metadata (``Query.metadata``), of which
+        ``QueryMetadataAware`` stages see the fields they declare (``as_of``)."""
         k = int(k or self.retrieve_k)
+        self.set_query_metadata(query_metadata)
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
         transformed = self.transform_queries(queries)
+        variants = {name: self.query_texts(transformed, name) for name in self.retrievers}
         seconds["query_transforms"] = time.perf_counter() - t0
         runs: dict[str, Run] = {}
         latencies: dict[str, list[float]] = {}
         from_cache: dict[str, bool] = {}
         for name in self.retrievers:
             t1 = time.perf_counter()
-            runs[name], latencies[name], from_cache[name] = self._retriever_run(
-                name, transformed, k, latency_queries
+            runs[name], latencies[name], from_cache[name] = (
+                self._variant_run(name, transformed, variants[name], k, latency_queries)
+                if variants[name]
+                else self._retriever_run(name, transformed, k, latency_queries)
             )
             seconds[name] = time.perf_counter() - t1
         t2 = time.perf_counter()
@@ -442,7 +544,12 @@ class Pipeline:
             sum(latencies[r][i] for r in self.retrievers) + shared for i in range(timed)
         )
         stats: dict[str, float] = {}
-        for name, stage in [*self.retrievers.items(), *self.postprocessors.items()]:
+        for name, stage in [
+            *self.query_transforms.items(),
+            *self.retrievers.items(),
+            *([("fusion", self.fusion)] if "fusion" in later else []),
+            *self.postprocessors.items(),
+        ]:
             stats.update(_stats(name, stage))
         all_runs = {**runs, **later}
         final = list(all_runs.values())[-1]

@@ -6,10 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping, Sequence
     from pathlib import Path
 
+    import pandas as pd
+
     from rag_lab.cache import CacheView
+    from rag_lab.types import Chunk
 
 
 @runtime_checkable
@@ -40,9 +43,81 @@ class CacheAware(Protocol):
 
 
 @runtime_checkable
+class CorpusFitted(Protocol):
+    """The stage learns something from the corpus (a query transform that mines abbreviation
+    definitions): the pipeline calls ``fit(chunks)`` every time the corpus is set (after chunking,
+    or when an export is restored), before any query is run. What ``fit`` learns must be a pure
+    function of the chunks, so a rerun over the same chunks behaves the same."""
+
+    def fit(self, chunks: Sequence[Chunk]) -> None: ...
+
+
+@runtime_checkable
+class QueryMetadataAware(Protocol):
+    """The stage reads fields of each query's metadata (``as_of``), not only its text. Before
+    every ``Pipeline.run`` the pipeline calls ``set_query_metadata({query_id: {field: value}})``
+    with the fields named in ``query_metadata_fields`` (only those, and ``{}`` for a query without
+    them; also when the run was given no metadata, so nothing carries over from an earlier run).
+    A cached stage output (a retriever run) that such a stage produces is keyed by these values
+    too (``rag_lab.cache.keys.run_key``)."""
+
+    query_metadata_fields: tuple[str, ...]
+
+    def set_query_metadata(self, metadata: Mapping[str, Mapping[str, Any]]) -> None: ...
+
+
+@runtime_checkable
+class TrackedRun(Protocol):
+    """An open run of a :class:`Tracker`: logged to as the job goes, closed by ``end`` with the
+    job's status (``FINISHED`` | ``FAILED`` | ``KILLED``)."""
+
+    run_id: str
+
+    def log_params(
+        self, params: Mapping[str, Any], tags: Mapping[str, Any] | None = None
+    ) -> None: ...
+
+    def log_metrics(
+        self, metrics: Mapping[str, Any], tags: Mapping[str, Any] | None = None
+    ) -> None: ...
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None: ...
+
+    def log_artifacts(self, artifacts: Mapping[str, Path] | Iterable[tuple[str, Path]]) -> None: ...
+
+    def end(self, status: str = "FINISHED", tags: Mapping[str, Any] | None = None) -> None: ...
+
+
+@runtime_checkable
+class DatasetLogging(Protocol):
+    """A :class:`TrackedRun` that records the run's input dataset (``name``, ``digest`` = rag_lab's
+    fingerprint, ``source`` path, ``context`` = the split, ``profile`` counts) and previewable
+    tables (MLflow: ``log_input``, ``log_table``)."""
+
+    def log_dataset(
+        self,
+        name: str,
+        digest: str,
+        source: str,
+        context: str,
+        profile: Mapping[str, Any] | None = None,
+    ) -> None: ...
+
+    def log_table(self, table: pd.DataFrame, artifact_file: str) -> None: ...
+
+
+@runtime_checkable
 class Tracker(Protocol):
-    """What the ``tracking`` group builds: ``log_run`` records one run (params, metrics, tags,
-    artifact files) and returns its id (``rag_lab.tracking.MlflowTracker``)."""
+    """What the ``tracking`` group builds: ``start_run`` opens a run when a job starts and returns
+    it (:class:`TrackedRun`); ``log_run`` records a finished one in one go and returns its id
+    (``rag_lab.tracking.MlflowTracker``)."""
+
+    def start_run(
+        self,
+        run_name: str,
+        tags: Mapping[str, str] | None = None,
+        parent_run_id: str | None = None,
+    ) -> TrackedRun: ...
 
     def log_run(
         self,

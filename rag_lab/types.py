@@ -106,7 +106,7 @@ class Chunk:
 @dataclass(frozen=True)
 class Query:
     """A labelled query. ``metadata`` may hold ``category``, ``answers`` and ``evidence`` (lists of
-    gold strings used for evidence-level relevance)."""
+    gold strings used for evidence-level relevance) and ``history`` (``Query.history``)."""
 
     query_id: str
     text: str
@@ -119,6 +119,13 @@ class Query:
     def category(self) -> str | None:
         cat = self.metadata.get("category")
         return None if cat is None else str(cat)
+
+    @property
+    def history(self) -> tuple[str, ...]:
+        """The previous user turns of the query's conversation, oldest first (``metadata.history``;
+        filled from ``conversation_id`` + ``turn`` by the dataset loader); ``()`` for a query that
+        stands alone."""
+        return tuple(str(t) for t in self.metadata.get("history") or ())
 
     @property
     def evidence(self) -> tuple[str, ...]:

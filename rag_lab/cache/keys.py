@@ -70,14 +70,21 @@ def queries_key(queries: Mapping[str, str]) -> str:
 
 
 def run_key(
-    retriever_config: Any, identity: Any, k: int, chunks: str, queries: Mapping[str, str]
+    retriever_config: Any,
+    identity: Any,
+    k: int,
+    chunks: str,
+    queries: Mapping[str, str],
+    query_metadata: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
-    return stage_key(
-        "run",
-        {"retriever": retriever_config, "identity": identity, "k": k},
-        chunks,
-        queries_key(queries),
-    )
+    """A retriever's run over ``queries`` (the texts after every query transform: an expansion's
+    terms, a dictionary mined from the corpus, key it through them). ``query_metadata``: the
+    metadata fields a ``QueryMetadataAware`` retriever reads (``None``: it reads none, and the key
+    is the one it always was)."""
+    config: dict[str, Any] = {"retriever": retriever_config, "identity": identity, "k": k}
+    if query_metadata is not None:
+        config["query_metadata"] = sorted((q, dict(m)) for q, m in query_metadata.items())
+    return stage_key("run", config, chunks, queries_key(queries))
 
 
 # -- per-item tables ----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import cast
 
 from rag_lab.dataset.base import LabelledQueries
+from rag_lab.dataset.conversations import resolve_history
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.io import fingerprint_files, read_jsonl, read_lines, require_file, require_key
 from rag_lab.parser.base import ON_EMPTY
@@ -73,7 +74,8 @@ def read_qrels(path: Path) -> Qrels:
 
 def read_queries(path: Path) -> dict[str, Query]:
     """Read a BEIR ``queries.jsonl`` (``_id``, ``text``, optional ``metadata`` object); a repeated
-    id is refused naming both lines."""
+    id is refused naming both lines. A conversation's turns get ``metadata.history``
+    (``rag_lab.dataset.conversations``)."""
     queries: dict[str, Query] = {}
     first_line: dict[str, int] = {}
     for lineno, rec in read_jsonl(require_file(path, "queries file")):
@@ -88,7 +90,7 @@ def read_queries(path: Path) -> dict[str, Query]:
             raise DataError(f"{path}:{lineno}: 'metadata' must be an object")
         queries[qid] = Query(qid, str(text), meta)
         first_line[qid] = lineno
-    return queries
+    return resolve_history(queries, first_line, path)
 
 
 class BeirDataset:

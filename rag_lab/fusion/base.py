@@ -10,6 +10,7 @@ from rag_lab.types import Run
 
 __all__ = [
     "Fusion",
+    "QueryConditioned",
     "Weighted",
     "all_query_ids",
     "check_weights",
@@ -24,6 +25,16 @@ class Fusion(Protocol):
     the pipeline does not call fusion at all (a no-op, so scores stay the retriever's own)."""
 
     def fuse(self, runs: Mapping[str, Run], k: int) -> Run: ...
+
+
+@runtime_checkable
+class QueryConditioned(Protocol):
+    """A fusion whose weights depend on the query (``RoutedFusion``): the pipeline calls
+    ``fuse_queries(queries, runs, k)`` with the texts the retrievers saw (after the query
+    transforms), instead of ``fuse``. Same contract as ``Fusion.fuse``; ``fuse`` alone fuses every
+    query as the default class."""
+
+    def fuse_queries(self, queries: Mapping[str, str], runs: Mapping[str, Run], k: int) -> Run: ...
 
 
 @runtime_checkable

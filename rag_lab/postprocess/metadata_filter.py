@@ -1,5 +1,5 @@
-"""Metadata filters: keep the chunks whose metadata matches, and only the latest version of each
-document family.
+"""Metadata filters: keep the chunks whose metadata matches, the ones valid on the query's date,
+and only the latest version of each document family.
 
 Fields come from the metadata contract (every chunk carries them, ``null`` when unknown). A
 filter that would leave a query with nothing keeps that query's run as it was and counts it
@@ -10,9 +10,13 @@ make, not a filter's.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rag_lab.errors import ConfigError
+from rag_lab.postprocess._as_of import FIELD, QueryDates
+from rag_lab.postprocess.freshness import FreshnessFilter
 from rag_lab.ranking import ranked
 from rag_lab.types import Chunk, Run
 from rag_lab.validate import OptionError, boolean
@@ -33,7 +37,14 @@ class MetadataFilter:
     family_pattern: how a document id names its family: the id with the first match of this
         regular expression removed (``hx200-manual-v2`` → ``hx200-manual``); documents whose ids
         do not match are a family of their own.
+    as_of: ISO date: keep only chunks whose document is valid on it (``valid_from`` ≤ t ≤
+        ``valid_to``, either end open when absent; a date that does not parse counts as valid).
+        ``null``: no date, unless the query has one.
+    query_as_of: a query's own ``as_of`` metadata is its date, over ``as_of``
+        (``rag_lab.protocols.QueryMetadataAware``: the pipeline passes it in before each run).
     """
+
+    query_metadata_fields = (FIELD,)
 
     def __init__(
         self,
@@ -41,6 +52,8 @@ class MetadataFilter:
         any_of: Mapping[str, Sequence[Any]] | None = None,
         latest_version: bool = False,
         family_pattern: str = r"(?:[-_ ]v?\d+(?:\.\d+)*)+$",
+        as_of: str | None = None,
+        query_as_of: bool = True,
     ) -> None:
         self.equals = dict(equals or {})
         self.any_of: dict[str, set[str]] = {}
@@ -53,8 +66,12 @@ class MetadataFilter:
             self.family_pattern = re.compile(family_pattern)
         except re.error as exc:
             raise OptionError("family_pattern", family_pattern, f"not a regex ({exc})") from None
+        self.dates = QueryDates(as_of, query_as_of)
         self.stats: dict[str, float] = {}
         self._latest: tuple[int, set[str]] | None = None
+
+    def set_query_metadata(self, metadata: Mapping[str, Mapping[str, Any]]) -> None:
+        self.dates.set(metadata)
 
     def family(self, doc_id: str) -> str:
         return self.family_pattern.sub("", doc_id, count=1) or doc_id
@@ -87,16 +104,37 @@ class MetadataFilter:
         return latest is None or chunk.doc_id in latest
 
     def process(self, queries: Mapping[str, str], run: Run, chunks: Mapping[str, Chunk]) -> Run:
+        t0 = time.perf_counter()
         latest = self._latest_docs(chunks) if self.latest_version else None
         out: Run = {}
-        removed = emptied = 0
+        removed = emptied = dated = 0
         for qid, scores in run.items():
-            kept = {c: s for c, s in scores.items() if self.keeps(chunks[c], latest)}
+            validity = self.dates.validity(qid)
+            dated += validity is not None
+            kept = {
+                c: s
+                for c, s in scores.items()
+                if self.keeps(chunks[c], latest) and _valid(validity, chunks[c])
+            }
             if scores and not kept:
                 emptied += 1
                 kept = dict(scores)
             removed += len(scores) - len(kept)
             out[qid] = {c: kept[c] for c in ranked(kept)}
         n = max(len(run), 1)
-        self.stats = {"removed_per_query": removed / n, "emptied_queries": float(emptied)}
+        self.stats = {
+            "removed_per_query": removed / n,
+            "emptied_queries": float(emptied),
+            "dated_queries": float(dated),
+            "ms_per_query": 1000 * (time.perf_counter() - t0) / n,
+        }
         return out
+
+
+def _valid(validity: FreshnessFilter | None, chunk: Chunk) -> bool:
+    if validity is None:
+        return True
+    try:
+        return validity.valid(chunk)
+    except ConfigError:  # an unparseable date is the contract's problem, not a removal
+        return True

@@ -11,11 +11,14 @@ and the metadata contract write (``valid_from``/``valid_to``, ``section_type``, 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from rag_lab.errors import ConfigError
+from rag_lab.postprocess._as_of import FIELD, QueryDates
 from rag_lab.postprocess.freshness import FreshnessFilter
 from rag_lab.ranking import minmax
 from rag_lab.types import Chunk, Run
@@ -28,7 +31,10 @@ _FLOOR = 0.1  # the lowest normalised score: a factor on the last chunk still ch
 class RuleReranker:
     """Args:
     as_of: ISO date; a chunk whose document is not valid on it (``valid_from``/``valid_to``)
-        gets ``expired_factor``. ``null`` turns the validity rule off.
+        gets ``expired_factor``. ``null`` turns the validity rule off (for queries without a
+        date of their own).
+    query_as_of: a query's own ``as_of`` metadata is its date, over ``as_of``
+        (``rag_lab.protocols.QueryMetadataAware``: the pipeline passes it in before each run).
     expired_factor: multiplier of a chunk outside its validity window (``0 <= f``).
     section_type_weights: ``section_type`` → multiplier (``troubleshooting: 1.3``).
     source_type_weights: ``source_type`` → multiplier (``ticket: 0.8``).
@@ -41,6 +47,8 @@ class RuleReranker:
     entity_factor: the ``demote`` multiplier.
     """
 
+    query_metadata_fields = (FIELD,)
+
     def __init__(
         self,
         as_of: str | None = None,
@@ -50,11 +58,10 @@ class RuleReranker:
         entity_rule: str = "drop",
         entity_pattern: str = r"\b(?:[A-Z]{1,2}\d{3,4}|AL\.\d{3})\b",
         entity_factor: float = 0.3,
+        query_as_of: bool = True,
     ) -> None:
-        try:  # the validity window is the freshness filter's (one definition of "valid on")
-            self.validity = FreshnessFilter(str(as_of)) if as_of else None
-        except ConfigError:
-            raise OptionError("as_of", as_of, "must be an ISO date (YYYY-MM-DD)") from None
+        # the validity window is the freshness filter's (one definition of "valid on")
+        self.dates = QueryDates(as_of, query_as_of)
         self.expired_factor = number(expired_factor, "expired_factor", ge=0)
         self.section_type_weights = {
             str(k): number(v, f"section_type_weights.{k}", ge=0)
@@ -72,17 +79,20 @@ class RuleReranker:
         self.entity_factor = number(entity_factor, "entity_factor", ge=0)
         self.stats: dict[str, float] = {}
 
+    def set_query_metadata(self, metadata: Mapping[str, Mapping[str, Any]]) -> None:
+        self.dates.set(metadata)
+
     def _codes(self, chunk: Chunk) -> set[str]:
         tags = chunk.metadata.get("entity_tags")
         if isinstance(tags, (list, tuple)):
             return {str(t) for t in tags if self.entity_pattern.fullmatch(str(t))}
         return set(self.entity_pattern.findall(chunk.text))
 
-    def _factor(self, chunk: Chunk) -> float:
+    def _factor(self, chunk: Chunk, validity: FreshnessFilter | None) -> float:
         f = 1.0
-        if self.validity is not None:
+        if validity is not None:
             try:
-                valid = self.validity.valid(chunk)
+                valid = validity.valid(chunk)
             except ConfigError:
                 valid = True  # an unparseable date is the contract's problem, not a demotion
             if not valid:
@@ -92,6 +102,7 @@ class RuleReranker:
         return f
 
     def process(self, queries: Mapping[str, str], run: Run, chunks: Mapping[str, Chunk]) -> Run:
+        t0 = time.perf_counter()
         out: Run = {}
         dropped = demoted = changed = 0
         for qid, scores in run.items():
@@ -101,10 +112,11 @@ class RuleReranker:
                 continue
             base = _FLOOR + (1 - _FLOOR) * minmax([scores[c] for c in ids])
             wanted = set(self.entity_pattern.findall(queries.get(qid, "")))
+            validity = self.dates.validity(qid)
             new: dict[str, float] = {}
             for cid, s in zip(ids, np.asarray(base, dtype=float)):
                 chunk = chunks[cid]
-                f = self._factor(chunk)
+                f = self._factor(chunk, validity)
                 if wanted and self.entity_rule != "off":
                     codes = self._codes(chunk)
                     if codes and not (codes & wanted):
@@ -121,5 +133,7 @@ class RuleReranker:
             "entity_dropped_per_query": dropped / n,
             "entity_demoted_per_query": demoted / n,
             "reweighted_per_query": changed / n,
+            "dated_queries": float(sum(self.dates.validity(q) is not None for q in run)),
+            "ms_per_query": 1000 * (time.perf_counter() - t0) / n,
         }
         return out
