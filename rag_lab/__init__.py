@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
     from rag_lab.export import ExportedPipeline
 
-__version__ = "0.3.0"  # the one place the version is written (pyproject reads it)
+__version__ = "0.4.0"  # the one place the version is written (pyproject reads it)
 
 register_resolvers()
 
