@@ -210,7 +210,7 @@ def evaluation_run(
     tracker). Params and start tags are logged now; a block that raises leaves the run
     ``FAILED`` (``KILLED`` for Ctrl-C) with an ``error`` tag and the finished files of
     ``out_dir`` as artifacts; one that ends leaves it ``FINISHED``. ``mlflow_run_id`` is written
-    into ``out_dir`` either way."""
+    into ``out_dir`` when the run opens."""
     if tracker is None:
         yield None
         return
@@ -227,6 +227,7 @@ def evaluation_run(
     else:
         name = cfg.get("run_name") or single_run_name(cfg)
     run = tracker.start_run(str(name), tags, sweep.get("run_id") if sweep else None)
+    _write_run_id(out_dir, run.run_id)  # now: the run page and a failed job name it too
     try:
         run.log_params(params)
         yield run
@@ -235,12 +236,10 @@ def evaluation_run(
         try:
             run.log_artifacts(_artifacts(out_dir))
             run.end(status, {"error": _one_line(exc)})
-            _write_run_id(out_dir, run.run_id)
         except Exception as log_exc:  # the store may be gone: never mask the job's own error
             log.warning("could not mark MLflow run %s %s: %s", run.run_id, status, log_exc)
         raise
     run.end("FINISHED")
-    _write_run_id(out_dir, run.run_id)
 
 
 def _write_run_id(out_dir: Path, run_id: str) -> None:
