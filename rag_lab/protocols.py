@@ -67,6 +67,20 @@ class QueryMetadataAware(Protocol):
 
 
 @runtime_checkable
+class Annotating(Protocol):
+    """The stage says something about a query besides its ranking (the conflict detector: two of
+    its top chunks disagree). After each ``process``, ``annotations`` maps a query id to
+    ``{name: JSON-able value}`` for the queries it has something to say about (only those); the
+    pipeline collects them into ``RetrievalResult.annotations[query_id][name]`` (a later stage's
+    name wins over an earlier one's) and evaluate writes each name as a per-query column and
+    counts it (``rag_lab.metrics.score.annotation_metrics``). ``annotation_names``: the names it
+    may write, so that a stage that flagged nothing is counted as 0."""
+
+    annotation_names: tuple[str, ...]
+    annotations: Mapping[str, Mapping[str, Any]]
+
+
+@runtime_checkable
 class TrackedRun(Protocol):
     """An open run of a :class:`Tracker`: logged to as the job goes, closed by ``end`` with the
     job's status (``FINISHED`` | ``FAILED`` | ``KILLED``)."""

@@ -200,7 +200,14 @@ ANSWER_COLUMNS = (
     "contained",
     "context_utilisation",
 )
-OPTIONAL_ANSWER_COLUMNS = ("context_precision", "context_recall", "judge_error")
+OPTIONAL_ANSWER_COLUMNS = (
+    "context_precision",
+    "context_recall",
+    "judge_error",
+    "miss_reason",  # rag_lab.metrics.attribution.answer_miss_reason
+    "context_tokens_before",  # the context stages' input and output sizes (rag_lab.answers)
+    "context_tokens_after",
+)
 
 
 def with_answers(table: pd.DataFrame, rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -210,4 +217,49 @@ def with_answers(table: pd.DataFrame, rows: Mapping[str, Mapping[str, Any]]) -> 
     optional = [c for c in OPTIONAL_ANSWER_COLUMNS if any(c in r for r in rows.values())]
     for col in (*ANSWER_COLUMNS, *optional):
         out[f"answer_{col}"] = [rows[q].get(col) for q in out["query_id"]]
+    return out
+
+
+def with_annotations(
+    table: pd.DataFrame, annotations: Mapping[str, Mapping[str, Any]], names: Sequence[str] = ()
+) -> pd.DataFrame:
+    """The per-query table plus one column per annotation name (``names``, the configured
+    ``Annotating`` stages', and any other the run wrote: ``conflict``): the value as JSON, ``""``
+    for a query without one."""
+    import json
+
+    out = table.copy()
+    for name in dict.fromkeys([*names, *sorted({n for a in annotations.values() for n in a})]):
+        out[name] = [
+            json.dumps(annotations[q][name], ensure_ascii=False)
+            if name in annotations.get(q, {})
+            else ""
+            for q in out["query_id"]
+        ]
+    return out
+
+
+def annotation_metrics(
+    annotations: Mapping[str, Mapping[str, Any]], queries: Mapping[str, Query], names: Sequence[str]
+) -> dict[str, float]:
+    """For each annotation ``name`` (a stage that can write it is configured): ``<name>/n_flagged``
+    (queries it was written for) and ``by_category/<c>/<name>/n_flagged``; where queries carry a
+    boolean ``expect_<name>`` label, the flag's ``<name>/precision``, ``<name>/recall`` and
+    ``<name>/n_labelled`` over those queries (NaN precision when nothing labelled was flagged)."""
+    out: dict[str, float] = {}
+    for name in names:
+        flagged = {q for q in queries if name in annotations.get(q, {})}
+        out[f"{name}/n_flagged"] = float(len(flagged))
+        for cat in sorted({str(x.category) for x in queries.values() if x.category is not None}):
+            in_cat = {q for q, x in queries.items() if x.category == cat}
+            out[f"by_category/{cat}/{name}/n_flagged"] = float(len(flagged & in_cat))
+        label = f"expect_{name}"
+        labelled = {q: bool(x.metadata[label]) for q, x in queries.items() if label in x.metadata}
+        if labelled:
+            tp = sum(1 for q, want in labelled.items() if want and q in flagged)
+            n_flag = sum(1 for q in labelled if q in flagged)
+            n_want = sum(labelled.values())
+            out[f"{name}/n_labelled"] = float(len(labelled))
+            out[f"{name}/precision"] = tp / n_flag if n_flag else math.nan
+            out[f"{name}/recall"] = tp / n_want if n_want else math.nan
     return out
