@@ -2,9 +2,11 @@
 grounding, score answers. Runs only when ``generator`` is set (``generator=extractive``,
 ``openai``, ``transformers``).
 
-Per query: the top ``evaluation.answer_k`` chunks of the final run go to the generator; the judge
-(``judge=lexical`` | ``nli`` | ``ragas``; none → faithfulness missing) scores the response against
-those chunks, through ``JudgeRunner`` (retries, then a missing score; never a silent zero).
+Per query: the top ``evaluation.answer_k`` chunks of the final run pass the ``context`` stages
+(``rag_lab.context``: ordering, near-duplicate removal, budget, distillation; none by default)
+and go to the generator, with the query's ``notes`` (e.g. a conflict flag) when it has any; the
+judge (``judge=lexical`` | ``nli`` | ``ragas``; none → faithfulness missing) scores the response
+against those chunks, through ``JudgeRunner`` (retries, then a missing score; never a silent zero).
 Model calls are cached in the stage cache: answers of generators that describe their request
 (``Cacheable``, ``request()``: openai, transformers) under ``generations``, verdicts of judges
 with an identity (``Identified``: nli, ragas) under ``judge``; a rerun with the same inputs calls
@@ -22,7 +24,16 @@ Aggregates (``answer/…`` in ``metrics.json`` and MLflow; ``aggregate_answers``
 - ``refusal_rate_unanswerable`` (refusals among unanswerable queries: higher is better) and
   ``wrong_refusal_rate`` (refusals among answerable ones: lower is better);
 - call counts: ``generator_calls`` / ``generator_cache_hits``, ``judge_calls`` (retries included)
-  / ``judge_cache_hits`` / ``judge_retries``.
+  / ``judge_cache_hits`` / ``judge_retries``;
+- ``answer_misses/<reason>`` (``rag_lab.metrics.attribution.answer_miss_reason``, per query
+  ``miss_reason``).
+
+The judge scores the answer against the full text of the retrieved chunks that reached the
+generator (a distilled chunk is judged by its source, so a distiller that invents a fact shows
+as an unfaithful answer). Context size (``context/…``): ``tokens_before`` / ``tokens_after``,
+the mean pre-tokens of the numbered blocks before and after the stages (per query
+``context_tokens_before`` / ``context_tokens_after``), ``tokens_saved_share`` (1 - total after /
+total before), and each measured stage's ``context/<stage>/<stat>``.
 """
 
 from __future__ import annotations
@@ -33,12 +44,18 @@ from typing import Any
 
 from rag_lab.cache import StageCache
 from rag_lab.cache.keys import generation_key
+from rag_lab.context.base import ContextStage
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.generator.base import Cacheable, Generator
+from rag_lab.generator.context import block_tokens
+from rag_lab.generator.prompts import detect_language
 from rag_lab.judge.base import Judge
 from rag_lab.judge.runner import JudgeRunner
 from rag_lab.metrics.answers import aggregate_answers, score_response
+from rag_lab.metrics.attribution import answer_miss_metrics, answer_miss_reason
+from rag_lab.protocols import CacheAware, Measured
 from rag_lab.ranking import ranked
+from rag_lab.text import ContentTerms
 from rag_lab.types import Chunk, Run
 
 GENERATIONS = "generations"
@@ -50,11 +67,14 @@ def generate(
     chunks: Sequence[Chunk],
     cache: StageCache | None,
     counts: Counter[str],
+    notes: Sequence[str] = (),
 ) -> str:
     """``generator.generate``, read from / written to the cache when the generator describes its
-    request (``rag_lab.generator.base.Cacheable``)."""
+    request (``rag_lab.generator.base.Cacheable``). ``notes`` are passed only when there are
+    some (a generator written before notes existed keeps working without them)."""
+    extra = (list(notes),) if notes else ()
     request = (
-        generator.request(query, chunks)
+        generator.request(query, chunks, *extra)
         if cache is not None and isinstance(generator, Cacheable)
         else None
     )
@@ -65,7 +85,7 @@ def generate(
             counts["generator_cache_hits"] += 1
             return str(hit["response"])
     counts["generator_calls"] += 1
-    response = generator.generate(query, chunks)
+    response = generator.generate(query, chunks, *extra)
     if key is not None and cache is not None:
         cache.put_json(GENERATIONS, key, {"response": response})
     return response
@@ -79,23 +99,65 @@ def answer_queries(
     judge: Judge | None,
     k: int,
     cache: StageCache | None = None,
+    stages: Mapping[str, ContextStage] | None = None,
+    notes: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
     """``(aggregate metrics, per-query rows)``; rows carry the response and every per-answer
     score. Aggregates: ``rag_lab.metrics.answers.aggregate_answers`` plus the call counts, all
-    prefixed ``answer/``."""
+    prefixed ``answer/``, the answer-side miss counts and the ``context/`` sizes. ``stages``:
+    the context stages in order; ``notes``: per query id, lines put before the context."""
     runner = JudgeRunner(judge, cache) if judge is not None else None
+    stages = dict(stages or {})
+    for stage in stages.values():
+        if cache is not None and isinstance(stage, CacheAware):
+            stage.attach_cache(cache.view(stage.cache_namespace))
     counts: Counter[str] = Counter()
     rows: dict[str, dict[str, Any]] = {}
+    terms = ContentTerms()  # the miss reasons' term analysis, built once
     for qid, q in data.queries.items():
         top = [chunks[c] for c in ranked(final.get(qid, {}))[:k]]
-        response = generate(generator, q.text, top, cache, counts)
+        given = top
+        for stage in stages.values():
+            given = stage.apply(q.text, given)
+        response = generate(generator, q.text, given, cache, counts, (notes or {}).get(qid, ()))
         golds = [str(a) for a in (q.metadata.get("answers") or [])]
-        row = score_response(runner, q.text, [c.text for c in top], response, golds or None)
+        # judged against the sources of what the generator read, not a distiller's rewrite
+        contexts = [chunks[c.chunk_id].text if c.chunk_id in chunks else c.text for c in given]
+        row = score_response(runner, q.text, contexts, response, golds or None)
         row["response"] = response
-        row["contexts"] = [c.text for c in top]  # for the run folder's answers.jsonl
+        row["contexts"] = contexts  # for the run folder's answers.jsonl
         row["answerable"] = any(g > 0 for g in data.qrels[qid].values())
+        language = detect_language(q.text)
+        row["context_tokens_before"] = block_tokens(top, language)
+        row["context_tokens_after"] = block_tokens(given, language)
+        row["miss_reason"] = (
+            answer_miss_reason(
+                q.text,
+                response,
+                golds,
+                q.evidence,
+                [c.text for c in given],
+                terms,
+                retrieved=[c.text for c in top],
+            )
+            if row["answerable"]
+            else ""
+        )
         rows[qid] = row
     out = {f"answer/{m}": v for m, v in aggregate_answers(rows.values()).items()}
+    out |= answer_miss_metrics(
+        {q: r["miss_reason"] for q, r in rows.items()},
+        {q: x.category for q, x in data.queries.items()},
+    )
+    before = sum(r["context_tokens_before"] for r in rows.values())
+    after = sum(r["context_tokens_after"] for r in rows.values())
+    n = max(len(rows), 1)
+    out["context/tokens_before"] = before / n
+    out["context/tokens_after"] = after / n
+    out["context/tokens_saved_share"] = 1 - after / before if before else 0.0
+    for name, stage in stages.items():
+        if isinstance(stage, Measured):
+            out |= {f"context/{name}/{s}": float(v) for s, v in stage.stats.items()}
     out["answer/generator_calls"] = float(counts["generator_calls"])
     out["answer/generator_cache_hits"] = float(counts["generator_cache_hits"])
     if runner is not None:

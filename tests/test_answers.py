@@ -140,3 +140,99 @@ def test_openai_generator_and_ragas_judge_through_a_fake_endpoint(tmp_path, monk
     assert not any(KEY in v for v in [*run.data.params.values(), *run.data.tags.values()])
     name = mlflow_metric_names(["answer/n_judge_failures"])["answer/n_judge_failures"]
     assert run.data.metrics[name] == 1
+
+
+def test_context_stages_shrink_the_context_and_are_reported(tmp_path):
+    """context=[order,dedupe,distill] on the toy set: fewer context tokens than without stages,
+    per query in per_query.parquet, and the answer-side miss reasons counted."""
+    base = [
+        *TOY_OVERRIDES,
+        "retrievers=[bm25]",
+        "tracking=none",
+        "generator=extractive",
+        "judge=lexical",
+    ]
+    off = evaluate(compose_evaluate(base, tmp_path / "off"))
+    cfg = compose_evaluate([*base, "context=[order,dedupe,distill]"], tmp_path / "on")
+    on = evaluate(cfg)
+    assert (
+        off["context/tokens_before"] == off["context/tokens_after"] == on["context/tokens_before"]
+    )
+    assert 0 < on["context/tokens_after"] < on["context/tokens_before"]
+    assert on["context/tokens_saved_share"] > 0
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet")
+    assert (table.answer_context_tokens_after <= table.answer_context_tokens_before).all()
+    assert table.answer_context_tokens_before.mean() == on["context/tokens_before"]
+    counted = sum(v for k, v in on.items() if k.startswith("answer_misses/"))
+    reasons = table.answer_miss_reason
+    assert counted == reasons.isin(["answer_hit", ""]).__invert__().sum()
+    assert set(reasons) <= {
+        "",
+        "answer_hit",
+        "evidence_not_in_context",
+        "evidence_dropped_by_context",
+        "refused_despite_context",
+        "context_not_used",
+        "wrong_despite_context",
+    }
+
+
+def test_notes_reach_the_generator_prompt_and_the_llm_distiller_runs(tmp_path, monkeypatch):
+    """answer_queries(notes=...) puts a query's notes before its context; context=[llm_distill]
+    sends one distillation request per query through the fake endpoint, then the answer prompt
+    reads the cited facts; a rerun makes no request."""
+    from rag_lab import build
+    from rag_lab.answers import answer_queries
+    from rag_lab.ranking import ranked
+    from tests.fake_openai import FakeOpenAI, last_user_text
+
+    def distilling(body):
+        return str(body["messages"][0]["content"]).startswith(("You extract", "你负责从"))
+
+    def reply(body):
+        if distilling(body):  # the distiller's prompt: cite passage 1
+            return "Fault E102 on the HX-200 means oil temperature above 70 °C [1]"
+        return "It means the oil is too hot [1]."
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAI(reply) as fake:
+        cfg = compose_evaluate(
+            [
+                *TOY_OVERRIDES,
+                "retrievers=[bm25]",
+                "tracking=none",
+                "generator=openai",
+                f"generator.base_url={fake.url}",
+                "generator.model=fake-gen",
+                "context=[llm_distill]",
+                "evaluation.answer_k=2",
+            ],
+            tmp_path,
+        )
+        data = build.build_dataset(cfg).load()
+        pipe = build.build_pipeline(cfg)
+        pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
+        result = pipe.run({q: x.text for q, x in data.queries.items()}, 10, 0)
+        stages = build.build_context_stages(cfg)
+        note = "sources disagree on the E102 limit"
+        args = (data, pipe.chunks, result.final, build.build_generator(cfg), None, 2)
+        m, rows = answer_queries(*args, cache=pipe.cache, stages=stages, notes={"q1": [note]})
+        n = len(data.queries)
+        answered = [r for r in fake.requests if not distilling(r)]
+        distilled = [r for r in fake.requests if distilling(r)]
+        assert len(distilled) == m["context/llm_distill/llm_calls"] == n
+        noted = [r for r in answered if note in last_user_text(r)]
+        assert len(noted) == 1 and "E102" in last_user_text(noted[0])
+        # the answer prompt reads the fact, not the whole chunk
+        q1 = next(r for r in noted)
+        assert "above 70 °C" in last_user_text(q1) and "Context:\n" in last_user_text(q1)
+        assert m["context/tokens_after"] < m["context/tokens_before"]
+        # the judge's contexts are the source chunks, not the distilled fact
+        top = ranked(result.final["q1"])[0]
+        assert rows["q1"]["contexts"] == [pipe.chunks[top].text]
+        before = len(fake.requests)
+        m2, _ = answer_queries(
+            *args, cache=pipe.cache, stages=build.build_context_stages(cfg), notes={"q1": [note]}
+        )
+        assert len(fake.requests) == before  # distillations and answers from the cache
+        assert m2["context/llm_distill/llm_cache_hits"] == n

@@ -36,19 +36,23 @@ class PromptedGenerator:
     def language_of(self, query: str) -> str:
         return self.language or detect_language(query)
 
-    def messages(self, query: str, chunks: Sequence[Chunk]) -> list[dict[str, str]]:
+    def messages(
+        self, query: str, chunks: Sequence[Chunk], notes: Sequence[str] = ()
+    ) -> list[dict[str, str]]:
         language = self.language_of(query)
-        context, _ = build_context(chunks, self.max_context_tokens, language)
+        context, _ = build_context(chunks, self.max_context_tokens, language, notes)
         return PROMPTS[language].messages(query, context)
 
-    def request(self, query: str, chunks: Sequence[Chunk]) -> dict[str, Any] | None:
+    def request(
+        self, query: str, chunks: Sequence[Chunk], notes: Sequence[str] = ()
+    ) -> dict[str, Any] | None:
         """Everything that determines the answer (``Cacheable``; None: answered without a
         model call)."""
         if not chunks:
             return None
-        return {**self.settings(), "messages": self.messages(query, chunks)}
+        return {**self.settings(), "messages": self.messages(query, chunks, notes)}
 
-    def generate(self, query: str, chunks: Sequence[Chunk]) -> str:
+    def generate(self, query: str, chunks: Sequence[Chunk], notes: Sequence[str] = ()) -> str:
         if not chunks:
             return REFUSALS[self.language_of(query)]
-        return self.complete(self.messages(query, chunks)).strip()
+        return self.complete(self.messages(query, chunks, notes)).strip()

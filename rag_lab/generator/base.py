@@ -13,9 +13,11 @@ from rag_lab.types import Chunk
 class Generator(Protocol):
     """Contract: answers from the given chunks only (ordered best first); when they do not hold the
     answer, replies with ``REFUSALS[language]``. Failures that retries did not cure raise (a
-    ``RagLabError`` naming the endpoint or model), they never come back as an empty answer."""
+    ``RagLabError`` naming the endpoint or model), they never come back as an empty answer.
+    ``notes`` (short lines such as "sources disagree on ...") go before the numbered chunks of the
+    context (``build_context``); the answer stage passes them only when a query has some."""
 
-    def generate(self, query: str, chunks: Sequence[Chunk]) -> str: ...
+    def generate(self, query: str, chunks: Sequence[Chunk], notes: Sequence[str] = ()) -> str: ...
 
 
 @runtime_checkable
@@ -27,4 +29,6 @@ class Cacheable(Protocol):
     no model call (no chunks: the refusal). The answer stage caches such generators' answers on
     disk under that description, so a rerun does not call the model again."""
 
-    def request(self, query: str, chunks: Sequence[Chunk]) -> dict[str, Any] | None: ...
+    def request(
+        self, query: str, chunks: Sequence[Chunk], notes: Sequence[str] = ()
+    ) -> dict[str, Any] | None: ...

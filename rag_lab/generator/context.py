@@ -8,6 +8,9 @@ A block reads (English labels; Chinese ones for ``language="zh"``)::
 
 (one header line, wrapped here).
 
+Notes (``notes=[...]``: e.g. "sources disagree on ...", from a conflict check) come first, one line
+each (``Note: ...`` / ``注意：...``), before the numbered blocks, and count against the budget.
+
 Tags come from the chunk (``doc_id``, ``section``) and its metadata (``source``, ``page``,
 ``version``, ``valid_from``, ``valid_to``); absent ones are left out. Tokens are pre-tokens
 (``rag_lab.text.TOKEN``: CJK characters, words, punctuation marks), the unit of the
@@ -34,6 +37,7 @@ _LABELS: dict[str, dict[str, str]] = {
         "from": "from {}",
         "to": "until {}",
         "range": "{} to {}",
+        "note": "Note: {}",
     },
     "zh": {
         "doc": "文档",
@@ -45,6 +49,7 @@ _LABELS: dict[str, dict[str, str]] = {
         "from": "{}起",
         "to": "至{}",
         "range": "{}至{}",
+        "note": "注意：{}",
     },
 }
 
@@ -77,10 +82,28 @@ def source_tags(chunk: Chunk, language: str) -> list[str]:
     return tags
 
 
+def block_tokens(chunks: Sequence[Chunk], language: str) -> int:
+    """Pre-tokens of ``chunks`` rendered as numbered blocks (headers included), without a budget:
+    what ``build_context`` charges for them."""
+    return sum(
+        count_tokens(_header(i, c, language)) + count_tokens(c.text) for i, c in enumerate(chunks)
+    )
+
+
+def _header(index: int, chunk: Chunk, language: str) -> str:
+    return f"[{index + 1}] " + " | ".join(source_tags(chunk, language))
+
+
 def build_context(
-    chunks: Sequence[Chunk], max_tokens: int, language: str
+    chunks: Sequence[Chunk],
+    max_tokens: int,
+    language: str,
+    notes: Sequence[str] = (),
 ) -> tuple[str, list[Chunk]]:
     """Render ``chunks`` (best first) as numbered blocks until ``max_tokens`` pre-tokens.
+
+    ``notes`` (blank ones skipped) are rendered first, one line each, and their tokens are taken
+    from the budget before any block; a budget they exhaust leaves no block.
 
     Returns ``(context, used)``: ``used[i]`` is block ``[i+1]``. Chunks are taken in order and the
     first one that does not fit ends the context (later, smaller chunks are not squeezed in: the
@@ -93,14 +116,17 @@ def build_context(
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
     if language not in _LABELS:
         raise ValueError(f"language must be one of {sorted(_LABELS)}, got {language!r}")
-    blocks: list[str] = []
+    lines = [_LABELS[language]["note"].format(n.strip()) for n in notes if n.strip()]
+    blocks: list[str] = ["\n".join(lines)] if lines else []
     used: list[Chunk] = []
-    left = max_tokens
+    left = max_tokens - sum(count_tokens(line) for line in lines)
     for chunk in chunks:
-        header = f"[{len(used) + 1}] " + " | ".join(source_tags(chunk, language))
+        header = _header(len(used), chunk, language)
         cost = count_tokens(header) + count_tokens(chunk.text)
         if cost > left:
             cut = _truncate(chunk, left - count_tokens(header)) if not used else None
+            if cut is not None and lines and left <= count_tokens(header):
+                cut = None  # notes left no room for even the header
             if cut is not None:
                 blocks.append(f"{header}\n{cut.text}")
                 used.append(cut)
@@ -113,7 +139,8 @@ def build_context(
 
 def _truncate(chunk: Chunk, n_tokens: int) -> Chunk | None:
     """The chunk cut to its first ``n_tokens`` pre-tokens; None when none fit."""
-    spans = [m.end() for m in TOKEN.finditer(chunk.text)][:n_tokens]
+    # at least one token: a header longer than the budget once made this a negative slice
+    spans = [m.end() for m in TOKEN.finditer(chunk.text)][: max(n_tokens, 1)]
     if not spans:
         return None
     text = chunk.text[: spans[-1]]

@@ -54,7 +54,8 @@ class ExtractiveGenerator:
         self.max_context_tokens = max_context_tokens
         self.terms = ContentTerms(tokenizer)
 
-    def generate(self, query: str, chunks: Sequence[Chunk]) -> str:
+    def generate(self, query: str, chunks: Sequence[Chunk], notes: Sequence[str] = ()) -> str:
+        """``notes`` are ignored: the baseline only quotes chunk sentences."""
         language = detect_language(query)
         if self.max_context_tokens is not None:
             chunks = build_context(chunks, self.max_context_tokens, language)[1]

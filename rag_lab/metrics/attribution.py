@@ -5,6 +5,10 @@ Document level, at cut-off ``k`` (a query hits when a relevant document is in th
 - ``dropped_by:<stage>`` / ``demoted_by:<stage>``: a relevant document was in the top k of the
   stage before and a named stage (``fusion``, a post-processor) removed it from its run, or
   pushed it below k;
+- ``replaced_by:fallback`` / ``refused_by:fallback``: level 0 (the pipeline's own last stage) had
+  it in its run, and the fallback chain answered the query from a later level whose run lacks it
+  in the top k, or refused it (an empty run). A level's run that the chain rejected is not in
+  ``runs``, so gold found only by such a level is not seen;
 - ``below_k``: it is in the final run, below k;
 - ``not_retrieved``: no retriever returned it in its top ``retrieve_k``.
 
@@ -17,6 +21,12 @@ one of them:
 - ``evidence_not_in_corpus``: no chunk of a relevant document holds it (a parser lost it — an OCR
   misreading, a dropped table — or the gold string is not in the source).
 Hits are ``hit`` / ``evidence_hit``; queries the level does not apply to get ``""``.
+
+Answer level (``answer_miss_reason``, answerable queries with a gold answer and a response; the
+answer stage writes it per query as ``answer_miss_reason`` and counts ``answer_misses/<reason>``):
+``evidence_not_in_context``, ``evidence_dropped_by_context`` (a context stage removed it),
+``refused_despite_context``, ``context_not_used`` (the evidence was in the context, the answer does
+not draw on it) and ``wrong_despite_context``; hits are ``answer_hit``.
 """
 
 from __future__ import annotations
@@ -28,6 +38,9 @@ from rag_lab.metrics.relevance import to_document_run
 from rag_lab.ranking import ranked
 from rag_lab.text.normalise import normalise_text
 from rag_lab.types import Chunk, Qrels, Query, Run
+
+
+FALLBACK = "fallback"  # the stage name of the fallback chain's outcome (``Pipeline.run``)
 
 
 def _top(run: Run, qid: str, k: int) -> list[str]:
@@ -54,11 +67,22 @@ def _document_reason(
             return "demoted_by:fusion" if kept else "dropped_by:fusion"
     for prev, cur in zip(chain, chain[1:]):
         if heads[prev] and not heads[cur]:
+            if cur == FALLBACK:
+                return _replaced(final, qid)
             present = heads[prev] & set(doc_runs[cur].get(qid, {}))
             return f"demoted_by:{cur}" if present else f"dropped_by:{cur}"
     if relevant & set(final.get(qid, {})):
         return "below_k"
+    # level 0 had it below k, and the chain answered from a later level without it (or refused)
+    if len(chain) > 1 and chain[-1] == FALLBACK and relevant & set(doc_runs[chain[-2]].get(qid, {})):
+        return _replaced(final, qid)
     return "not_retrieved"
+
+
+def _replaced(final: Run, qid: str) -> str:
+    """The fallback chain replaced level 0's run: with a later level's (``replaced_by``) or with
+    the refusal's empty run (``refused_by``)."""
+    return f"replaced_by:{FALLBACK}" if final.get(qid) else f"refused_by:{FALLBACK}"
 
 
 def _evidence_reason(
@@ -159,4 +183,82 @@ def with_attribution(table: Any, reasons: Mapping[str, Mapping[str, str]], k: in
     out = table.copy()
     for col in ("miss_reason", "evidence_miss_reason"):
         out[f"{col}_at_{k}"] = [reasons.get(q, {}).get(col, "") for q in out["query_id"]]
+    return out
+
+
+# -- answer side --------------------------------------------------------------------------------
+ANSWER_MISS_REASONS = (
+    "evidence_not_in_context",
+    "evidence_dropped_by_context",
+    "refused_despite_context",
+    "context_not_used",
+    "wrong_despite_context",
+)
+
+
+def answer_miss_reason(
+    query: str,
+    response: str,
+    golds: Sequence[str],
+    evidence: Sequence[str],
+    contexts: Sequence[str],
+    terms: Any = None,
+    retrieved: Sequence[str] = (),
+) -> str:
+    """Why an answer to an answerable query missed its gold answer, from the contexts the
+    generator read (after the context stages):
+
+    - ``answer_hit``: the answer contains a gold answer (``answer_contained``);
+    - ``evidence_dropped_by_context``: no context holds a gold answer or evidence string
+      (normalised substring), but one of the ``retrieved`` texts did (the top chunks before the
+      context stages): a stage (dedupe, budget, distillation) removed it;
+    - ``evidence_not_in_context``: not even the retrieved texts hold one (the retrieval-side
+      reasons say where it was lost);
+    - ``refused_despite_context``: the evidence was there and the answer is a refusal;
+    - ``context_not_used`` (context utilisation): the evidence was there and the answer shares
+      no content term, apart from the query's own, with any context holding it;
+    - ``wrong_despite_context``: the answer draws on the evidence context but does not contain
+      the gold answer.
+
+    ``""`` when it does not apply (no gold answer, no response). ``terms``: a ``ContentTerms``
+    (default jieba exact mode)."""
+    from rag_lab.metrics.answers import answer_contained, is_refusal
+    from rag_lab.text import ContentTerms
+
+    if not golds or not response.strip():
+        return ""
+    if answer_contained(response, list(golds)):
+        return "answer_hit"
+    gold = [g for g in (normalise_text(s) for s in (*golds, *evidence)) if g]
+
+    def holds(text: str) -> bool:
+        return any(g in normalise_text(text) for g in gold)
+
+    holding = [c for c in contexts if holds(c)]
+    if not holding:
+        dropped = any(holds(c) for c in retrieved)
+        return "evidence_dropped_by_context" if dropped else "evidence_not_in_context"
+    if is_refusal(response):
+        return "refused_despite_context"
+    terms = terms or ContentTerms()
+    own = set(terms(response)) - set(terms(query))
+    if not any(own & set(t) for t in terms.many(holding)):
+        return "context_not_used"
+    return "wrong_despite_context"
+
+
+def answer_miss_metrics(
+    reasons: Mapping[str, str], categories: Mapping[str, str | None] | None = None
+) -> dict[str, float]:
+    """``answer_misses/<reason>`` counts (every reason of ``ANSWER_MISS_REASONS``, zeros
+    included, so runs compare key by key) and ``by_category/<c>/answer_misses/<reason>`` for
+    the reasons a category has; hits and ``""`` are not counted."""
+    out = {f"answer_misses/{r}": 0.0 for r in ANSWER_MISS_REASONS}
+    for qid, reason in reasons.items():
+        if reason in ANSWER_MISS_REASONS:
+            out[f"answer_misses/{reason}"] += 1
+            cat = (categories or {}).get(qid)
+            if cat:
+                key = f"by_category/{cat}/answer_misses/{reason}"
+                out[key] = out.get(key, 0.0) + 1
     return out

@@ -71,3 +71,66 @@ def test_counts_overall_and_per_category():
         "misses_at_5/dropped_by/rules": 1.0,
         "by_category/exact_code/misses_at_5/dropped_by/rules": 1.0,
     }
+
+
+# -- answer side ------------------------------------------------------------------------------
+from rag_lab.metrics.attribution import answer_miss_metrics, answer_miss_reason  # noqa: E402
+
+Q = "E102 报警时油温上限是多少？"
+GOLD = ["60 ℃"]
+EVIDENCE_CTX = "E102 油温过高：油温超过 60 ℃ 时报警，检查冷却器风扇。"
+OTHER_CTX = "SV0432 表示直流母线过电压，检查制动电阻。"
+
+
+def test_answer_hit_and_not_applicable():
+    assert answer_miss_reason(Q, "油温超过 60 ℃ 时报警。", GOLD, (), [EVIDENCE_CTX]) == "answer_hit"
+    assert answer_miss_reason(Q, "anything", [], (), [EVIDENCE_CTX]) == ""  # no gold answer
+    assert answer_miss_reason(Q, "  ", GOLD, (), [EVIDENCE_CTX]) == ""  # no response
+
+
+def test_evidence_not_in_context():
+    reason = answer_miss_reason(Q, "检查制动电阻。", GOLD, (), [OTHER_CTX])
+    assert reason == "evidence_not_in_context"
+    # retrieved, then removed by a context stage (a distiller kept another sentence)
+    reason = answer_miss_reason(
+        Q, "检查制动电阻。", GOLD, (), [OTHER_CTX], retrieved=[OTHER_CTX, EVIDENCE_CTX]
+    )
+    assert reason == "evidence_dropped_by_context"
+    # an evidence string counts like the gold answer
+    ctx = "E102 的阈值见表 3。"
+    assert (
+        answer_miss_reason(Q, "不知道。", GOLD, ["阈值见表 3"], [ctx]) != "evidence_not_in_context"
+    )
+
+
+def test_refused_despite_context():
+    reason = answer_miss_reason(Q, "根据所给资料无法回答。", GOLD, (), [OTHER_CTX, EVIDENCE_CTX])
+    assert reason == "refused_despite_context"
+
+
+def test_context_not_used():
+    # evidence in context 2; the answer quotes context 1 only (no term of context 2 beyond the
+    # query's own E102 / 油温)
+    reason = answer_miss_reason(
+        Q, "SV0432 表示直流母线过电压。", GOLD, (), [OTHER_CTX, EVIDENCE_CTX]
+    )
+    assert reason == "context_not_used"
+    # sharing only query terms with the evidence is still not using it
+    assert (
+        answer_miss_reason(Q, "E102 油温。", GOLD, (), [OTHER_CTX, EVIDENCE_CTX])
+        == "context_not_used"
+    )
+
+
+def test_wrong_despite_context():
+    reason = answer_miss_reason(Q, "检查冷却器风扇，上限 65 ℃。", GOLD, (), [EVIDENCE_CTX])
+    assert reason == "wrong_despite_context"
+
+
+def test_answer_miss_counts_per_reason_and_category():
+    reasons = {"a": "context_not_used", "b": "answer_hit", "c": "context_not_used", "d": ""}
+    m = answer_miss_metrics(reasons, {"a": "exact_code", "c": None})
+    assert m["answer_misses/context_not_used"] == 2
+    assert m["answer_misses/wrong_despite_context"] == 0  # every reason present, zeros too
+    assert m["by_category/exact_code/answer_misses/context_not_used"] == 1
+    assert not any("answer_hit" in k for k in m)
