@@ -8,7 +8,14 @@ Runs the default pipeline (plus ``--base`` overrides) and each variant on ``--sp
 every category and overall: the mean of each ``--metric`` for base and variant, and the paired
 bootstrap 95% CI of variant - base (``rag_lab.stats``). A stage that does nothing shows as 0.
 Each side's ``cost`` is what its stages report per query in metrics.json (``<stage>/ms_per_query``,
-``Measured``) and the query latency percentiles.
+``Measured``) and the query latency percentiles; its ``refusals`` the retrieval-level refusal rates
+(``refusal_rate_unanswerable``, ``wrong_refusal_rate``, ``empty_result_rate``) and, with a fallback
+chain (``fallback=chain``), how many queries each level answered, overall and per category
+(``fallback/level_<n>``, ``per_query.parquet``'s ``fallback_level``).
+
+``--sweep DIR`` records a finished sweep beside the comparison (its ``report/leaderboard.csv`` and
+``winner.json``: the dev leaderboard and the winner's report-split metrics), e.g. the stacked
+configuration's sweep, whose winner is then the ``--variant`` compared with the plain hybrid.
 """
 
 from __future__ import annotations
@@ -21,8 +28,23 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+REFUSAL_KEYS = ("refusal_rate_unanswerable", "wrong_refusal_rate", "empty_result_rate")
 
-def run(overrides: list[str], out: Path, cache: Path) -> tuple[Any, dict[str, float]]:
+
+def refusals(metrics: dict[str, Any], table: Any) -> dict[str, Any]:
+    """Refusal rates and, with a fallback chain, the queries each level answered."""
+    out: dict[str, Any] = {k: metrics[k] for k in REFUSAL_KEYS if k in metrics}
+    out.update({k: v for k, v in metrics.items() if k.startswith("fallback/level_")})
+    if "fallback_level" in table.columns:
+        by_cat = table.groupby("category")["fallback_level"].value_counts().unstack(fill_value=0)
+        out["fallback_level_by_category"] = {
+            str(c): {str(int(lv)): int(n) for lv, n in row.items() if n}
+            for c, row in by_cat.iterrows()
+        }
+    return out
+
+
+def run(overrides: list[str], out: Path, cache: Path) -> tuple[Any, dict[str, Any]]:
     import pandas as pd
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
@@ -41,7 +63,8 @@ def run(overrides: list[str], out: Path, cache: Path) -> tuple[Any, dict[str, fl
         for k, v in metrics.items()
         if k.endswith("ms_per_query") or k in ("query_p50_ms", "query_p95_ms")
     }
-    return pd.read_parquet(out / "per_query.parquet").set_index("query_id"), cost
+    table = pd.read_parquet(out / "per_query.parquet")
+    return table.set_index("query_id"), {"cost": cost, "refusals": refusals(metrics, table)}
 
 
 def compare(base: Any, variant: Any, metrics: list[str]) -> dict[str, Any]:
@@ -70,6 +93,26 @@ def compare(base: Any, variant: Any, metrics: list[str]) -> dict[str, Any]:
     return out
 
 
+def sweep_summary(folder: Path, metrics: list[str]) -> dict[str, Any]:
+    """A sweep folder's dev leaderboard (rank, the swept values, the objective with its CI and
+    p-values) and its winner (overrides, dev objective, report-split ``metrics``)."""
+    import pandas as pd
+
+    board = pd.read_csv(folder / "report" / "leaderboard.csv")
+    winner = json.loads((folder / "winner.json").read_text(encoding="utf-8"))
+    report = winner.get("report") or {}
+    return {
+        "folder": str(folder),
+        "leaderboard": json.loads(board.to_json(orient="records", force_ascii=False)),
+        "winner": {
+            "job": winner.get("job"),
+            "overrides": winner.get("overrides"),
+            "dev": {k: v for k, v in winner.items() if k not in ("job", "overrides", "report")},
+            "report_split": {m: report[m] for m in metrics if m in report},
+        },
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--variant", action="append", required=True, help="overrides, quoted")
@@ -78,20 +121,24 @@ def main() -> None:
     ap.add_argument("--metric", action="append", default=None)
     ap.add_argument("--cache", type=Path, default=None, help="stage cache (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--sweep", type=Path, default=None, help="a finished sweep folder to record")
     args = ap.parse_args()
     metrics = args.metric or ["hit_rate_at_5", "ndcg_at_10", "evidence_hit_rate_at_5"]
     base_ov = [*shlex.split(args.base), f"dataset.split={args.split}"]
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or Path(tmp) / "cache"
-        base, base_cost = run(base_ov, Path(tmp) / "base", cache)
+        base, base_side = run(base_ov, Path(tmp) / "base", cache)
         result: dict[str, Any] = {
             "command": " ".join(["python", *sys.argv]),
-            "base_cost": base_cost,
+            "base_cost": base_side["cost"],
+            "base_refusals": base_side["refusals"],
             "variants": {},
         }
         for i, v in enumerate(args.variant):
-            table, cost = run([*base_ov, *shlex.split(v)], Path(tmp) / f"v{i}", cache)
-            result["variants"][v] = {**compare(base, table, metrics), "cost": cost}
+            table, side = run([*base_ov, *shlex.split(v)], Path(tmp) / f"v{i}", cache)
+            result["variants"][v] = {**compare(base, table, metrics), **side}
+        if args.sweep:
+            result["sweep"] = sweep_summary(args.sweep, metrics)
     text = json.dumps(result, indent=2, ensure_ascii=False)
     print(text)
     if args.out:

@@ -68,6 +68,7 @@ from rag_lab.build import (
     check_code_loading,
     check_targets,
     instantiate,
+    resolve_tokenizers,
 )
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.manifest import MANIFEST_FILE, verify_manifest, write_manifest
@@ -370,6 +371,11 @@ def export_pipeline(
             f"{test_run_dir}: no metrics.json (test_run_dir must be a finished run folder)"
         )
     _check_names(resolved, run_dir / "config_resolved.yaml")
+    if resolved.get("fallback"):  # refused now, not when the export is loaded
+        raise ConfigError(
+            f"{run_dir / 'config_resolved.yaml'}: fallback: a pipeline with a fallback chain "
+            "cannot be exported yet (its levels are not carried): export a run without fallback"
+        )
     _check_out_dir(out_dir, overwrite)
     if test_run_dir is not None:
         _check_same_pipeline(resolved, Path(test_run_dir))
@@ -382,7 +388,7 @@ def export_pipeline(
             f"but the run {run_dir} scored {recorded}: the data changed since the run; "
             "re-run evaluate, then export"
         )
-    pipe = build_pipeline(cfg)
+    pipe = build_pipeline(cfg, data)
     chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
     pipe.index_all()
 
@@ -409,6 +415,8 @@ def export_pipeline(
                 json.dumps([chunk_to_dict(c) for c in chunks], ensure_ascii=False).encode("utf-8")
             )
         config = _pipeline_config(resolved)
+        # tokenizer=auto: record the choice made for this corpus (a loaded export has no corpus)
+        resolve_tokenizers(config.get("retrievers") or {}, "retrievers", data)
         bundled = _bundle_models(config, staging)
         for name in (METRICS_FILE, PER_QUERY_FILE, FINGERPRINT_FILE):
             shutil.copy2(run_dir / name, staging / name)

@@ -9,7 +9,9 @@ pipeline hands each ``CacheAware`` stage a view of its cache namespace and keys 
 corpus stage with ``rag_lab.cache.keys``; it fits each ``CorpusFitted`` stage when the corpus is
 set, hands each ``QueryMetadataAware`` stage the metadata fields it declares before a run, and a
 ``QueryConditioned`` fusion (the router) the query texts (``rag_lab.protocols``,
-``rag_lab.fusion.base``).
+``rag_lab.fusion.base``). With a ``fallback`` chain (``rag_lab.fallback``), a query whose final
+run its acceptance refuses is answered by the chain's next level (a sub-pipeline, with its own
+corpus or the main one), or refused with an empty run.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_lab.cache import StageCache, diff_stats, keys
 from rag_lab.chunker.base import Chunker
@@ -33,6 +35,7 @@ from rag_lab.io import fingerprint_files
 from rag_lab.parser.base import ParsedFile, Parser, parse_file, read_corpus
 from rag_lab.postprocess.base import PostProcessor
 from rag_lab.protocols import (
+    Annotating,
     CacheAware,
     CorpusFitted,
     Identified,
@@ -52,6 +55,9 @@ from rag_lab.types import (
 )
 from rag_lab.validate import OptionError, integer
 
+if TYPE_CHECKING:
+    from rag_lab.fallback import FallbackChain, FallbackLevel
+
 log = logging.getLogger(__name__)
 
 # reciprocal-rank offset fusing one retriever's lists over a query's variant texts (QueryVariants)
@@ -69,6 +75,9 @@ class RetrievalResult:
     run one at a time (from the cache: the latencies recorded when the run was computed).
     ``from_cache`` says, per retriever, whether its run was read back. ``seconds`` is each stage's
     wall time for the batch; ``stats`` each stage's own counters as ``<stage>/<key>``.
+    With a fallback chain, ``runs`` ends with ``fallback`` (each query's run from the level that
+    answered it: the final run; empty when refused); ``fallback_level`` is each query's level
+    (0 = this pipeline, ``len(levels) + 1`` = refused; ``{}`` without a chain).
     """
 
     queries: Mapping[str, str]
@@ -78,6 +87,11 @@ class RetrievalResult:
     from_cache: Mapping[str, bool]
     seconds: Mapping[str, float]
     stats: Mapping[str, float]
+    fallback_level: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # what ``Annotating`` post-processors said about each query: {query_id: {name: value}}
+    annotations: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
 
 def _stats(name: str, stage: object) -> dict[str, float]:
@@ -95,7 +109,8 @@ class Pipeline:
     ``retrieve_k`` is how many chunks each retriever returns and fusion keeps per query.
     ``stage_configs`` are the resolved config subtrees that key the stage cache (``cache``, when
     set): parsed documents, chunks, each retriever's index and run are read back instead of
-    recomputed when nothing upstream changed.
+    recomputed when nothing upstream changed. ``fallback``: the chain tried when a query's final
+    run is refused by its acceptance (``rag_lab.fallback``; ``None``: off).
     """
 
     parser: Parser
@@ -116,6 +131,7 @@ class Pipeline:
     ingest: dict[str, Any] = field(default_factory=dict)
     _indexed: set[str] = field(default_factory=set)
     _query_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fallback: FallbackChain | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -197,7 +213,45 @@ class Pipeline:
             self.timings.update(parse_seconds=t1 - t0, chunk_seconds=time.perf_counter() - t1)
         self.set_chunks(chunks)
         self.chunks_key = chunks_key
+        if self.fallback is not None:
+            for level in self.fallback.levels:
+                self._load_level(level, on_empty)
         return chunks
+
+    def _load_level(self, level: FallbackLevel, on_empty: str) -> None:
+        """A fallback level's corpus: the main chunks (and their cache key, so the level's runs
+        share the main pipeline's keys) or its own folder, parsed and chunked through the cache
+        like the main corpus; its chunk ids must not collide with the main corpus's."""
+        sub = level.pipeline
+        if level.corpus is None:
+            sub.set_chunks(list(self.chunks.values()))
+            sub.chunks_key = self.chunks_key
+            return
+        root = Path(level.corpus)
+        files = (
+            sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+            if root.is_dir()
+            else []
+        )
+        if not files:
+            raise ConfigError(f"fallback.levels.{level.name}.corpus: no files in {root}")
+        sub.load_corpus(files, root, fingerprint_files(files, root=root), on_empty)
+        clash = sorted(set(sub.chunks) & set(self.chunks))
+        if clash:
+            raise ConfigError(
+                f"fallback.levels.{level.name}.corpus: {len(clash)} chunk id(s) also in the main "
+                f"corpus (first: {clash[0]}): give its documents other doc_ids"
+            )
+
+    @property
+    def all_chunks(self) -> dict[str, Chunk]:
+        """The main corpus's chunks plus those of every fallback level with its own corpus: what
+        a run through the chain can return (scoring, attribution and answers read these)."""
+        out = dict(self.chunks)
+        for level in self.fallback.levels if self.fallback is not None else []:
+            if level.corpus is not None:
+                out.update(level.pipeline.chunks)
+        return out
 
     def _parse_cached(self, root: Path) -> Any:
         """``parse_file`` through the per-file cache entry (parser config + the file's name and
@@ -312,7 +366,13 @@ class Pipeline:
     def restore(self, chunks: Sequence[Chunk], index_dirs: Mapping[str, Path]) -> None:
         """Set the corpus and load every retriever's saved index (an export, a server): nothing is
         encoded. ``ConfigError`` when a retriever has no folder, cannot load one, or its index
-        names chunks that ``chunks`` lacks."""
+        names chunks that ``chunks`` lacks, or when the pipeline has a fallback chain (its levels'
+        corpora and indexes are not part of an export)."""
+        if self.fallback is not None:
+            raise ConfigError(
+                "fallback: a pipeline with a fallback chain cannot be restored from saved indexes "
+                "(exports and servers do not carry its levels yet): export a run without fallback"
+            )
         self.set_chunks(chunks)
         for name, retriever in self.retrievers.items():
             directory = index_dirs.get(name)
@@ -553,7 +613,12 @@ class Pipeline:
             stats.update(_stats(name, stage))
         all_runs = {**runs, **later}
         final = list(all_runs.values())[-1]
-        return RetrievalResult(
+        notes: dict[str, dict[str, Any]] = {}
+        for stage in self.postprocessors.values():
+            if isinstance(stage, Annotating):
+                for qid, ann in stage.annotations.items():
+                    notes.setdefault(qid, {}).update(ann)
+        result = RetrievalResult(
             MappingProxyType(transformed),
             MappingProxyType(all_runs),
             final,
@@ -561,6 +626,58 @@ class Pipeline:
             MappingProxyType(from_cache),
             MappingProxyType(seconds),
             MappingProxyType(stats),
+            annotations=MappingProxyType(notes),
+        )
+        return result if self.fallback is None else self._chain(result, queries, k, query_metadata)
+
+    def _chain(
+        self,
+        result: RetrievalResult,
+        queries: Mapping[str, str],
+        k: int,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None,
+    ) -> RetrievalResult:
+        """``result`` walked through the fallback chain: each level runs the original query
+        texts (its own transforms, if it keeps them) over the whole set, through its cache."""
+        assert self.fallback is not None
+        t0 = time.perf_counter()
+        level_results: dict[str, RetrievalResult] = {}
+
+        def run_level(level: FallbackLevel) -> RetrievalResult:
+            level_results[level.name] = level.pipeline.run(queries, k, 0, query_metadata)
+            return level_results[level.name]
+
+        chain = self.fallback.resolve(result, run_level, list(queries))
+        # a level's own stage stats are kept under its name; the chain's counters as fallback/...
+        stats = dict(result.stats)
+        for name, sub in level_results.items():
+            stats.update({f"fallback/{name}/{k_}": v for k_, v in sub.stats.items()})
+        ms = 1000 * (time.perf_counter() - t0) / max(len(queries), 1)
+        stats.update({f"fallback/{k_}": v for k_, v in chain.stats.items()})
+        stats["fallback/ms_per_query"] = ms
+        seconds = {**result.seconds, "fallback": time.perf_counter() - t0}
+        # only the chain's outcome joins the stage runs: a level's run over another corpus is no
+        # step of this pipeline's (miss attribution reads the runs as a chain of stages)
+        runs = {**result.runs, "fallback": chain.final}
+        # each query's annotations come from the level that answered it (none when refused)
+        by_level = [result, *(level_results.get(lv.name) for lv in self.fallback.levels)]
+        notes = {
+            qid: source.annotations[qid]
+            for qid, n in chain.level.items()
+            if n < len(by_level)
+            and (source := by_level[n]) is not None
+            and qid in source.annotations
+        }
+        return RetrievalResult(
+            result.queries,
+            MappingProxyType(runs),
+            chain.final,
+            result.latency_ms,
+            result.from_cache,
+            MappingProxyType(seconds),
+            MappingProxyType(stats),
+            MappingProxyType(dict(chain.level)),
+            annotations=MappingProxyType(notes),
         )
 
     def retrieve(

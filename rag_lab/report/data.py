@@ -169,10 +169,9 @@ def rebuild_labels(config: Mapping[str, Any]) -> Labels:
     cfg = OmegaConf.create(dict(config))
     data = build.build_dataset(cfg).load()
     pipe = build.build_pipeline(cfg)
-    chunks = pipe.load_corpus(
-        data.corpus_sources, data.corpus_root, data.corpus_fingerprint, data.on_empty
-    )
-    return Labels({c.chunk_id: c for c in chunks}, data.queries, data.qrels)
+    pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint, data.on_empty)
+    # with a fallback chain, its levels' corpora too (what the run could return)
+    return Labels(pipe.all_chunks, data.queries, data.qrels)
 
 
 def with_labels(run: RunView, labels: Labels | None = None) -> RunView:

@@ -38,12 +38,14 @@ def front_matter(doc_id: str) -> dict:
 
 def test_counts_per_category_and_split() -> None:
     qs, rel = queries(), qrels()
-    assert len(qs) == 130 and set(rel) == set(qs)
+    # categories added later have their own count tests (tests/sample/test_standards_queries.py)
+    later = {q for q, x in qs.items() if x["metadata"]["category"] in ("standards", "conflict")}
+    assert len(set(qs) - later) == 130 and set(rel) == set(qs)
     counts = Counter(q["metadata"]["category"] for q in qs.values())
     assert counts["abbreviation"] == 8 and counts["version_as_of"] == 7
     assert counts["colloquial"] == 20
     test = (KB / "qrels" / "test.tsv").read_text().splitlines()[1:]
-    assert len({line.split("\t")[0] for line in test}) == 89
+    assert len({line.split("\t")[0] for line in test} - later) == 89
 
 
 def test_the_abbreviation_table_writes_only_the_full_forms() -> None:

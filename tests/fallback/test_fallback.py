@@ -1,0 +1,248 @@
+"""The fallback chain (rag_lab/fallback.py): acceptance, the walk down the levels, refusal metrics,
+and the chain inside a real evaluation (a second corpus, BM25 alone over the main corpus through
+the same cached run, a refusal)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+from types import MappingProxyType
+
+import pandas as pd
+import pytest
+
+from rag_lab.errors import ConfigError
+from rag_lab.evaluate import evaluate
+from rag_lab.export import export_pipeline
+from rag_lab.fallback import (
+    Acceptance,
+    FallbackChain,
+    FallbackLevel,
+    acceptance,
+    refusal_metrics,
+    zscore,
+)
+from rag_lab.pipeline import RetrievalResult
+from rag_lab.types import Run
+from tests.compose import TOY, compose_evaluate
+
+
+def result(final: Run, **stages: Run) -> RetrievalResult:
+    runs = {**stages, "final_stage": final}
+    empty = MappingProxyType({})
+    return RetrievalResult(empty, MappingProxyType(runs), final, (), empty, empty, empty)
+
+
+def test_zscore_is_scale_and_shift_free():
+    s = [9.0, 4.0, 3.0, 2.0]
+    mean = sum(s) / 4
+    std = math.sqrt(sum((x - mean) ** 2 for x in s) / 4)
+    assert zscore(s) == pytest.approx((9 - mean) / std)
+    assert zscore([10 * x + 3 for x in s]) == pytest.approx(zscore(s))
+    assert zscore([1.0]) == 0.0 and zscore([2.0, 2.0]) == 0.0
+
+
+def test_acceptance_raw_zscore_stage_and_empty():
+    r = result({"q": {"a": 0.03, "b": 0.01}}, bm25={"q": {"a": 7.0, "b": 1.0}})
+    assert Acceptance(threshold=None).accepts(r, "q")
+    assert Acceptance(threshold=0.02, score="raw").accepts(r, "q")
+    assert not Acceptance(threshold=0.05, score="raw").accepts(r, "q")
+    assert Acceptance(threshold=6.5, score="raw", stage="bm25").accepts(r, "q")
+    assert not Acceptance(threshold=7.5, score="raw", stage="bm25").accepts(r, "q")
+    assert Acceptance(score="zscore").strength(r, "q") == pytest.approx(1.0)  # two scores: ±1 std
+    # an empty final run always falls through, whatever the threshold (a filter left nothing)
+    empty = result({"q": {}}, bm25={"q": {"a": 7.0}})
+    assert not Acceptance(threshold=None).accepts(empty, "q")
+    assert not Acceptance(threshold=0.0, stage="bm25", score="raw").accepts(empty, "q")
+    with pytest.raises(ConfigError, match="stage 'dense' is not a stage of the level"):
+        Acceptance(threshold=1.0, stage="dense").accepts(r, "q")
+
+
+def test_acceptance_config_errors_name_the_key():
+    with pytest.raises(ConfigError, match=r"^fallback\.accept\.score='z': must be one of"):
+        acceptance({"score": "z"}, "fallback.accept")
+    with pytest.raises(ConfigError, match=r"^fallback\.levels\.x\.accept\.top_n=1: must be >= 2"):
+        acceptance({"top_n": 1}, "fallback.levels.x.accept")
+    with pytest.raises(ConfigError, match=r"^fallback\.accept: unknown key\(s\) treshold"):
+        acceptance({"treshold": 1.0}, "fallback.accept")
+
+
+def test_chain_walks_levels_and_refuses():
+    first = result({"good": {"a": 5.0}, "weak": {"a": 1.0}, "none": {"a": 1.0}})
+    second = result({"good": {"s": 9.0}, "weak": {"s": 4.0}, "none": {"s": 0.5}})
+    calls: list[str] = []
+
+    def run_level(level: FallbackLevel) -> RetrievalResult:
+        calls.append(level.name)
+        return second
+
+    level = FallbackLevel("second", None, Acceptance(threshold=3.0, score="raw"))  # type: ignore[arg-type]
+    chain = FallbackChain(Acceptance(threshold=3.0, score="raw"), [level])
+    out = chain.resolve(first, run_level, ["good", "weak", "none"])
+    assert dict(out.level) == {"good": 0, "weak": 1, "none": 2}
+    assert out.final == {"good": {"a": 5.0}, "weak": {"s": 4.0}, "none": {}}
+    assert dict(out.stats) == {"level_0": 1.0, "level_1": 1.0, "level_2": 1.0}
+    assert chain.names() == ["main", "second", "refused"] and chain.refused_level == 2
+    # nothing pending: the next level is never run
+    calls.clear()
+    chain.resolve(first, run_level, ["good"])
+    assert calls == []
+
+
+def test_refusal_metrics_count_empty_final_runs():
+    qrels = {"a1": {"d": 1}, "a2": {"d": 2}, "u1": {"d": 0}, "u2": {"e": 0}}
+    final: Run = {"a1": {"d#0": 1.0}, "a2": {}, "u1": {}, "u2": {"d#0": 0.5}}
+    assert refusal_metrics(final, qrels) == {
+        "refusal_rate_unanswerable": 0.5,
+        "wrong_refusal_rate": 0.5,
+    }
+    assert refusal_metrics({}, {"a": {"d": 1}}) == {"wrong_refusal_rate": 1.0}
+
+
+# -- the chain in an evaluation -------------------------------------------------------------------
+STANDARDS = [
+    {
+        "_id": "std-rcd",
+        "title": "Residual current devices",
+        "text": "A residual current device RCD for socket outlets trips at 30 mA within 300 ms.",
+    },
+    {
+        "_id": "std-ip",
+        "title": "IP codes",
+        "text": "The second digit of an IP code is protection against water ingress.",
+    },
+]
+
+
+@pytest.fixture()
+def toy_with_standards(tmp_path: Path) -> Path:
+    """The toy dataset plus a standards-only query, an unanswerable nonsense query and a second
+    corpus (BEIR layout) beside it."""
+    root = tmp_path / "toy"
+    shutil.copytree(TOY, root)
+    with (root / "queries.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"_id": "qs", "text": "RCD residual current trip"}) + "\n")
+        f.write(json.dumps({"_id": "qz", "text": "zebra xylophone quokka"}) + "\n")
+    with (root / "qrels" / "test.tsv").open("a", encoding="utf-8") as f:
+        f.write("qs\tstd-rcd\t2\nqz\td1\t0\n")
+    (root / "standards").mkdir()
+    (root / "standards" / "corpus.jsonl").write_text(
+        "".join(json.dumps(d) + "\n" for d in STANDARDS), encoding="utf-8"
+    )
+    return root
+
+
+def chain_overrides(root: Path, cache: Path, last_threshold: str) -> list[str]:
+    return [
+        "dataset=beir",
+        f"dataset.path={root}",
+        "embedder=hashing",
+        "tokenizer=jieba",
+        "retrievers=[bm25,dense]",
+        "tracking=none",
+        f"cache.dir={cache}",
+        "fallback=chain",
+        f"fallback.levels.standards.corpus={root}/standards",
+        # in BM25 units: the toy corpus shares no term with the standards query
+        "fallback.accept.threshold=0.5",
+        "fallback.levels.standards.accept.stage=bm25",
+        "fallback.levels.standards.accept.threshold=0.5",
+        f"fallback.levels.bm25_unfiltered.accept.threshold={last_threshold}",
+        "fallback.levels.bm25_unfiltered.accept.score=raw",
+    ]
+
+
+def test_chain_in_evaluate_levels_refusal_and_cache(toy_with_standards, tmp_path):
+    cache = tmp_path / "cache"
+    cfg = compose_evaluate(chain_overrides(toy_with_standards, cache, "0.5"), tmp_path / "a")
+    metrics = evaluate(cfg)
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet").set_index("query_id")
+    levels = table["fallback_level"].to_dict()
+    assert levels["qs"] == 1  # answered by the second corpus
+    assert levels["qz"] == 3  # no level finds a term of it: refused
+    assert levels["q1"] == 0
+    assert table.loc["qs", "hit_rate_at_5"] == 1.0  # scored against the second corpus's docs
+    assert sum(int(metrics[f"fallback/level_{n}"]) for n in range(4)) == len(table)
+    assert metrics["fallback/level_3"] >= 1
+    unanswerable = ["qz", *(q for q in table.index if table.loc[q, "category"] == "unanswerable")]
+    refused = {q for q, lv in levels.items() if lv == 3}
+    assert metrics["refusal_rate_unanswerable"] == pytest.approx(
+        len(refused & set(unanswerable)) / len(set(unanswerable))
+    )
+    assert metrics["wrong_refusal_rate"] == 0.0 and refused <= set(unanswerable)
+    assert metrics["empty_result_rate"] == pytest.approx(len(refused) / len(table))
+    # the BM25-only level over the main corpus replays the main pipeline's cached BM25 run:
+    # runs computed are main bm25 + dense and the standards level's bm25 + dense, no fifth
+    assert metrics["cache/runs/misses"] == 4
+    assert metrics["cache/runs/hits"] >= 1
+    # an export would not carry the levels: refused when exporting, before anything is written
+    with pytest.raises(ConfigError, match="fallback chain cannot be exported"):
+        export_pipeline(Path(cfg.paths.output_dir), tmp_path / "export")
+    assert not (tmp_path / "export").exists()
+
+
+def test_without_the_chain_nothing_is_refused(toy_with_standards, tmp_path):
+    overrides = [o for o in chain_overrides(toy_with_standards, tmp_path / "c", "0.5")]
+    overrides = [o for o in overrides if not o.startswith("fallback")]
+    cfg = compose_evaluate(overrides, tmp_path / "b")
+    metrics = evaluate(cfg)
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet")
+    assert "fallback_level" not in table.columns
+    assert not any(k.startswith("fallback/") for k in metrics)
+    assert metrics["refusal_rate_unanswerable"] == 0.0 and metrics["wrong_refusal_rate"] == 0.0
+    assert table.set_index("query_id").loc["qs", "hit_rate_at_5"] == 0.0
+
+
+def test_bad_level_configs_are_one_line_errors(toy_with_standards, tmp_path):
+    base = chain_overrides(toy_with_standards, tmp_path / "c", "0.5")
+    for extra, message in [
+        (["fallback.levels.bm25_unfiltered.retrievers=[splade]"], r"retrievers: splade"),
+        ([f"fallback.levels.standards.corpus={tmp_path}/nowhere"], r"standards\.corpus: no files"),
+        (["+fallback.levels.standards.colour=red"], r"unknown key\(s\) colour"),
+        (["fallback.levels.standards.postprocess=maybe"], r"postprocess='maybe'"),
+    ]:
+        cfg = compose_evaluate([*base, *extra], tmp_path / "x")
+        with pytest.raises(ConfigError, match=message):
+            evaluate(cfg)
+
+
+def test_second_corpus_sharing_chunk_ids_is_refused(toy_with_standards, tmp_path):
+    (toy_with_standards / "standards" / "corpus.jsonl").write_text(
+        json.dumps({"_id": "d1", "title": "x", "text": "RCD 30 mA"}) + "\n", encoding="utf-8"
+    )
+    cfg = compose_evaluate(chain_overrides(toy_with_standards, tmp_path / "c", "0.5"), tmp_path)
+    with pytest.raises(ConfigError, match=r"chunk id\(s\) also in the main corpus \(first: d1"):
+        evaluate(cfg)
+
+
+def test_stacked_experiment_builds_its_levels_from_the_main_config(tmp_path):
+    from rag_lab.build import build_pipeline
+
+    cfg = compose_evaluate(["experiment=stacked", "embedder=hashing", "tracking=none"], tmp_path)
+    pipe = build_pipeline(cfg)
+    assert list(pipe.query_transforms) == ["synonyms"]
+    assert list(pipe.postprocessors) == ["metadata_filter", "rules"]
+    assert pipe.fallback is not None
+    standards, bm25_only = pipe.fallback.levels
+    assert standards.corpus is not None and standards.corpus.name == "standards"
+    assert list(standards.pipeline.retrievers) == ["bm25", "dense"]
+    assert list(standards.pipeline.postprocessors) == ["metadata_filter", "rules"]
+    assert bm25_only.corpus is None and list(bm25_only.pipeline.retrievers) == ["bm25"]
+    assert bm25_only.pipeline.postprocessors == {} and bm25_only.pipeline.fusion is None
+    assert list(bm25_only.pipeline.query_transforms) == ["synonyms"]
+    # the level's BM25 is configured exactly as the main one: the same run cache keys
+    assert bm25_only.pipeline.stage_configs["retrievers"] == {
+        "bm25": pipe.stage_configs["retrievers"]["bm25"]
+    }
+    off = compose_evaluate(["experiment=stacked", "fallback=off", "tracking=none"], tmp_path)
+    assert build_pipeline(off).fallback is None
+
+
+def test_a_chain_is_not_restored_from_saved_indexes(tmp_path):
+    from rag_lab.build import build_pipeline
+
+    cfg = compose_evaluate(["fallback=chain", "embedder=hashing", "tracking=none"], tmp_path)
+    with pytest.raises(ConfigError, match="fallback: a pipeline with a fallback chain cannot"):
+        build_pipeline(cfg).restore([], {})
