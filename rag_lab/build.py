@@ -22,7 +22,7 @@ from rag_lab.errors import ConfigError
 from rag_lab.parser.base import ON_ERROR
 from rag_lab.paths import CONFIG_DIR
 from rag_lab.pipeline import Pipeline
-from rag_lab.validate import OptionError, choice
+from rag_lab.validate import OptionError, boolean, choice
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,7 @@ def _slot_protocols() -> dict[str, type]:
     (``retrievers.bm25`` → ``retrievers``, ``judge=nli`` → ``judge``), or the argument name of a
     nested stage (``embedder``, ``tokenizer``, an auto parser's ``parsers``)."""
     from rag_lab.chunker.base import Chunker
+    from rag_lab.context.base import ContextStage
     from rag_lab.contract.base import Contract
     from rag_lab.dataset.base import Dataset
     from rag_lab.embedder.base import Embedder
@@ -102,10 +103,12 @@ def _slot_protocols() -> dict[str, type]:
         "postprocess": PostProcessor,
         "query_transforms": QueryTransform,
         "generator": Generator,
+        "context": ContextStage,
         "judge": Judge,
         "tracking": Tracker,
         "embedder": Embedder,
         "tokenizer": Tokenizer,
+        "tokenizers": Tokenizer,  # tokenizer=auto's choices
     }
 
 
@@ -177,7 +180,7 @@ def check_slots(node: Any, where: str, protocol: type | None = None) -> None:
 
 # argument names under which a stage builds another stage (``tokenizer: ${tokenizer}``; an LLM
 # query transform's ``generator: ${generator}``)
-_NESTED = ("embedder", "tokenizer", "parsers", "generator")
+_NESTED = ("embedder", "tokenizer", "tokenizers", "parsers", "generator")
 
 # arguments that make a library import or unpickle code shipped with a model: refused in configs
 # read from disk (``check_code_loading``) unless the user says they trust it
@@ -297,12 +300,99 @@ def build_parser(node: Any) -> tuple[Any, Any, str]:
     return instantiate(parser_cfg, "parser"), parser_cfg, on_error
 
 
-def build_pipeline(cfg: DictConfig) -> Pipeline:
+AUTO_TOKENIZER = "rag_lab.tokenizer.AutoTokenizer"
+
+
+def _tokenizer_slots(node: Any, where: str) -> list[tuple[str, dict[str, Any], str]]:
+    """``(where, parent, key)`` of every ``tokenizer`` stage config under ``node``."""
+    found: list[tuple[str, dict[str, Any], str]] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            here = f"{where}.{k}"
+            if k == "tokenizer" and isinstance(v, dict) and "_target_" in v:
+                found.append((here, node, k))
+            else:
+                found.extend(_tokenizer_slots(v, here))
+    return found
+
+
+def resolve_tokenizers(stage_cfgs: dict[str, Any], where: str, data: Any | None) -> None:
+    """Detect the corpus' script once (the Han share of a sample of ``data``'s corpus files,
+    ``rag_lab.tokenizer.script``) for the tokenizers of ``stage_cfgs`` (plain dicts, changed in
+    place): a ``tokenizer=auto`` config is replaced by the config of its choice (logged; the
+    stage cache is then keyed by it), and a tokenizer that does not segment Chinese given a
+    Chinese corpus is warned about. Without ``data`` nothing is changed (an auto tokenizer then
+    decides on its first call)."""
+    from hydra.utils import get_class
+
+    from rag_lab.tokenizer.auto import choose
+    from rag_lab.tokenizer.script import (
+        CJK_CORPUS_SHARE,
+        cjk_share,
+        corpus_sample,
+        segments_chinese,
+    )
+
+    slots = _tokenizer_slots(stage_cfgs, where)
+    if data is None or not slots:
+        return
+    samples: dict[int, float | None] = {}
+
+    def share(chars: int) -> float | None:
+        if chars not in samples:
+            samples[chars] = cjk_share(corpus_sample(data.corpus_sources, chars), chars)
+        return samples[chars]
+
+    for here, parent, key in slots:
+        node = parent[key]
+        if node["_target_"] == AUTO_TOKENIZER:
+            chars = int(node.get("sample_chars", 200_000))
+            value = share(chars)
+            threshold = float(node.get("min_cjk_share", CJK_CORPUS_SHARE))
+            chosen = choose(value, threshold)
+            parent[key] = dict(node["tokenizers"][chosen])
+            log.info(
+                "%s=auto: %s (%s) for %s: Han share %s of the corpus sample (threshold %.2f)",
+                here,
+                chosen,
+                str(parent[key]["_target_"]).rsplit(".", 1)[-1],
+                data.name,
+                "n/a" if value is None else f"{value:.2f}",
+                threshold,
+            )
+            continue
+        value = share(200_000)
+        if value is not None and value >= CJK_CORPUS_SHARE:
+            if not segments_chinese(get_class(str(node["_target_"]))):
+                log.warning(
+                    "%s=%s does not segment Chinese, but %.0f%% of the letters in %s's "
+                    "corpus are Chinese: term matching misses most words (use tokenizer=jieba or "
+                    "tokenizer=auto)",
+                    here,
+                    str(node["_target_"]).rsplit(".", 1)[-1],
+                    100 * value,
+                    data.name,
+                )
+
+
+def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
     """Instantiate every stage named by ``cfg`` (an ``evaluate``-shaped config, an export's
-    ``pipeline.yaml`` or a training config) and the pipeline they form."""
+    ``pipeline.yaml`` or a training config) and the pipeline they form. ``data``: the loaded split
+    (``LabelledQueries``), whose corpus decides ``tokenizer=auto`` and the Chinese-corpus warning
+    (``resolve_tokenizers``); without it, a config with an auto tokenizer and a ``dataset`` loads
+    the dataset to decide."""
     retriever_cfgs = _stage_nodes(cfg.get("retrievers"), "retrievers")
     if not retriever_cfgs:
         raise ConfigError("no retriever selected: set retrievers=[bm25], [dense] or [dense,bm25]")
+    has_auto = any(
+        parent[key]["_target_"] == AUTO_TOKENIZER
+        for _, parent, key in _tokenizer_slots(retriever_cfgs, "retrievers")
+    )
+    if data is None and has_auto and cfg.get("dataset"):
+        data = build_dataset(cfg).load()
+    elif data is None and has_auto:
+        log.warning("tokenizer=auto without a corpus to decide from: it decides on its first texts")
+    resolve_tokenizers(retriever_cfgs, "retrievers", data)
     parser, parser_cfg, on_parse_error = build_parser(cfg.parser)
     chunker = instantiate(cfg.chunker, "chunker")
     contract = instantiate(cfg.contract, "contract") if cfg.get("contract") else None
@@ -364,11 +454,95 @@ def build_pipeline(cfg: DictConfig) -> Pipeline:
         type(fusion).__name__ if fusion else None,
         {n: type(p).__name__ for n, p in postprocessors.items()},
     )
+    pipe.fallback = build_fallback(cfg)
     return pipe
+
+
+FALLBACK_LEVEL_KEYS = ("corpus", "retrievers", "query_transforms", "postprocess", "accept")
+
+
+def build_fallback(cfg: DictConfig) -> Any | None:
+    """The ``fallback`` group's chain (``rag_lab.fallback``), or ``None`` when it is off. Each
+    level is a pipeline built here from the main config: the same stages, with ``retrievers`` cut
+    to the names it lists (``null``: all), the query transforms and post-processors (reranker
+    included) kept or dropped, and its own ``corpus`` folder (``null``: the main corpus)."""
+    from rag_lab.fallback import FallbackChain, FallbackLevel, acceptance
+
+    node = _plain(cfg.get("fallback"))
+    if not node:
+        return None
+    if not isinstance(node, Mapping):
+        raise ConfigError(f"fallback: expected a mapping (accept, levels), got {node!r}")
+    unknown = sorted(set(node) - {"accept", "levels"})
+    if unknown:
+        raise ConfigError(f"fallback: unknown key(s) {', '.join(unknown)} (known: accept, levels)")
+    main: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+    main.pop("fallback", None)
+    levels = []
+    for name, level in (node.get("levels") or {}).items():
+        where = f"fallback.levels.{name}"
+        if level is None:
+            continue  # a level dropped on the command line: fallback.levels.standards=null
+        if not isinstance(level, Mapping):
+            raise ConfigError(f"{where}: expected a mapping, got {level!r}")
+        bad = sorted(set(level) - set(FALLBACK_LEVEL_KEYS))
+        if bad:
+            known = ", ".join(FALLBACK_LEVEL_KEYS)
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(bad)} (known: {known})")
+        sub = dict(main)
+        names = level.get("retrievers")
+        have = dict(main.get("retrievers") or {})
+        if names is not None:
+            missing = [n for n in names if n not in have]
+            if missing or not names:
+                raise ConfigError(
+                    f"{where}.retrievers: {', '.join(missing) or 'an empty list'} — a level uses "
+                    f"the main pipeline's retrievers ({', '.join(have)})"
+                )
+            sub["retrievers"] = {n: have[n] for n in names}
+        for key in ("query_transforms", "postprocess"):
+            keep = level.get(key, True)
+            try:
+                boolean(keep, key)
+            except OptionError as exc:
+                raise exc.at(where) from None
+            if not keep:
+                sub[key] = {}
+                if key == "postprocess":
+                    sub["reranker"] = None
+        corpus = level.get("corpus")
+        levels.append(
+            FallbackLevel(
+                str(name),
+                build_pipeline(OmegaConf.create(sub)),
+                acceptance(level.get("accept"), f"{where}.accept"),
+                Path(str(corpus)).expanduser() if corpus else None,
+            )
+        )
+    chain = FallbackChain(acceptance(node.get("accept"), "fallback.accept"), levels)
+    log.info("fallback chain: %s", " -> ".join(chain.names()))
+    return chain
 
 
 def build_generator(cfg: DictConfig) -> Any | None:
     return instantiate(cfg.generator, "generator") if cfg.get("generator") else None
+
+
+def build_context_stages(cfg: DictConfig, generator: Any | None = None) -> dict[str, Any]:
+    """The ``context`` list (``context=[order,dedupe,distill]``), in order; ``{}`` when unset.
+    ``generator``: the run's built generator, handed to a stage whose ``generator`` is the
+    top-level group's config (``llm_distill``), so the model is not loaded twice."""
+    top = _plain(cfg.get("generator"))
+    stages = {}
+    for n, c in _stage_nodes(cfg.get("context"), "context").items():
+        if generator is not None and top and c.get("generator") == top:
+            rest = {k: v for k, v in c.items() if k != "generator"}
+            stages[n] = instantiate(rest, f"context.{n}", generator=generator)
+        else:
+            stages[n] = instantiate(c, f"context.{n}")
+    if stages:
+        log.info("context stages: %s", {n: type(s).__name__ for n, s in stages.items()})
+    return stages
 
 
 def build_judge(cfg: DictConfig) -> Any | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +22,21 @@ from rag_lab import build, console, outputs, report
 from rag_lab.answers import answer_queries
 from rag_lab.cache import ON_ERROR, open_cache
 from rag_lab.errors import ConfigError
+from rag_lab.fallback import refusal_metrics
 from rag_lab.ingest import ingest_metrics
 from rag_lab.metrics.attribution import attribute, attribution_metrics, with_attribution
 from rag_lab.metrics.relevance import to_document_run
 from rag_lab.metrics.runtime import runtime_metrics
-from rag_lab.metrics.score import check_labels, check_metric_names, score_split, with_answers
-from rag_lab.protocols import Remote
+from rag_lab.metrics.score import (
+    annotation_metrics,
+    check_labels,
+    check_metric_names,
+    score_split,
+    with_annotations,
+    with_answers,
+)
+from rag_lab.postprocess.conflicts import notes_by_query
+from rag_lab.protocols import Annotating, Remote
 from rag_lab.report.data import Labels
 from rag_lab.sweep.context import check_sweep, sweep_context
 from rag_lab.tracking.evaluation import evaluation_run, log_evaluation
@@ -89,7 +99,7 @@ def check_config(cfg: DictConfig) -> None:
 def load(cfg: DictConfig) -> tuple[LabelledQueries, Pipeline, list[str]]:
     """Build the dataset and the pipeline, load (parse, chunk) the corpus; label warnings."""
     data = build.build_dataset(cfg).load()
-    pipe = build.build_pipeline(cfg)
+    pipe = build.build_pipeline(cfg, data)  # the corpus decides tokenizer=auto
     chunks = pipe.load_corpus(
         data.corpus_sources, data.corpus_root, data.corpus_fingerprint, data.on_empty
     )
@@ -113,21 +123,25 @@ def answer(
     final: Run,
     metrics: dict[str, float],
     table: pd.DataFrame,
+    notes: Mapping[str, Sequence[str]] | None = None,
 ) -> pd.DataFrame:
     """The answer stage when a generator is configured: its metrics join ``metrics``; the
-    per-query table comes back with its columns."""
+    per-query table comes back with its columns. ``notes``: per query id, lines the generator
+    reads before the context (none by default)."""
     generator = build.build_generator(cfg)
     if generator is None:
         return table
     t0 = time.perf_counter()
     answers, rows = answer_queries(
         data,
-        pipe.chunks,
+        pipe.all_chunks,
         final,
         generator,
         build.build_judge(cfg),
         int(cfg.evaluation.answer_k),
         cache=pipe.cache,
+        stages=build.build_context_stages(cfg, generator),
+        notes=notes,
     )
     metrics.update(answers, answer_seconds=time.perf_counter() - t0)
     outputs.write_answer_log(Path(cfg.paths.output_dir), data.queries, rows)
@@ -183,14 +197,25 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
             int(ecfg.latency_queries),
             query_metadata={q: x.metadata for q, x in data.queries.items()},  # as_of, ...
         )
-        metrics, table = score_split(result.final, pipe.chunks, data, ecfg)
+        chunks = pipe.all_chunks  # with a fallback chain: its levels' corpora too
+        metrics, table = score_split(result.final, chunks, data, ecfg)
         k_miss = int(ecfg.get("attribution_k", 5))
         reasons = attribute(
-            result.runs, list(pipe.retrievers), pipe.chunks, data.qrels, data.queries, k_miss
+            result.runs, list(pipe.retrievers), chunks, data.qrels, data.queries, k_miss
         )
         metrics.update(attribution_metrics(reasons, data.queries, k_miss))
         table = with_attribution(table, reasons, k_miss)
-        table = answer(cfg, data, pipe, result.final, metrics, table)
+        # what Annotating stages said per query (conflict pairs): a column each, counted
+        stages = [s for s in pipe.postprocessors.values() if isinstance(s, Annotating)]
+        names = [n for s in stages for n in s.annotation_names]
+        table = with_annotations(table, result.annotations, names)
+        metrics.update(annotation_metrics(result.annotations, data.queries, names))
+        metrics.update(refusal_metrics(result.final, data.qrels))
+        if result.fallback_level:  # the level that answered each query (rag_lab.fallback)
+            table = table.assign(fallback_level=table["query_id"].map(dict(result.fallback_level)))
+        # a conflict flag reaches the generator as a note before the context
+        notes = notes_by_query(result.annotations, queries)
+        table = answer(cfg, data, pipe, result.final, metrics, table, notes)
         metrics.update(
             n_documents=len({c.doc_id for c in pipe.chunks.values()}), n_chunks=len(pipe.chunks)
         )
@@ -200,13 +225,13 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         metrics["total_seconds"] = time.perf_counter() - t_start
 
         outputs.write_scores(out_dir, metrics, table, data.fingerprint)
-        chunk_doc = {cid: c.doc_id for cid, c in pipe.chunks.items()}
+        chunk_doc = {cid: c.doc_id for cid, c in chunks.items()}
         outputs.write_trec_run(out_dir, to_document_run(result.final, chunk_doc), "rag_lab")
         outputs.write_trec_qrels(out_dir, data.qrels)
         if pipe.ingest:
             outputs.write_ingest_report(out_dir, pipe.ingest)
         if wants_html_report(ecfg):
-            report.write_run_report(out_dir, Labels(pipe.chunks, data.queries, data.qrels))
+            report.write_run_report(out_dir, Labels(chunks, data.queries, data.qrels))
         console.show_run(
             cfg, console.title(data.name, data.split, pipe), metrics, list(ecfg.metrics), out_dir
         )

@@ -74,6 +74,10 @@ COMMANDS: dict[str, Command] = {
         "rag_lab.cli.compare",
         "compare two runs of one split: paired differences, queries better/worse (+ HTML)",
     ),
+    "synthesize": Command(
+        "rag_lab.cli.synthesize",
+        "LLM-written queries with verbatim evidence from a corpus, for review, then a split",
+    ),
 }
 
 _HELP = ("-h", "--help", "help")

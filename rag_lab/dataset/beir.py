@@ -141,11 +141,26 @@ class BeirDataset:
         """Whether ``qrels/<split>.tsv`` exists (``rag_lab.dataset.base.SplitAware``)."""
         return (self.path / "qrels" / f"{split}.tsv").is_file()
 
+    def _squad_hint(self) -> None:
+        """Refuse a raw SQuAD-format file or folder (no BEIR layout) naming the loader to use."""
+        from rag_lab.dataset.squad import looks_like_squad
+
+        files = [self.path] if self.path.is_file() else sorted(self.path.glob("*.json"))
+        squad = [p for p in files if p.suffix.lower() == ".json" and looks_like_squad(p)]
+        if squad:
+            raise DataError(
+                f"{self.path} holds SQuAD-format QA ({squad[0].name}), not the BEIR layout: "
+                f"use dataset=squad dataset.path={self.path}"
+            )
+
     def load(self) -> LabelledQueries:
+        if self.path.is_file():
+            self._squad_hint()
         if not self.path.is_dir():
             raise DataError(f"dataset folder not found: {self.path}")
         qrels_path = self.path / "qrels" / f"{self.split}.tsv"
         if not qrels_path.exists():
+            self._squad_hint()
             have = sorted(p.stem for p in (self.path / "qrels").glob("*.tsv"))
             raise DataError(
                 f"qrels file not found: {qrels_path} "

@@ -18,6 +18,8 @@ _KEEP = re.compile(r"\w", re.UNICODE)
 
 
 class JiebaTokenizer:
+    segments_chinese = True  # rag_lab.tokenizer.script: no warning on a Chinese corpus
+
     def __init__(
         self,
         mode: str = "search",

@@ -90,7 +90,7 @@ def prepare(cfg: DictConfig) -> TrainingSetup:
     if tcfg.get("max_queries"):
         train_ids = train_ids[: int(tcfg.max_queries)]
     train = subset(data, train_ids)
-    pipe = build_pipeline(cfg)
+    pipe = build_pipeline(cfg, data)
     chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
     queries = {q: data.queries[q].text for q in train_ids}
     if dev is not None:

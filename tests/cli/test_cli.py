@@ -79,6 +79,7 @@ def test_the_table_covers_every_command():
         "llm-server",
         "report",
         "compare",
+        "synthesize",
     }
     assert set(COMMANDS["train"].tasks or {}) == {"embedder", "reranker"}
     assert all(cmd.module.startswith("rag_lab.cli.") for _, cmd in ROWS)
