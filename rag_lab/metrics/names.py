@@ -54,7 +54,7 @@ _FLOOR = re.compile(rf"(^|_)({'|'.join(FLOOR_METRICS)})(_at_\d+)?$")
 # ``ingest/n_pages``, ``answer/n_judge_failures``, cache counters, miss-reason counts, flags
 _COUNT = re.compile(
     r"(^|/)n_[^/]+$|(^|/)cache_(hits|misses|bytes_read|bytes_written)$|^cache/[^/]+/(hits|misses)$"
-    r"|(^|/)(evidence_)?misses_at_\d+/|/(run_from_cache|index_loaded)$"
+    r"|(^|/)(evidence_)?misses_at_\d+/|(^|/)answer_misses/|/(run_from_cache|index_loaded)$"
 )
 
 
@@ -148,6 +148,16 @@ def objective_value(
     if shortfall <= 0:
         return value
     return 1.0 + shortfall if not higher_is_better(metric) else -shortfall
+
+
+def meets_floors(metrics: Mapping[str, object], floors: Mapping[str, float]) -> bool:
+    """Every floor of ``floors`` (``{name: minimum}``) met by ``metrics`` (a missing or NaN
+    floor metric counts as 0, as in ``objective_value``): the trials it does not penalise."""
+    for name, minimum in floors.items():
+        got = _number(metrics.get(canonical_key(name)))
+        if (got if got is not None and math.isfinite(got) else 0.0) < float(minimum):
+            return False
+    return True
 
 
 def _number(value: object) -> float | None:

@@ -197,9 +197,11 @@ class MlflowSweepCallback(Callback):
             self._stand_down(failed="no job of the sweep finished")
             return
         hib = higher_is_better(metric)
-        files = write_report(varying(trials), metric, sweep_dir / "report", higher_is_better=hib)
-        worst = float("-inf") if hib else float("inf")
         floors = sweep_floors(config)  # a trial below a floor cannot beat one that meets them
+        files = write_report(
+            varying(trials), metric, sweep_dir / "report", higher_is_better=hib, floors=floors
+        )
+        worst = float("-inf") if hib else float("inf")
 
         def objective(t: Any) -> float:
             value = objective_value(t.metrics, metric, floors)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 # HEADLINE: the metrics.json keys shown next to the ranked one (those present in any trial)
-from rag_lab.metrics.names import HEADLINE
+from rag_lab.metrics.names import HEADLINE, meets_floors
 from rag_lab.metrics.names import higher_is_better as _higher_is_better
 from rag_lab.report.figures import pyplot as _pyplot
 from rag_lab.stats import align, holm, paired_bootstrap_ci, randomization_test
@@ -38,8 +38,11 @@ STAT_COLUMNS = (
     "p_vs_winner",
     "p_holm",
     "indistinguishable",
+    "meets_floors",
 )
-_LEADERBOARD_KW = frozenset({"higher_is_better", "alpha", "n_resamples", "n_permutations", "seed"})
+_LEADERBOARD_KW = frozenset(
+    {"higher_is_better", "alpha", "n_resamples", "n_permutations", "seed", "floors"}
+)
 _CI_KW = frozenset({"higher_is_better", "alpha", "n_resamples", "seed"})
 
 
@@ -168,9 +171,13 @@ def leaderboard(
     n_resamples: int = 2000,
     n_permutations: int = 5000,
     seed: int = 0,
+    floors: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """One row per trial, best first, ranked on the per-query mean of ``metric``
     (``higher_is_better`` None: the metric's own direction, ``rag_lab.metrics.names``).
+    With ``floors`` (``sweep.floors``: ``{metric: minimum}``) the trials that meet every floor
+    come first, as the sweep's winner pick does (``rag_lab.metrics.names.objective_value``), and
+    a ``meets_floors`` column says which do.
 
     Columns: ``rank``, ``name``, one per swept param (missing -> None), ``metric`` (per-query
     mean, NaN skipped: the ``metrics.json`` value), ``ci_low``/``ci_high`` (``1 - alpha``
@@ -186,7 +193,9 @@ def leaderboard(
     higher_is_better = _direction(metric, higher_is_better)
     _check(trials, metric)
     stats = _summaries(trials, metric, n_resamples, alpha, seed)
+    meets = [meets_floors(t.metrics, floors or {}) for t in trials]
     order = _order(stats[:, 0], higher_is_better)
+    order = np.array([i for i in order if meets[i]] + [i for i in order if not meets[i]])
     winner = trials[order[0]]
     headline = [h for h in HEADLINE if h != metric and any(h in t.metrics for t in trials)]
     param_cols = _column_names(_param_names(trials), metric, headline)
@@ -214,6 +223,7 @@ def leaderboard(
                 "p_vs_winner": p,
                 "p_holm": 1.0 if trial is winner else math.nan,
                 "indistinguishable": True,
+                **({"meets_floors": meets[i]} if floors else {}),
                 **{h: float(trial.metrics.get(h, math.nan)) for h in headline},
             }
         )

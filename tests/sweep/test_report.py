@@ -81,6 +81,20 @@ def test_ordering_and_ranks(board: pd.DataFrame) -> None:
     assert board[METRIC].is_monotonic_decreasing
 
 
+def test_floors_rank_the_trials_that_meet_them_first(trials: list[Trial]) -> None:
+    # A and B (the two best) fall below a hit-rate floor that C and D meet: as in the sweep's
+    # winner pick, the floor decides before the metric
+    lowered = [
+        Trial(t.name, t.params, {**t.metrics, "hit_rate_at_5": hit}, t.per_query)
+        for t in trials
+        for hit in [0.1 if t.name in ("A", "B") else 0.9]
+    ]
+    board = leaderboard(lowered, METRIC, floors={"hit_rate@5": 0.5}, **FAST)
+    assert board["name"].tolist() == ["C", "D", "A", "B"]
+    assert board["meets_floors"].tolist() == [True, True, False, False]
+    assert "meets_floors" not in leaderboard(trials, METRIC, **FAST).columns
+
+
 def test_significance_marks(board: pd.DataFrame) -> None:
     marks = dict(zip(board["name"], board["indistinguishable"], strict=True))
     assert marks == {"A": True, "B": True, "C": False, "D": False}
