@@ -39,7 +39,6 @@ from rag_lab.ranking import ranked
 from rag_lab.text.normalise import normalise_text
 from rag_lab.types import Chunk, Qrels, Query, Run
 
-
 FALLBACK = "fallback"  # the stage name of the fallback chain's outcome (``Pipeline.run``)
 
 
@@ -74,7 +73,11 @@ def _document_reason(
     if relevant & set(final.get(qid, {})):
         return "below_k"
     # level 0 had it below k, and the chain answered from a later level without it (or refused)
-    if len(chain) > 1 and chain[-1] == FALLBACK and relevant & set(doc_runs[chain[-2]].get(qid, {})):
+    if (
+        len(chain) > 1
+        and chain[-1] == FALLBACK
+        and relevant & set(doc_runs[chain[-2]].get(qid, {}))
+    ):
         return _replaced(final, qid)
     return "not_retrieved"
 

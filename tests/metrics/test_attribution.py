@@ -134,3 +134,31 @@ def test_answer_miss_counts_per_reason_and_category():
     assert m["answer_misses/wrong_despite_context"] == 0  # every reason present, zeros too
     assert m["by_category/exact_code/answer_misses/context_not_used"] == 1
     assert not any("answer_hit" in k for k in m)
+
+
+def test_fallback_chain_reasons():
+    # level 0 (bm25 -> rules) had the gold; the chain answered from a later level without it
+    level0 = {"bm25": {"q": {"a#0": 2.0, "c#0": 1.0}}, "rules": {"q": {"a#0": 2.0, "c#0": 1.0}}}
+    replaced = {**level0, "fallback": {"q": {"d#0": 3.0}}}
+    assert reasons(replaced)["miss_reason"] == "replaced_by:fallback"
+    # ... or refused it: an empty run
+    refused = {**level0, "fallback": {"q": {}}}
+    assert reasons(refused)["miss_reason"] == "refused_by:fallback"
+    # level 0 had it below k only; the answering level lacks it: not "not_retrieved"
+    below = {"bm25": {"q": {"c#0": 2.0, "a#0": 1.0}}, "fallback": {"q": {"d#0": 3.0}}}
+    assert reasons(below)["miss_reason"] == "replaced_by:fallback"
+    # answered at level 0 (the chain's run is level 0's): the level-0 reasons stand
+    kept = {"bm25": {"q": {"c#0": 2.0, "a#0": 1.0}}, "fallback": {"q": {"c#0": 2.0, "a#0": 1.0}}}
+    assert reasons(kept)["miss_reason"] == "below_k"
+    # a level-0 stage lost it first: that stage is named, not the chain
+    ruled = {**level0, "rules": {"q": {"c#0": 1.0}}, "fallback": {"q": {"d#0": 3.0}}}
+    assert reasons(ruled)["miss_reason"] == "dropped_by:rules"
+    # no level saw it: still not_retrieved
+    none = {"bm25": {"q": {"c#0": 2.0}}, "fallback": {"q": {"d#0": 3.0}}}
+    assert reasons(none)["miss_reason"] == "not_retrieved"
+    got = attribution_metrics(
+        {"q": {"miss_reason": "replaced_by:fallback", "evidence_miss_reason": ""}},
+        {"q": Query("q", "x", {"category": "standards"})},
+        5,
+    )
+    assert got["misses_at_5/replaced_by/fallback"] == 1.0
