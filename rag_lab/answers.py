@@ -38,6 +38,7 @@ total before), and each measured stage's ``context/<stage>/<stat>``.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -112,13 +113,18 @@ def answer_queries(
         if cache is not None and isinstance(stage, CacheAware):
             stage.attach_cache(cache.view(stage.cache_namespace))
     counts: Counter[str] = Counter()
+    stage_ms: dict[str, float] = dict.fromkeys(
+        stages, 0.0
+    )  # each context stage's wall time over the split
     rows: dict[str, dict[str, Any]] = {}
     terms = ContentTerms()  # the miss reasons' term analysis, built once
     for qid, q in data.queries.items():
         top = [chunks[c] for c in ranked(final.get(qid, {}))[:k]]
         given = top
-        for stage in stages.values():
+        for name, stage in stages.items():
+            t0 = time.perf_counter()
             given = stage.apply(q.text, given)
+            stage_ms[name] += (time.perf_counter() - t0) * 1000
         response = generate(generator, q.text, given, cache, counts, (notes or {}).get(qid, ()))
         golds = [str(a) for a in (q.metadata.get("answers") or [])]
         # judged against the sources of what the generator read, not a distiller's rewrite
@@ -158,6 +164,7 @@ def answer_queries(
     for name, stage in stages.items():
         if isinstance(stage, Measured):
             out |= {f"context/{name}/{s}": float(v) for s, v in stage.stats.items()}
+        out[f"context/{name}/ms_per_query"] = stage_ms[name] / n
     out["answer/generator_calls"] = float(counts["generator_calls"])
     out["answer/generator_cache_hits"] = float(counts["generator_cache_hits"])
     if runner is not None:

@@ -160,6 +160,9 @@ def test_context_stages_shrink_the_context_and_are_reported(tmp_path):
     )
     assert 0 < on["context/tokens_after"] < on["context/tokens_before"]
     assert on["context/tokens_saved_share"] > 0
+    # each stage's cost per query (wall time of its apply calls)
+    assert all(on[f"context/{n}/ms_per_query"] >= 0 for n in ("order", "dedupe", "distill"))
+    assert not any(k.endswith("/ms_per_query") and k.startswith("context/") for k in off)
     table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet")
     assert (table.answer_context_tokens_after <= table.answer_context_tokens_before).all()
     assert table.answer_context_tokens_before.mean() == on["context/tokens_before"]
