@@ -1,6 +1,6 @@
 """Tesseract helpers for PDF pages without a text layer (``rag_lab.parser.pdf``).
 
-``ocr_image(image, languages, dpi)`` turns a rendered page into lines (grouped in Tesseract's
+``ocr_image(image, languages, dpi, ...)`` turns a rendered page into lines (grouped in Tesseract's
 paragraphs) and ruled tables, with positions in PDF points so the PDF parser treats them like
 text-layer lines (header/footer removal, reading order). It runs Tesseract a few times per
 page, not once per table cell or line (each run is a process start and a model load): three
@@ -8,12 +8,17 @@ runs for a page with tables in ``eng+chi_sim`` (more only for strips over 16000 
 
 1. ruled tables are found in the image with numpy (long thin dark runs = rules; the grid of rules
    gives the cells, merged cells included); every cell is cropped and the crops are stacked into
-   one strip image read in block mode (``--psm 6``);
-2. the page, with the table regions whitened, is read in page-layout mode (``--psm 3``);
-3. with several languages (``eng+chi_sim``), lines and cells read with low confidence are read
-   again, stacked in one strip, in each secondary language alone, and the more confident reading
-   is kept: Tesseract given ``eng+chi_sim`` reads a Chinese line as English garbage (mean word
-   confidence ~30) that ``chi_sim`` alone reads correctly (~85).
+   one strip image read in block mode (``--psm 6``), at the full resolution;
+2. the page, with the table regions whitened, is read in page-layout mode (``--psm 3``), shrunk
+   to ``layout_dpi`` (less CPU, the same body text on the sample); passes 1 and 2 run at once,
+   in two Tesseract processes;
+3. with several languages (``eng+chi_sim``), weak lines and cells (a mean word confidence below
+   0.80, or one word below 0.70: "清零" read as "aS" hides in a cell's mean of 0.89) are read
+   again, shrunk to ``reread_dpi`` and stacked in one strip, in each secondary language alone,
+   and the more confident reading is kept: Tesseract given ``eng+chi_sim`` reads a Chinese line
+   as English garbage (mean word confidence ~30) that ``chi_sim`` alone reads correctly (~85).
+   ``chi_sim`` reads 10 pt table text better at 150-240 dpi than at 300 (on the sample's scanned
+   table: 30-31 of 33 cells against 29; ``benchmarks/results/parsing.json``).
 
 The spaces Tesseract puts between CJK characters are removed. Confidences are Tesseract's word
 confidences (0-100; ``-1`` = not a word) scaled to 0-1.
@@ -60,8 +65,10 @@ _NOSPACE_CHAR = re.compile(f"[{_NOSPACE}]")
 # a space Tesseract (or a PDF generator) put between two such characters
 _SPACE_IN_CJK = re.compile(f"(?<=[{_NOSPACE}]) +(?=[{_NOSPACE}])")
 
-# a line or cell read with a mean confidence below this is read again in the other languages
+# a line or cell read with a mean confidence below _WEAK, or holding a word below _WEAK_WORD, is
+# read again in the other languages: one garbled word ("清零" read "aS", 0.54) hides in a mean
 _WEAK = 0.80
+_WEAK_WORD = 0.70
 # punctuation that never starts a word: a line starting with it continues the previous word
 _CLOSING = frozenset(",.;:!?)]}%")
 _PAD = 24  # white pixels around each crop in a strip image (Tesseract needs a margin)
@@ -229,10 +236,21 @@ class _Reading:
         return _mean_conf(self.words)
 
 
-def _read_strip(crops: Sequence[Image.Image], lang: str) -> list[_Reading]:
+def _read_strip(crops: Sequence[Image.Image], lang: str, scale: float = 1.0) -> list[_Reading]:
     """Read many crops with one Tesseract call: they are stacked, white gaps between them, into
     one image read in block mode; words are given back to the crop whose band holds them. A
-    strip is at most ``_MAX_STRIP`` pixels tall (more crops take more calls)."""
+    strip is at most ``_MAX_STRIP`` pixels tall (more crops take more calls). With ``scale``
+    below 1 the crops are shrunk first (Lanczos); word boxes are then in the shrunk pixels."""
+    from PIL import Image
+
+    if scale != 1.0:
+        crops = [
+            c.resize(
+                (max(1, round(c.width * scale)), max(1, round(c.height * scale))),
+                Image.Resampling.LANCZOS,
+            )
+            for c in crops
+        ]
     readings: list[_Reading] = []
     batch: list[Image.Image] = []
     height = 0
@@ -274,18 +292,26 @@ def _read_one_strip(crops: Sequence[Image.Image], lang: str) -> list[_Reading]:
     return readings
 
 
+def _weak(reading: _Reading) -> bool:
+    """A reading worth a second try: a low mean confidence, or one word read with a low one."""
+    confs = [w.conf for w in reading.words if w.conf >= 0]
+    return bool(reading.words) and (
+        (reading.conf or 0.0) < _WEAK or not confs or min(confs) / 100 < _WEAK_WORD
+    )
+
+
 def _reread_weak(
-    readings: list[_Reading], crops: Sequence[Image.Image], languages: str
+    readings: list[_Reading], crops: Sequence[Image.Image], languages: str, scale: float = 1.0
 ) -> list[_Reading]:
-    """With several languages, the weak readings read again in each secondary language alone;
-    the more confident reading of each crop wins."""
+    """With several languages, the weak readings read again in each secondary language alone,
+    the crops shrunk by ``scale``; the more confident reading of each crop wins."""
     langs = languages.split("+")
-    weak = [i for i, r in enumerate(readings) if r.words and (r.conf or 0.0) < _WEAK]
+    weak = [i for i, r in enumerate(readings) if _weak(r)]
     if len(langs) < 2 or not weak:
         return readings
     out = list(readings)
     for lang in langs[1:]:
-        again = _read_strip([crops[i] for i in weak], lang)
+        again = _read_strip([crops[i] for i in weak], lang, scale)
         for i, r in zip(weak, again):
             if r.words and (r.conf or 0.0) > (out[i].conf or 0.0):
                 out[i] = r
@@ -530,14 +556,25 @@ def _crop_cell(gray_img: Image.Image, box: tuple[int, int, int, int], inset: int
     return gray_img.crop((x0 + inset, y0 + inset, x1 - inset, y1 - inset))
 
 
-def ocr_image(image: Image.Image, languages: str, dpi: int) -> OcrPage:
+def ocr_image(
+    image: Image.Image,
+    languages: str,
+    dpi: int,
+    reread_dpi: int | None = None,
+    layout_dpi: int | None = None,
+) -> OcrPage:
     """Read a page image (rendered at ``dpi``): see the module docstring for the passes.
+    ``reread_dpi``: the resolution weak lines and cells are shrunk to for pass 3;
+    ``layout_dpi``: the resolution the page is shrunk to for pass 2 (``None`` or a value >=
+    ``dpi``: not shrunk).
 
     Raises ``TesseractMissing`` when the binary cannot be run; Tesseract's own failures
     (``pytesseract.TesseractError``) propagate.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
-    from PIL import ImageDraw
+    from PIL import Image, ImageDraw
 
     gray_img = image.convert("L")
     gray = np.asarray(gray_img)
@@ -557,7 +594,9 @@ def ocr_image(image: Image.Image, languages: str, dpi: int) -> OcrPage:
                 if crop is not None and (np.asarray(crop) < 160).any():
                     cell_boxes.append(box)
                     cell_crops.append(crop)
-    cell_readings = _read_strip(cell_crops, languages)
+    # pass 1 runs in a second thread (its own Tesseract process) while pass 2 runs here
+    pool = ThreadPoolExecutor(1, thread_name_prefix="rag-lab-ocr-cells") if cell_crops else None
+    cells_job = pool.submit(_read_strip, cell_crops, languages) if pool else None
 
     # pass 2: the page without its tables
     page_img = gray_img
@@ -569,7 +608,24 @@ def ocr_image(image: Image.Image, languages: str, dpi: int) -> OcrPage:
             m = g.thickness + 2
             draw.rectangle((x0 - m, y0 - m, x1 + m, y1 + m), fill=255)
     grouped: dict[tuple[int, int], dict[int, list[_Word]]] = {}
-    for (block, par, line), word in _words(_tesseract_data(page_img, languages, 3)):
+    try:
+        f = min(1.0, layout_dpi / dpi) if layout_dpi else 1.0
+        small = (
+            page_img
+            if f == 1.0
+            else page_img.resize(
+                (round(page_img.width * f), round(page_img.height * f)), Image.Resampling.LANCZOS
+            )
+        )
+        page_data = _tesseract_data(small, languages, 3)
+        if f != 1.0:  # word boxes back in the page image's pixels
+            for key in ("left", "top", "width", "height"):
+                page_data[key] = [round(int(v) / f) for v in page_data[key]]
+        cell_readings = cells_job.result() if cells_job else []
+    finally:
+        if pool:
+            pool.shutdown(wait=True, cancel_futures=True)
+    for (block, par, line), word in _words(page_data):
         grouped.setdefault((block, par), {}).setdefault(line, []).append(word)
     line_words = [words for lines_of in grouped.values() for words in lines_of.values()]
     line_crops: list[Image.Image] = []
@@ -582,7 +638,8 @@ def ocr_image(image: Image.Image, languages: str, dpi: int) -> OcrPage:
 
     # pass 3: weak lines and cells again, in the secondary languages
     readings = [_Reading([ws]) for ws in line_words] + cell_readings
-    readings = _reread_weak(readings, [*line_crops, *cell_crops], languages)
+    scale = min(1.0, reread_dpi / dpi) if reread_dpi else 1.0
+    readings = _reread_weak(readings, [*line_crops, *cell_crops], languages, scale)
     line_readings, cell_readings = readings[: len(line_words)], readings[len(line_words) :]
 
     paragraphs: list[list[OcrLine]] = []

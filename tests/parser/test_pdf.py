@@ -318,17 +318,75 @@ def test_weak_ocr_lines_are_read_again_in_each_secondary_language(
     garbage = _ocr._Reading([[word("BRE", 0, 0, 9, 9, 44.0), word("ABA", 12, 0, 9, 9, 26.0)]])
     good = _ocr._Reading([[word("液压泵", 0, 0, 9, 9, 92.0)]])
     english = _ocr._Reading([[word("pump", 0, 0, 9, 9, 96.0)]])
-    asked: list[tuple[int, str]] = []
+    # a confident mean (0.87) hiding one garbled word: "清零" read as "aS" (0.54), measured on
+    # the sample's scanned table
+    one_bad = _ocr._Reading(
+        [
+            [
+                word("复位键", 0, 0, 9, 9, 93.0),
+                word("3", 0, 0, 9, 9, 93.0),
+                word("aS", 0, 0, 9, 9, 54.0),
+            ]
+        ]
+    )
+    fixed = _ocr._Reading(
+        [
+            [
+                word("复位键", 0, 0, 9, 9, 93.0),
+                word("3", 0, 0, 9, 9, 93.0),
+                word("清零", 0, 0, 9, 9, 90.0),
+            ]
+        ]
+    )
+    asked: list[tuple[tuple[str, ...], str, float]] = []
 
-    def read_strip(crops: list[Any], lang: str) -> list[Any]:
-        asked.append((len(crops), lang))
-        return [good for _ in crops]
+    def read_strip(crops: list[Any], lang: str, scale: float = 1.0) -> list[Any]:
+        asked.append((tuple(crops), lang, scale))
+        return [fixed if c == "crop2" else good for c in crops]
 
     monkeypatch.setattr(_ocr, "_read_strip", read_strip)
-    out = _ocr._reread_weak([english, garbage], ["crop0", "crop1"], "eng+chi_sim")  # type: ignore[list-item]
-    assert [r.text for r in out] == ["pump", "液压泵"]
-    assert asked == [(1, "chi_sim")]  # only the weak line, only the secondary language
+    out = _ocr._reread_weak(
+        [english, garbage, one_bad],
+        ["crop0", "crop1", "crop2"],  # type: ignore[list-item]
+        "eng+chi_sim",
+        0.6,
+    )
+    assert [r.text for r in out] == ["pump", "液压泵", "复位键 3 清零"]
+    # only the weak readings, only the secondary language, shrunk as asked
+    assert asked == [(("crop1", "crop2"), "chi_sim", 0.6)]
     assert _ocr._reread_weak([garbage], ["crop"], "eng") == [garbage]  # type: ignore[list-item]
+
+
+def test_strip_crops_are_shrunk_before_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``scale`` < 1 shrinks every crop before the strip is built: the image Tesseract gets is
+    the shrunk crops plus the fixed padding and gaps."""
+    from PIL import Image
+
+    sizes: list[tuple[int, int]] = []
+
+    def data(image: Any, lang: str, psm: int) -> dict[str, list[Any]]:
+        sizes.append(image.size)
+        return {
+            k: []
+            for k in (
+                "text",
+                "block_num",
+                "par_num",
+                "line_num",
+                "left",
+                "top",
+                "width",
+                "height",
+                "conf",
+            )
+        }
+
+    monkeypatch.setattr(_ocr, "_tesseract_data", data)
+    crops = [Image.new("L", (400, 100), 255), Image.new("L", (200, 60), 255)]
+    assert len(_ocr._read_strip(crops, "chi_sim", 0.5)) == 2
+    assert len(_ocr._read_strip(crops, "chi_sim")) == 2
+    pad, gap = _ocr._PAD, _ocr._GAP
+    assert sizes == [(200 + 2 * pad, 50 + 30 + gap + 2 * pad), (400 + 2 * pad, 160 + gap + 2 * pad)]
 
 
 def test_parallel_ocr_keeps_page_order_and_names_a_failing_page(
@@ -341,7 +399,7 @@ def test_parallel_ocr_keeps_page_order_and_names_a_failing_page(
     lock = threading.Lock()
     started: list[int] = []
 
-    def fake_ocr(image: Any, languages: str, dpi: int) -> _ocr.OcrPage:
+    def fake_ocr(image: Any, languages: str, dpi: int, **kwargs: Any) -> _ocr.OcrPage:
         with lock:
             started.append(len(started) + 1)
             n = started[-1]
@@ -358,7 +416,7 @@ def test_parallel_ocr_keeps_page_order_and_names_a_failing_page(
         assert meta == {"page": n, "ocr": True, "confidence": 0.5 + n / 10}
     assert doc.stats["ocr_pages"] == 3 and doc.stats["ocr_confidence"] == 0.7
 
-    def failing(image: Any, languages: str, dpi: int) -> _ocr.OcrPage:
+    def failing(image: Any, languages: str, dpi: int, **kwargs: Any) -> _ocr.OcrPage:
         with lock:
             started.append(0)
             n = len(started) - 3
@@ -480,6 +538,8 @@ def test_options_are_checked() -> None:
         {"ocr": "always"},
         {"ocr_languages": "eng chi_sim"},
         {"ocr_dpi": 10},
+        {"ocr_layout_dpi": 10},
+        {"ocr_reread_dpi": 5000},
         {"header_footer_margin": 0.7},
         {"header_footer_min_fraction": 0},
         {"tables": "yes"},
