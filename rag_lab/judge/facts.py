@@ -18,11 +18,16 @@ found in "E1020".
   other character after a number is not its unit: ``2022冬奥会``, ``2021赛季`` and ``10·29索马里``
   state the bare numbers 2022, 2021, 10 and 29. Chinese measure words are units, 个 standing for
   any of them (``CLASSIFIERS``: "90个座位" == "90座", "3座" != "3条"). Spellings of one group are
-  interchangeable ("3000 h" == "3000小时", "8兆帕" == "8 MPa"); a number with a unit needs the
-  same value with a unit of that group in the context, a bare number only the value. Magnitudes
+  interchangeable ("3000 h" == "3000小时", "8兆帕" == "8 MPa"); a unit may follow a hyphen
+  ("1.5-litre", "five-second"). A number with a unit needs the same value with a unit of that
+  group in the context, a bare number only the value; a count of occurrences ("11 times", 11次)
+  also a bare one ("11 wins"). A date's year states a bare number, its month and day do not
+  ("10月16日" supports no "16圈"). Magnitudes
   scale the value (``MAGNITUDES``: 万, 亿, thousand, million …): "1.4万" == "14,000" == "1.4 万".
   English ordinal suffixes are dropped ("24th" == "24"). Spelt-out small numbers count before a
   unit of measurement ("two minutes" == "2 min", "三小时" == "3小时"), never alone.
+- score: two numbers joined by 比 or ":" are one fact ("3比0" == "3:0"; "3比1" is not supported
+  by a 3 and a 1 elsewhere).
 - date: ``2018年5月24日``, ``2018-05-24``, ``2018/5/24``, ``May 24th, 2018``, ``24 May 2018``,
   ``May 2018``, ``5月24日``, ``2022年``: found when a context date agrees on every part the answer
   states (a context date without a year also agrees when the answer's year occurs in the context
@@ -30,23 +35,29 @@ found in "E1020".
 - code: a token mixing letters and digits (``E102``, ``SV0432``, ``HX-200``, ``0x1020``,
   ``v2.5``); a hyphen or space between its letter and digit runs is optional on either side
   ("HX200" == "HX-200").
-  In Chinese text a single Latin letter between Han characters is an id (风云四号B星, A股, H股).
+  In Chinese text a single Latin letter next to a Han character, not inside a Latin word or a
+  number, is an id (风云四号B星, "，A股", "长征二号F（"), found as that letter standing alone.
 - clause: dotted ids with three or more parts (``4.2.1``) and ``第3条``-style ids (条章节款项).
 - unit: a unit standing alone after "per" / 每 ("positions per second", 每小时): the unit of a
   rate; found when the context uses a unit of that group anywhere (a word "second", 秒, "/s", or
   a number with it), so "per minute" against a context's "per second" is flagged.
 - name: a capitalised English word (``Brunel``, ``NASA``, ``iPhone``; month, weekday and unit
-  words excluded), in an English sentence its first word only when it looks like a name
-  (``Moderna's``, ``Thomas Telford``, ``BioNTech``), must occur in the context as a word with the
-  same stem ("Philippines" ~ "Philippine"); an all-caps one also as initials ("EU" ~ "European
-  Union"). A Chinese person, place or organisation name as jieba tags it (``nr``/``ns``/``nt``/
-  ``nz``: 马莱莱, 日喀则), a word ending in 市/省/县/区/镇/乡/州, or a word before 航空/公司/
-  集团/银行/大学 … together with it (南方航空), two characters or more, must occur as a
-  substring or, up to four characters, as an abbreviation (its characters in order, at most two
-  Han characters between them: 科考 ~ 科学考察, 浙大 ~ 浙江大学). An English name followed by a
-  full stop may abbreviate a context word ("Corp." ~ "Corporation"). Names are extracted only
-  by ``extract_facts(..., names=True)`` (the lexical judge's default: they need the original
-  capitalisation and a part-of-speech tagger).
+  words and acronyms of common nouns — IPO, CEO, GDP — excluded), in an English sentence its
+  first word only when it looks like a name (``Moderna's``, ``Thomas Telford``, ``BioNTech``),
+  must occur in the context as a word with the same stem ("Philippines" ~ "Philippine"); an
+  all-caps one also as initials ("EU" ~ "European Union"); a demonym also as its place, by its
+  suffix ("European" ~ "Europe", "Japanese" ~ "Japan") or from ``DEMONYMS`` ("American" ~
+  "United States"). A Chinese person, place or organisation name as jieba tags it (``nr``/
+  ``ns``/``nt``/``nz``: 马莱莱, 日喀则), a word ending in 市/省/县/区/镇/乡/州, or a word before
+  航空/公司/集团/银行/大学 … together with it (南方航空), two characters or more, must occur, in
+  the context's form (长征二号 ~ 长征2号), as a substring or, up to four characters, as an
+  abbreviation (its characters in order, at most two Han characters between them: 科考 ~
+  科学考察, 浙大 ~ 浙江大学; up to four before the last of three or four: 中国队 ~
+  中国乒乓球男队). An English name followed by a full stop may abbreviate a context word
+  ("Corp." ~ "Corporation"). Names are extracted only by ``extract_facts(..., names=True)`` (the
+  lexical judge's default: they need the original capitalisation and a part-of-speech tagger).
+- ``function_words``: Chinese words jieba tags as conjunctions, prepositions or particles (如果,
+  比), which the lexical judge drops from a sentence's terms as ``STOPWORDS`` drops "if", "than".
 
 Not handled: Chinese numerals without a unit, measure word or 第 (三千 alone), approximate ones
 (三四个, 十几), other spelt-out English numbers ("one of"), ranges written differently, unit
@@ -196,6 +207,7 @@ UNIT_GROUPS: tuple[tuple[str, ...], ...] = (
     ("套",),
     ("根",),
     ("道",),
+    ("圈",),
     # the counted part of Chinese ids: 双洞四车道, 西格二线, 地铁2号线, 第二台阶
     ("车道",),
     ("号线",),
@@ -208,7 +220,7 @@ CLASSIFIERS = frozenset(
     (
         "个",
         "人",
-        *"座种届部页件台辆家所张本卷册篇首场局轮集期项层栋艘架枚颗条章节块支队户字代只头匹份套根道",
+        *"座种届部页件台辆家所张本卷册篇首场局轮集期项层栋艘架枚颗条章节块支队户字代只头匹份套根道圈",
     )
 )
 # Words that scale the number before them ("1.4万" == 14000); a unit may follow ("3万人"). Not 千:
@@ -268,7 +280,7 @@ _NUMBER = re.compile(
     rf"(?<![0-9a-z.])(?<![a-z]-)(\d+(?:\.\d+)?)(?![0-9]|\.\d)"
     rf"(?:(?:st|nd|rd|th)(?![a-z]))?"
     rf"(?:\s?({_MAGNITUDE})(?:{_END}))?"
-    rf"(?:\s?({_UNIT})(?:{_END}))?"
+    rf"(?:(?:\s|-(?=[a-z]))?({_UNIT})(?:{_END}))?"
     rf"(?:(?<=[0-9a-z])(?![0-9a-z])|(?<![0-9a-z]))"
 )
 # spelt-out small numbers count only before a unit of measurement ("two minutes", "三小时"): alone
@@ -292,7 +304,7 @@ _MEASURES = _alternation(
 # (Chinese numerals are written in digits by normalise_facts_text)
 _SPELLED = re.compile(
     rf"(?<![a-z-])({'|'.join(_WORDS_EN[1:] + ['thirty', 'forty', 'fifty', 'hundred'])})"
-    rf"\s?({_MEASURES})(?:{_END})"
+    rf"[\s-]?({_MEASURES})(?:{_END})"
 )
 # a unit standing alone after "per" / 每 states the unit of a rate ("200 million positions per
 # second", "每小时"): a fact of its own, found when the context uses that unit anywhere
@@ -329,7 +341,13 @@ _DATES = (
     (re.compile(rf"(?<![a-z])({_MONTH})\.?,?\s(?:of\s)?(\d{{4}})(?!\d)"), "my"),
 )
 _CODE = re.compile(r"(?<![0-9a-z])[a-z0-9]+(?:[-.][a-z0-9]+)*(?![0-9a-z])")
-_LETTER_ID = re.compile(r"(?<=[\u4e00-\u9fff])[a-z][\u4e00-\u9fff]")
+# a single Latin letter next to a Han character, not inside a Latin word or a number: 风云四号B星,
+# "，A股", "长征二号F（" (only in text holding Han characters)
+_LETTER_ID = re.compile(
+    r"(?<![0-9a-z.+-])[a-z](?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])[a-z](?![0-9a-z.+-])"
+)
+# a score or ratio is one fact: "3比0" is not supported by a 3 and a 0 elsewhere ("3:0" == "3比0")
+_SCORE = re.compile(r"(?<![\d.:])(\d+)\s?[比:]\s?(\d+)(?![\d]|[.:]\d)")
 _CLAUSE_ZH = re.compile(r"第\s?[0-9一二三四五六七八九十百千零〇两]+\s?[条章节款项]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _NAME_EN = re.compile(
@@ -346,7 +364,39 @@ _STARTERS = STOPWORDS | frozenset(
         "many most another other his her him he she my last next first according unlike like"
     ).split()
 )
-_NOT_NAMES = frozenset(MONTHS) | _WEEKDAYS | frozenset(_GROUP_OF) | {"i", "ok"}
+# acronyms of common nouns, which a context may paraphrase ("IPO" vs "went public", "CEO" vs
+# "chief executive"): no names
+_COMMON_ACRONYMS = frozenset("ipo ceo cfo cto coo gdp".split())
+_NOT_NAMES = frozenset(MONTHS) | _WEEKDAYS | frozenset(_GROUP_OF) | _COMMON_ACRONYMS | {"i", "ok"}
+# demonyms whose place is not their stem ("American" ~ "United States"); regular ones are matched
+# by dropping their suffix ("European" ~ "Europe", "Canadian" ~ "Canada": ``_name_pattern``)
+DEMONYMS: dict[str, tuple[str, ...]] = {
+    "american": ("america", "united states", "u.s.", "usa", "us"),
+    "british": ("britain", "united kingdom", "uk", "england", "scotland", "wales"),
+    "english": ("england",),
+    "scottish": ("scotland",),
+    "welsh": ("wales",),
+    "irish": ("ireland",),
+    "french": ("france",),
+    "dutch": ("netherlands", "holland"),
+    "swiss": ("switzerland",),
+    "spanish": ("spain",),
+    "danish": ("denmark",),
+    "polish": ("poland",),
+    "finnish": ("finland",),
+    "swedish": ("sweden",),
+    "norwegian": ("norway",),
+    "greek": ("greece",),
+    "turkish": ("turkey", "türkiye"),
+    "thai": ("thailand",),
+    "filipino": ("philippines",),
+    "israeli": ("israel",),
+    "pakistani": ("pakistan",),
+    "iraqi": ("iraq",),
+    "saudi": ("saudi arabia",),
+    "soviet": ("soviet union", "ussr"),
+}
+_DEMONYM_SUFFIXES = ("ean", "ian", "ese", "an")
 
 
 def normalise_facts_text(text: str, context: bool = True) -> str:
@@ -486,7 +536,11 @@ class ContextFacts:
         if fact.number is not None:
             value, unit = fact.number
             units = self.numbers.get(value)
-            return units is not None and (unit is None or any(_same_unit(unit, u) for u in units))
+            return units is not None and (
+                unit is None
+                or any(_same_unit(unit, u) for u in units)
+                or (unit in _IMPLICIT_UNITS and None in units)
+            )
         if fact.date is not None:
             return self._has_date(fact.date)
         if fact.unit is not None and any(fact.unit in units for units in self.numbers.values()):
@@ -505,6 +559,11 @@ class ContextFacts:
         return False
 
 
+# a count of occurrences may be stated with a noun instead of its unit: "11 wins" states "11
+# times" (a bare 11 in the context supports it; "11%" or "11 km" do not)
+_IMPLICIT_UNITS = frozenset(("次",))
+
+
 def _same_unit(answer: str, context: str | None) -> bool:
     if answer == context:
         return True
@@ -521,10 +580,11 @@ def context_facts(normalised_context: str) -> ContextFacts:
     numbers: dict[float, set[str | None]] = {}
     dates, rest = _dates(normalised_context)
     rest = _blank(rest, _DOTTED_CLAUSE, _CLAUSE_ZH)
-    for _, date in dates:
-        for part in date:
-            if part is not None:
-                numbers.setdefault(float(part), set()).add(None)
+    # a date's year also states the bare number (2019 in "12 March 2019"); its day and month do
+    # not ("10月16日" states no count of 16)
+    for _, (year, _m, _d) in dates:
+        if year is not None:
+            numbers.setdefault(float(year), set()).add(None)
     for m in _NUMBER.finditer(rest):
         value, unit = _number_value(m)
         numbers.setdefault(value, set()).add(unit)
@@ -636,7 +696,17 @@ def extract_facts(text: str, names: bool = False) -> list[Fact]:
         facts.append(Fact("code", code, pattern))
     # in Chinese text a single Latin letter before a Han character is an id: 风云四号B星, A股
     for m in _LETTER_ID.finditer(norm):
-        facts.append(Fact("code", m.group(0), rf"(?<![0-9a-z]){re.escape(m.group(0))}"))
+        if m.start() in in_numbers:  # the unit of "3000 h更换"
+            continue
+        # reported with its Han neighbour ("b星", "号f"), found as the letter standing alone
+        # ("风云四号b星", "长征2号f(cz-2f)火箭")
+        letter, i = m.group(0), m.start()
+        shown = norm[i : i + 2] if _HAN.match(norm, i + 1) else norm[i - 1 : i + 1]
+        pattern = rf"(?<![0-9a-z]){re.escape(letter)}(?![0-9a-z])"
+        facts.append(Fact("code", shown, pattern))
+    for m in _SCORE.finditer(rest):
+        a, b = m.group(1), m.group(2)
+        facts.append(Fact("score", f"{a}:{b}", rf"(?<![\d.:]){a}\s?[比:]\s?{b}(?![\d]|[.:]\d)"))
     for m in _CLAUSE_ZH.finditer(norm):
         body = re.sub(r"\s", "", m.group(0))
         facts.append(Fact("clause", body, r"\s?".join(re.escape(c) for c in body)))
@@ -697,7 +767,9 @@ def _names(text: str) -> list[Fact]:
                 )
             ):
                 continue
-            out.append(Fact("name", normalise_text(w), _zh_name_pattern(normalise_text(w))))
+            # matched in the context's form: its numerals are digits there (长征二号 ~ 长征2号)
+            name = normalise_text(w)
+            out.append(Fact("name", name, _zh_name_pattern(chinese_numerals(name))))
     return out
 
 
@@ -707,10 +779,14 @@ _HAN = re.compile(r"[\u4e00-\u9fff]+")
 def _zh_name_pattern(name: str) -> str:
     """A Chinese name is found as it is or, up to four characters, as the abbreviation of a
     longer one: its characters in order with at most two other Han characters between them
-    (科考 ~ 科学考察, 浙大 ~ 浙江大学)."""
+    (科考 ~ 科学考察, 浙大 ~ 浙江大学), up to four before the last of three or four characters,
+    which names the kind of thing (中国队 ~ 中国乒乓球男队)."""
     if len(name) > 4:
         return re.escape(name)
-    return r"[\u4e00-\u9fff]{0,2}".join(re.escape(c) for c in name)
+    gaps = [r"[\u4e00-\u9fff]{0,2}"] * (len(name) - 1)
+    if len(name) >= 3:
+        gaps[-1] = r"[\u4e00-\u9fff]{0,4}"
+    return "".join(re.escape(c) + g for c, g in zip(name, gaps)) + re.escape(name[-1])
 
 
 def _name_pattern(name: str, dotted: bool = False) -> str:
@@ -724,6 +800,11 @@ def _name_pattern(name: str, dotted: bool = False) -> str:
     stem = stem_word(word)
     stem = stem if word.startswith(stem) and len(stem) >= 4 else word
     alts = [re.escape(word), rf"{re.escape(stem)}[a-z]{{0,3}}"]
+    alts += [re.escape(place).replace(r"\ ", r"\s") for place in DEMONYMS.get(word, ())]
+    bases = [word[: -len(x)] for x in _DEMONYM_SUFFIXES if word.endswith(x)]
+    base = next((b for b in bases if len(b) >= 3), "")
+    if base and name[0].isupper() and not name.isupper():
+        alts.append(rf"{re.escape(base)}[a-z]{{0,2}}")  # European ~ Europe, Japanese ~ Japan
     if dotted and len(word) >= 3:
         alts.append(rf"{re.escape(word)}[a-z]*")
     if name.isupper() and 2 <= len(name) <= 5:
@@ -740,6 +821,24 @@ _ORG_SUFFIXES = frozenset(
 # character, not a name ("塔德塞以" -> "塞以"); known names may hold one (茅以升)
 _GLUE = re.compile("[的了在和与及以为于被把从向对是也都就而并或将]")
 _OOV_NAME_TAGS = frozenset(("nr", "ns", "nt", "nz", "nrt", "nrfg"))
+
+
+# jieba tags of Chinese function words: conjunctions (如果, 而且), prepositions (比, 按照),
+# particles, modal particles and interjections — the counterparts of the English function words
+# ``rag_lab.text.STOPWORDS`` drops (if, than, of ...), which carry no claim
+_FUNCTION_TAGS = frozenset(("c", "p", "u", "uj", "ul", "uz", "ud", "ug", "uv", "y", "e"))
+
+
+def function_words(text: str) -> frozenset[str]:
+    """The Chinese words of ``text`` that jieba tags only as function words (``_FUNCTION_TAGS``);
+    empty for text without Han characters."""
+    raw = unicodedata.normalize("NFKC", text).strip()
+    if _HAN.search(raw) is None:
+        return frozenset()
+    tags: dict[str, set[bool]] = {}
+    for w, tag, _ in _pos_tags(raw):
+        tags.setdefault(normalise_text(w), set()).add(tag in _FUNCTION_TAGS)
+    return frozenset(w for w, kinds in tags.items() if kinds == {True} and _HAN.fullmatch(w))
 
 
 @lru_cache(maxsize=4096)

@@ -249,3 +249,13 @@ def test_unsupported_fact_rate_and_verdicts_reach_the_run_metrics(judge):
     # a judge that checks no facts leaves the rate out rather than reporting 0
     no_facts = [{**r, "unsupported_facts": None, "faithful": None} for r in rows]
     assert "unsupported_fact_rate" not in aggregate_answers(no_facts)
+
+
+def test_chinese_function_words_do_not_count_against_a_paraphrase(judge):
+    # 比 ("than") carries no claim: counted, it would leave this paraphrase 6 of 11 terms (0.55 <
+    # 0.6); dropped, 6 of 10. The same sentence with a changed number still fails on the fact
+    ctx = ["上市首日股价收于每股82.92元，较发行价上涨约202%。"]
+    ok = score(judge, ctx, "首个交易日收盘价为每股82.92元，比发行价高出约202%。")
+    assert ok.faithfulness == 1.0 and ok.details["faithful"], ok.details
+    bad = score(judge, ctx, "首个交易日收盘价为每股82.92元，比发行价高出约220%。")
+    assert bad.faithfulness == 0.0 and bad.details["missing"] == ["220%"]

@@ -63,20 +63,27 @@ def test_build_pairs_is_balanced_and_labelled():
 
 SUITES = Path(__file__).resolve().parents[2] / "datasets" / "judge_meta"
 # Per-kind accuracy of the lexical judge's verdict (faithfulness >= 1.0 and no unsupported fact),
-# as measured (benchmarks/results/judge_meta_eval.json); kinds not listed are at 1.0. ``test`` (20
-# seeds per language, written before the judge was run on them, measured once, never tuned on)
-# misses faithful answers on limits listed in rag_lab/judge/lexical.py: demonyms and acronyms
-# read as names (European ~ Europe, American ~ United States, IPO; 中国队 ~ 中国乒乓球男队), a
-# Chinese name holding a numeral (长征二号 against a context normalised to 长征2号), "11 times"
-# against "11 wins", "five seconds" against "five-second", paraphrases under the 0.6 term share;
-# and an A股 after a comma (a letter id needs a Han character before it).
+# as measured (benchmarks/results/judge_meta_eval.json), rounded down; kinds not listed are at
+# 1.0. ``dev``: 68 seeds per language (the earlier held-out sets included), rules chosen on it.
+# ``test``: 20 seeds per language written before the judge was run on them, measured once, never
+# tuned on. Its misses (limits listed in rag_lab/judge/lexical.py): correct answers flagged for
+# paraphrases under the 0.6 term share (en 1, zh 4), "IP55-rated" read as one code, "the T. rex"
+# split as a sentence, a Latin acronym the passage writes in Chinese (eVTOL), 古老 tagged as a
+# name, 第一枚 vs 首枚, 两人 read as a count; changed units missing from UNIT_GROUPS (gallon, 斤);
+# swapped names at the start of an English sentence (not checked) or untagged by jieba (徕卡); an
+# added sentence reusing the passage's words.
 MEASURED = {
-    ("en", "dev"): {"faithful": 0.979, "changed_code": 0.977, "added_sentence": 0.958},
-    ("en", "test"): {"faithful": 0.75},
-    ("zh", "dev"): {"swapped_entity": 0.958},
-    ("zh", "test"): {"faithful": 0.75, "changed_code": 0.95},
+    ("en", "dev"): {"faithful": 0.985, "added_sentence": 0.970},
+    ("en", "test"): {
+        "faithful": 0.85,
+        "changed_unit": 0.95,
+        "swapped_entity": 0.90,
+        "added_sentence": 0.95,
+    },
+    ("zh", "dev"): {"faithful": 0.985, "swapped_entity": 0.955},
+    ("zh", "test"): {"faithful": 0.65, "changed_unit": 0.95, "swapped_entity": 0.95},
 }
-AUROC = {("en", "dev"): 0.98, ("en", "test"): 0.89, ("zh", "dev"): 0.99, ("zh", "test"): 0.87}
+AUROC = {("en", "dev"): 0.99, ("en", "test"): 0.94, ("zh", "dev"): 0.99, ("zh", "test"): 0.87}
 
 
 @pytest.fixture(scope="module")
