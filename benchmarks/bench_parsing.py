@@ -1,14 +1,24 @@
 """Parser quality, speed and what a naive parser costs retrieval, on the shipped sample documents.
 
     python benchmarks/bench_parsing.py --out benchmarks/results/parsing.json
+    python benchmarks/bench_parsing.py --repeat 5 --no-retrieval \
+        --ocr-baseline old_ocr.py --ocr-baseline-options '{"ocr_languages": "eng+chi_sim"}'
 
 Measured in one run, against ``parsing_truth.json`` (what scripts/make_sample_documents.py drew):
 1. quality per parser and page kind: cell-level table accuracy (every table of the truth against
    the best-matching Markdown table the parser wrote) and character error rate of the body text
-   (per page: the truth's lines vs the text of that page's non-table sections);
+   (per page: the truth's lines vs the text of that page's non-table sections); the same for a
+   denser scanned page built here (``tests/parser/pdf_fixtures.dense_scanned_pdf``: 38 lines
+   and a 3 x 7 table, 9.5 pt, from the generator's fonts and scan look);
 2. speed: seconds per text-layer page (``pdf`` with ``ocr=off`` on text pages; ``pdf_plain``) and
-   per OCR'd page (``ocr=auto`` minus ``ocr=off`` on the manual with a scanned page), best and
-   median of ``--repeat``, with the load average (other processes share the cores); peak memory;
+   per OCR'd page (the sample's scanned page: ``ocr=auto`` minus ``ocr=off`` on its manual; the
+   dense page: its one-page PDF parsed), best and median of ``--repeat``, with Tesseract's CPU
+   seconds (children of this process: what the load average does not change much) and the load
+   average before and after (other processes share the cores); peak memory. With
+   ``--ocr-baseline`` (a copy of an earlier ``rag_lab/parser/_ocr.py``, e.g. ``git show
+   v0.4:rag_lab/parser/_ocr.py > old_ocr.py``) the OCR pages are also read by that version, with
+   the ``pdf`` options in ``--ocr-baseline-options``, runs interleaved with the current ones so
+   that both see the same load: quality and speed, side by side;
 3. retrieval: the default pipeline on the sample (test + dev splits) with ``parser.parsers.pdf``
    = ``pdf`` vs ``pdf_plain`` (plain text extraction: tables flattened, headers on every page, no
    OCR): hit rate and evidence hit rate @5 on the table-cell, scanned-page and page-header
@@ -18,6 +28,7 @@ Measured in one run, against ``parsing_truth.json`` (what scripts/make_sample_do
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -124,48 +135,163 @@ def quality(parsers: dict[str, Any], truth: dict[str, Any], root: Path) -> dict[
     return out
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed_parse(parser: Any, path: Path, root: Path) -> tuple[float, float, Any]:
+    """(wall seconds, CPU seconds of the processes it started, the document)."""
+    cpu, t0 = _children_cpu(), time.perf_counter()
+    (doc,) = list(parser.parse(path, root))
+    return time.perf_counter() - t0, _children_cpu() - cpu, doc
+
+
 def speed(repeat: int, root: Path, truth: dict[str, Any]) -> dict[str, Any]:
+    """Seconds per text-layer page, best of ``repeat`` (OCR pages: ``ocr_speed``)."""
     from rag_lab.parser.pdf import PdfParser
     from rag_lab.parser.pdf_plain import PlainPdfParser
 
-    def runs(parser: Any, path: Path, n: int) -> list[float]:
-        times = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            list(parser.parse(path, root))
-            times.append(time.perf_counter() - t0)
-        return sorted(times)
-
-    def best(parser: Any, path: Path, n: int) -> float:
-        return runs(parser, path, n)[0]
+    def best(parser: Any, path: Path) -> float:
+        return min(_timed_parse(parser, path, root)[0] for _ in range(repeat))
 
     pdfs = {rel: spec for rel, spec in truth["documents"].items() if rel.endswith(".pdf")}
     text_pages = 0
     t_text = {"pdf": 0.0, "pdf_plain": 0.0}
-    ocr_pages, t_ocr, t_ocr_median = 0, 0.0, 0.0
     for rel, spec in pdfs.items():
-        path = root / rel
-        kinds = [p["kind"] for p in spec["pages"]]
-        n_text, n_scan = kinds.count("text"), kinds.count("scanned")
-        offs = runs(PdfParser(ocr="off"), path, repeat)  # the text-layer pages only
-        off = offs[0]
-        t_text["pdf"] += off
-        t_text["pdf_plain"] += best(PlainPdfParser(), path, repeat)
-        text_pages += n_text
-        if n_scan:
-            ons = runs(PdfParser(ocr="auto"), path, repeat)
-            t_ocr += ons[0] - off
-            t_ocr_median += ons[len(ons) // 2] - offs[len(offs) // 2]
-            ocr_pages += n_scan
+        t_text["pdf"] += best(PdfParser(ocr="off"), root / rel)  # the text-layer pages only
+        t_text["pdf_plain"] += best(PlainPdfParser(), root / rel)
+        text_pages += [p["kind"] for p in spec["pages"]].count("text")
     return {
         "text_layer_pages": text_pages,
         "seconds_per_text_page": {k: v / text_pages for k, v in t_text.items()},
-        "ocr_pages": ocr_pages,
-        "seconds_per_ocr_page": t_ocr / ocr_pages if ocr_pages else None,
-        "seconds_per_ocr_page_median": t_ocr_median / ocr_pages if ocr_pages else None,
-        # other processes share the cores: the 1-minute load average when timing ended
-        "load_average_1min": round(os.getloadavg()[0], 2),
     }
+
+
+class _OcrVersion:
+    """A ``pdf`` parser whose scanned pages are read by one version of ``_ocr.ocr_image``."""
+
+    def __init__(self, options: dict[str, Any], module: Path | None = None) -> None:
+        import importlib.util
+        import inspect
+
+        from rag_lab.parser import _ocr
+        from rag_lab.parser.pdf import PdfParser
+
+        self.on, self.off = PdfParser(**options), PdfParser(**{**options, "ocr": "off"})
+        self.fn = _ocr.ocr_image
+        if module is not None:
+            spec = importlib.util.spec_from_file_location("_ocr_baseline", module)
+            assert spec and spec.loader, module
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = mod  # its dataclasses look the module up
+            spec.loader.exec_module(mod)
+            accepted = set(inspect.signature(mod.ocr_image).parameters)
+            old = mod.ocr_image
+
+            def fn(image: Any, languages: str, dpi: int, **kwargs: Any) -> Any:
+                # options an older version did not have are left out
+                return old(
+                    image, languages, dpi, **{k: v for k, v in kwargs.items() if k in accepted}
+                )
+
+            self.fn = fn
+
+    def parse(self, parser: Any, path: Path, root: Path) -> tuple[float, float, Any]:
+        from rag_lab.parser import _ocr
+
+        current = _ocr.ocr_image
+        _ocr.ocr_image = self.fn
+        try:
+            return _timed_parse(parser, path, root)
+        finally:
+            _ocr.ocr_image = current
+
+
+def _dense_page(work: Path) -> tuple[Path, list[str], list[list[list[str]]]]:
+    root = str(HERE.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tests.parser.pdf_fixtures import dense_scanned_pdf
+
+    return dense_scanned_pdf(work / "dense-scan.pdf")
+
+
+def ocr_speed(
+    versions: dict[str, _OcrVersion],
+    repeat: int,
+    root: Path,
+    truth: dict[str, Any],
+    dense: tuple[Path, list[str], list[list[list[str]]]],
+) -> dict[str, Any]:
+    """Per version: the sample's scanned page (its manual with ``ocr=auto`` minus ``ocr=off``)
+    and the dense page, timed ``repeat`` times, versions interleaved; with the quality of the
+    pages read (the same every run: Tesseract is deterministic)."""
+    from rag_lab.metrics.parsing import best_cell_accuracy, character_error_rate
+    from rag_lab.parser._builder import markdown_tables
+
+    rel = next(
+        r
+        for r, spec in truth["documents"].items()
+        if r.endswith(".pdf") and any(p["kind"] == "scanned" for p in spec["pages"])
+    )
+    spec = truth["documents"][rel]
+    page = next(p for p in spec["pages"] if p["kind"] == "scanned")
+    table = next(t for t in spec["tables"] if page["page"] in (t.get("pages") or []))
+    dense_pdf, dense_lines, dense_tables = dense
+    runs: dict[str, dict[str, list[tuple[float, float]]]] = {
+        v: {"sample_scanned_page": [], "dense_page": []} for v in versions
+    }
+    docs: dict[str, dict[str, Any]] = {v: {} for v in versions}
+    load_before = os.getloadavg()[0]
+    for _ in range(repeat):
+        for name, version in versions.items():
+            off = version.parse(version.off, root / rel, root)
+            on = version.parse(version.on, root / rel, root)
+            runs[name]["sample_scanned_page"].append((on[0] - off[0], on[1] - off[1]))
+            d = version.parse(version.on, dense_pdf, dense_pdf.parent)
+            runs[name]["dense_page"].append((d[0], d[1]))
+            docs[name] = {"sample_scanned_page": on[2], "dense_page": d[2]}
+    load_after = os.getloadavg()[0]
+    out: dict[str, Any] = {}
+    for name in versions:
+        sample_doc, dense_doc = docs[name]["sample_scanned_page"], docs[name]["dense_page"]
+        quality = {
+            "sample_scanned_page": {
+                "cell_accuracy": best_cell_accuracy(
+                    table["rows"], markdown_tables(sample_doc.text)
+                ),
+                "n_cells": sum(len(r) for r in table["rows"]),
+                "cer": character_error_rate(
+                    "\n".join(page["lines"]), _page_text(sample_doc, page["page"])
+                ),
+                "ocr_confidence": sample_doc.stats.get("ocr_confidence"),
+            },
+            "dense_page": {
+                "cell_accuracy": best_cell_accuracy(
+                    dense_tables[0], markdown_tables(dense_doc.text)
+                ),
+                "n_cells": sum(len(r) for r in dense_tables[0]),
+                "cer": character_error_rate("\n".join(dense_lines), _page_text(dense_doc, 1)),
+                "n_lines": len(dense_lines) + len(dense_tables[0]),
+                "ocr_confidence": dense_doc.stats.get("ocr_confidence"),
+            },
+        }
+        timing = {}
+        for kind, values in runs[name].items():
+            walls = sorted(w for w, _ in values)
+            cpus = sorted(c for _, c in values)
+            timing[kind] = {
+                "seconds_best": walls[0],
+                "seconds_median": walls[len(walls) // 2],
+                "tesseract_cpu_seconds_median": cpus[len(cpus) // 2],
+                **quality[kind],
+            }
+        out[name] = timing
+    # other processes share the cores: the 1-minute load average around the timing
+    out["load_average_1min"] = {"before": round(load_before, 2), "after": round(load_after, 2)}
+    out["repeat"] = repeat
+    return out
 
 
 def _evaluate(overrides: list[str], work: Path) -> Any:
@@ -221,8 +347,20 @@ def retrieval(work: Path) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
-    ap.add_argument("--repeat", type=int, default=3, help="timing repeats (best of)")
+    ap.add_argument("--repeat", type=int, default=3, help="timing repeats (best and median)")
     ap.add_argument("--no-retrieval", action="store_true", help="skip the two evaluate runs")
+    ap.add_argument(
+        "--ocr-baseline",
+        type=Path,
+        default=None,
+        help="an earlier rag_lab/parser/_ocr.py: its OCR timed and scored beside the current one",
+    )
+    ap.add_argument(
+        "--ocr-baseline-options",
+        type=json.loads,
+        default={},
+        help="pdf parser options (JSON) for the baseline, e.g. its ocr_languages and DPIs",
+    )
     args = ap.parse_args()
 
     from rag_lab.parser.docx import DocxParser
@@ -245,6 +383,17 @@ def main() -> None:
         root,
     )
     result["speed"] = speed(args.repeat, root, truth)
+    versions = {"current": _OcrVersion({})}
+    if args.ocr_baseline:
+        versions["baseline"] = _OcrVersion(args.ocr_baseline_options, args.ocr_baseline)
+        result["ocr_baseline"] = {
+            "module": str(args.ocr_baseline),
+            "sha256": hashlib.sha256(args.ocr_baseline.read_bytes()).hexdigest(),
+            "options": args.ocr_baseline_options,
+        }
+    with tempfile.TemporaryDirectory() as tmp:
+        dense = _dense_page(Path(tmp))
+        result["ocr"] = ocr_speed(versions, args.repeat, root, truth, dense)
     if not args.no_retrieval:
         with tempfile.TemporaryDirectory() as tmp:
             result["retrieval"] = retrieval(Path(tmp))

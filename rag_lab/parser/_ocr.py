@@ -2,26 +2,37 @@
 
 ``ocr_image(image, languages, dpi, ...)`` turns a rendered page into lines (grouped in Tesseract's
 paragraphs) and ruled tables, with positions in PDF points so the PDF parser treats them like
-text-layer lines (header/footer removal, reading order). It runs Tesseract a few times per
-page, not once per table cell or line (each run is a process start and a model load): three
-runs for a page with tables in ``eng+chi_sim`` (more only for strips over 16000 pixels tall):
+text-layer lines (header/footer removal, reading order). The first of ``languages``
+(``chi_sim+eng``: ``chi_sim``) is the *primary* language; every line and cell is read in it
+alone: one model costs 0.6-0.7x the CPU of Tesseract's combined ``eng+chi_sim`` and reads the
+sample's scanned page and a denser one better (the combined model reads some Chinese lines and
+cells as English garbage; ``benchmarks/bench_parsing.py`` compares them). A page takes a few
+Tesseract runs (each is a process start and a model load), two at a time (``processes``: one
+single-threaded Tesseract per core):
 
 1. ruled tables are found in the image with numpy (long thin dark runs = rules; the grid of rules
    gives the cells, merged cells included); every cell is cropped and the crops are stacked into
-   one strip image read in block mode (``--psm 6``), at the full resolution;
-2. the page, with the table regions whitened, is read in page-layout mode (``--psm 3``), shrunk
-   to ``layout_dpi`` (less CPU, the same body text on the sample); passes 1 and 2 run at once,
-   in two Tesseract processes;
-3. with several languages (``eng+chi_sim``), weak lines and cells (a mean word confidence below
-   0.80, or one word below 0.70: "清零" read as "aS" hides in a cell's mean of 0.89) are read
-   again, shrunk to ``reread_dpi`` and stacked in one strip, in each secondary language alone,
-   and the more confident reading is kept: Tesseract given ``eng+chi_sim`` reads a Chinese line
-   as English garbage (mean word confidence ~30) that ``chi_sim`` alone reads correctly (~85).
-   ``chi_sim`` reads 10 pt table text better at 150-240 dpi than at 300 (on the sample's scanned
-   table: 30-31 of 33 cells against 29; ``benchmarks/results/parsing.json``).
+   one strip image read in block mode (``--psm 6``), shrunk to ``cell_dpi``;
+2. the page, with the table regions whitened, is read as one column of text (``--psm 4``),
+   shrunk to ``layout_dpi``. Passes 1 and 2 run at once; when the page holds much more text than its
+   tables (ink counted in the image), it is cut at a blank band into two parts read at once, so
+   that both processes get about half the work;
+3. weak readings (a mean word confidence below 0.80, or one word below 0.70: "清零" read as
+   "aS" hides in a cell's mean of 0.89) are read again at ``reread_dpi``: weak cells in the
+   primary language (a second resolution: on the benchmark's dense page it turns "上 13" back
+   into "E113"), and then, where still weak, lines and cells in each other language that can write
+   them (a reading holding CJK characters is never re-read in ``eng``; an English line that
+   ``chi_sim`` read weakly is). The most confident reading of each crop is kept. Body lines are
+   not re-read in the primary language: no gain on the sample's pages, at ~0.9 s of CPU on a
+   dense one.
 
-The spaces Tesseract puts between CJK characters are removed. Confidences are Tesseract's word
-confidences (0-100; ``-1`` = not a word) scaled to 0-1.
+The spaces Tesseract puts between CJK characters are removed, and a degree sign that ``chi_sim``
+reads as ``*``, ``"``, ``“``, ``”`` or ``。`` between a digit and ``C``/``F`` is put back
+(``70*C`` → ``70°C``; its model reads most °C of the benchmark's scanned pages that way).
+Confidences are Tesseract's word confidences (0-100; ``-1`` = not a word) scaled to 0-1. Images
+reach Tesseract as uncompressed PGM files (a PNG of a 300 dpi page costs ~0.1 s to write and
+again to read), with their resolution (``--dpi``: Tesseract's own guess garbled lines of a part
+of a dense page).
 
 Heavy imports (numpy, PIL, pytesseract) happen inside the functions: importing this module is
 cheap.
@@ -34,7 +45,8 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -64,9 +76,13 @@ _NOSPACE = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uf
 _NOSPACE_CHAR = re.compile(f"[{_NOSPACE}]")
 # a space Tesseract (or a PDF generator) put between two such characters
 _SPACE_IN_CJK = re.compile(f"(?<=[{_NOSPACE}]) +(?=[{_NOSPACE}])")
+# Tesseract languages that write CJK characters (``chi_sim_vert`` etc. too)
+_CJK_LANGUAGES = ("chi_sim", "chi_tra", "jpn", "kor")
+# the degree sign of "65 °C" as chi_sim's fast model reads it: after a digit, before C or F
+_DEGREE = re.compile(r"(?<=\d)( ?)[*\"“”。](?= ?[CF](?![A-Za-z]))")
 
 # a line or cell read with a mean confidence below _WEAK, or holding a word below _WEAK_WORD, is
-# read again in the other languages: one garbled word ("清零" read "aS", 0.54) hides in a mean
+# read again: one garbled word ("清零" read "aS", 0.54) hides in a mean of 0.89
 _WEAK = 0.80
 _WEAK_WORD = 0.70
 # punctuation that never starts a word: a line starting with it continues the previous word
@@ -74,6 +90,15 @@ _CLOSING = frozenset(",.;:!?)]}%")
 _PAD = 24  # white pixels around each crop in a strip image (Tesseract needs a margin)
 _GAP = 40  # white pixels between crops: wide enough that Tesseract never joins two crops' lines
 _MAX_STRIP = 16000  # pixels: Leptonica refuses images much taller than 32767
+_INK = 160  # a pixel darker than this is ink (rules, glyphs)
+# the page text is read as one column of text of variable sizes: --psm 3 (a full layout analysis)
+# cut a line of a one-column page into two blocks and put its end after the next line (a dense
+# page's CER 0.17 against 0.013), and the PDF parser assumes one text column anyway
+_LAYOUT_PSM = 4
+# a page's text is cut in two parts read at once when it holds at least twice the ink of its
+# table cells and ink covers at least this share of the page (~10 lines of 10 pt text on A4;
+# below that the second process's start and model load cost more than it saves)
+_MIN_SPLIT_INK = 0.015
 
 
 def no_space_char(ch: str) -> bool:
@@ -171,13 +196,24 @@ def _single_threaded() -> Iterator[None]:
                 _ENV_SET = False
 
 
-def _tesseract_data(image: Image.Image, lang: str, psm: int) -> dict[str, list[Any]]:
+def _tesseract_data(
+    image: Image.Image, lang: str, psm: int, dpi: int | None = None
+) -> dict[str, list[Any]]:
+    """Tesseract's words in ``image`` (``image_to_data``), told the image's resolution ``dpi``:
+    without it Tesseract guesses one from the text, and a guess that is off garbles lines (part
+    of a dense page at 180 dpi: "4. 核对油位计读数。" read "4. Ne")."""
     import pytesseract
 
+    # pytesseract writes the image to a temporary file in its ``format``: PGM, not PNG (no
+    # compression to spend 0.05-0.13 s on per page image, nor decompression in Tesseract)
+    image.format = "PPM"
     try:
         with _single_threaded():
             data: dict[str, list[Any]] = pytesseract.image_to_data(
-                image, lang=lang, config=f"--psm {psm}", output_type=pytesseract.Output.DICT
+                image,
+                lang=lang,
+                config=f"--psm {psm}" + (f" --dpi {dpi}" if dpi else ""),
+                output_type=pytesseract.Output.DICT,
             )
     except (pytesseract.TesseractNotFoundError, FileNotFoundError):
         raise TesseractMissing(pytesseract.pytesseract.tesseract_cmd) from None
@@ -217,6 +253,11 @@ def _mean_conf(words: Sequence[_Word]) -> float | None:
     return sum(confs) / len(confs) / 100 if confs else None
 
 
+def _fix_degree(text: str) -> str:
+    """``70*C`` → ``70°C``, ``65 "C`` → ``65 °C``: see ``_DEGREE``."""
+    return _DEGREE.sub(r"\1°", text)
+
+
 @dataclass
 class _Reading:
     """What Tesseract read in one crop or line: its lines of words."""
@@ -229,43 +270,50 @@ class _Reading:
 
     @property
     def text(self) -> str:
-        return join_lines([join_words([w.text for w in line]) for line in self.lines])
+        return _fix_degree(join_lines([join_words([w.text for w in line]) for line in self.lines]))
 
     @property
     def conf(self) -> float | None:
         return _mean_conf(self.words)
 
 
-def _read_strip(crops: Sequence[Image.Image], lang: str, scale: float = 1.0) -> list[_Reading]:
+def _shrink(image: Image.Image, scale: float) -> Image.Image:
+    """``image`` resized by ``scale`` (Lanczos); itself when ``scale`` is 1."""
+    from PIL import Image
+
+    if scale == 1.0:
+        return image
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    return image.resize(size, Image.Resampling.LANCZOS)
+
+
+def _read_strip(
+    crops: Sequence[Image.Image], lang: str, scale: float = 1.0, dpi: int | None = None
+) -> list[_Reading]:
     """Read many crops with one Tesseract call: they are stacked, white gaps between them, into
     one image read in block mode; words are given back to the crop whose band holds them. A
     strip is at most ``_MAX_STRIP`` pixels tall (more crops take more calls). With ``scale``
-    below 1 the crops are shrunk first (Lanczos); word boxes are then in the shrunk pixels."""
-    from PIL import Image
-
-    if scale != 1.0:
-        crops = [
-            c.resize(
-                (max(1, round(c.width * scale)), max(1, round(c.height * scale))),
-                Image.Resampling.LANCZOS,
-            )
-            for c in crops
-        ]
+    below 1 the crops are shrunk first (Lanczos); word boxes are then in the shrunk pixels.
+    ``dpi``: the crops' resolution before shrinking (Tesseract is told ``dpi * scale``)."""
+    crops = [_shrink(c, scale) for c in crops]
+    read_dpi = round(dpi * scale) if dpi else None
     readings: list[_Reading] = []
     batch: list[Image.Image] = []
     height = 0
     for crop in crops:
         if batch and height + crop.height + _GAP > _MAX_STRIP:
-            readings += _read_one_strip(batch, lang)
+            readings += _read_one_strip(batch, lang, read_dpi)
             batch, height = [], 0
         batch.append(crop)
         height += crop.height + _GAP
     if batch:
-        readings += _read_one_strip(batch, lang)
+        readings += _read_one_strip(batch, lang, read_dpi)
     return readings
 
 
-def _read_one_strip(crops: Sequence[Image.Image], lang: str) -> list[_Reading]:
+def _read_one_strip(
+    crops: Sequence[Image.Image], lang: str, dpi: int | None = None
+) -> list[_Reading]:
     from PIL import Image
 
     width = max(c.width for c in crops) + 2 * _PAD
@@ -279,7 +327,7 @@ def _read_one_strip(crops: Sequence[Image.Image], lang: str) -> list[_Reading]:
         y += crop.height + _GAP
     readings = [_Reading() for _ in crops]
     lines: dict[tuple[int, int, int], list[_Word]] = {}
-    for key, word in _words(_tesseract_data(strip, lang, 6)):
+    for key, word in _words(_tesseract_data(strip, lang, 6, dpi)):
         lines.setdefault(key, []).append(word)
     for words in lines.values():
         # a strip line holds one crop's words (the gaps are wide); split defensively
@@ -300,22 +348,60 @@ def _weak(reading: _Reading) -> bool:
     )
 
 
+def _writes_cjk(lang: str) -> bool:
+    return lang.startswith(_CJK_LANGUAGES)
+
+
+def _better(new: _Reading, old: _Reading) -> bool:
+    return bool(new.words) and (new.conf or 0.0) > (old.conf or 0.0)
+
+
 def _reread_weak(
-    readings: list[_Reading], crops: Sequence[Image.Image], languages: str, scale: float = 1.0
+    readings: list[_Reading],
+    crops: Sequence[Image.Image],
+    languages: str,
+    scale: float = 1.0,
+    in_primary: Sequence[bool] | None = None,
+    pool: Executor | None = None,
+    dpi: int | None = None,
 ) -> list[_Reading]:
-    """With several languages, the weak readings read again in each secondary language alone,
-    the crops shrunk by ``scale``; the more confident reading of each crop wins."""
-    langs = languages.split("+")
+    """The weak readings read again, their crops shrunk by ``scale``: first in the primary
+    (first) language where ``in_primary[i]`` (a second resolution), then, where the better of
+    those is still weak, in each other language that can write the reading (one holding CJK
+    characters is never re-read in a language without them, like ``eng``). The most confident
+    reading of each crop wins. The strips are read at once in ``pool`` (in turn without one);
+    ``dpi``: the crops' resolution."""
+    primary, *others = languages.split("+")
     weak = [i for i, r in enumerate(readings) if _weak(r)]
-    if len(langs) < 2 or not weak:
+    again = [i for i in weak if in_primary and in_primary[i]]
+    jobs = [(primary, again)] if again else []
+    for lang in others:
+        ids = [i for i in weak if _writes_cjk(lang) or not _NOSPACE_CHAR.search(readings[i].text)]
+        if ids:
+            jobs.append((lang, ids))
+    if not jobs:
         return readings
+    run: Callable[..., Future[list[_Reading]]] = pool.submit if pool else _now
+    futures = [run(_read_strip, [crops[i] for i in ids], lang, scale, dpi) for lang, ids in jobs]
     out = list(readings)
-    for lang in langs[1:]:
-        again = _read_strip([crops[i] for i in weak], lang, scale)
-        for i, r in zip(weak, again):
-            if r.words and (r.conf or 0.0) > (out[i].conf or 0.0):
+    if again:
+        for i, r in zip(again, futures[0].result()):
+            if _better(r, out[i]):
+                out[i] = r
+        jobs, futures = jobs[1:], futures[1:]
+    still = {i for i in weak if _weak(out[i])}
+    for (_, ids), future in zip(jobs, futures):
+        for i, r in zip(ids, future.result()):
+            if i in still and _better(r, out[i]):
                 out[i] = r
     return out
+
+
+def _now(fn: Callable[..., list[_Reading]], *args: Any) -> Future[list[_Reading]]:
+    """``fn(*args)`` run here, as a finished future."""
+    done: Future[list[_Reading]] = Future()
+    done.set_result(fn(*args))
+    return done
 
 
 # ---------------------------------------------------------------- ruled tables in the image
@@ -509,9 +595,6 @@ def _grid(
     ]
 
 
-# ---------------------------------------------------------------- the page
-
-
 @dataclass(frozen=True)
 class OcrLine:
     """One line of recognised text; positions in PDF points from the page's top-left corner.
@@ -556,17 +639,59 @@ def _crop_cell(gray_img: Image.Image, box: tuple[int, int, int, int], inset: int
     return gray_img.crop((x0 + inset, y0 + inset, x1 - inset, y1 - inset))
 
 
+def _cut_row(ink_rows: np.ndarray, share: float, window: int) -> int | None:
+    """Where to cut a page image in two so that about ``share`` of its ink lies above: the middle
+    of the widest run of blank rows within ``window`` rows of that point (a paragraph gap rather
+    than a line gap); ``None`` when there is no blank row there."""
+    import numpy as np
+
+    total = int(ink_rows.sum())
+    if total == 0:
+        return None
+    target = int(np.searchsorted(np.cumsum(ink_rows), share * total))
+    lo, hi = max(target - window, 0), min(target + window, len(ink_rows))
+    blank = ink_rows[lo:hi] <= max(2, ink_rows.shape[0] // 1000)
+    best: tuple[int, int] | None = None  # (length, middle)
+    start = None
+    for y, b in enumerate([*blank.tolist(), False]):
+        if b and start is None:
+            start = y
+        elif not b and start is not None:
+            if best is None or y - start > best[0]:
+                best = (y - start, lo + (start + y) // 2)
+            start = None
+    return best[1] if best else None
+
+
+def _parts(page: np.ndarray, cell_ink: int, dpi: int, processes: int) -> list[tuple[int, int]]:
+    """Row ranges of the page image (tables whitened) to read as separate Tesseract jobs: the
+    whole page, or two parts when its text is heavy enough (``_MIN_SPLIT_INK``) and outweighs
+    the table cells (read by another process meanwhile) twice: the first part then holds about
+    half of all the ink, the second one follows the cells in the other process."""
+    height = page.shape[0]
+    ink_rows = (page < _INK).sum(axis=1)
+    ink = int(ink_rows.sum())
+    if processes < 2 or ink < 2 * cell_ink or ink < _MIN_SPLIT_INK * page.size:
+        return [(0, height)]
+    cut = _cut_row(ink_rows, (ink + cell_ink) / 2 / ink, dpi // 2)
+    if cut is None or cut <= 0 or cut >= height:
+        return [(0, height)]
+    return [(0, cut), (cut, height)]
+
+
 def ocr_image(
     image: Image.Image,
     languages: str,
     dpi: int,
     reread_dpi: int | None = None,
     layout_dpi: int | None = None,
+    cell_dpi: int | None = None,
+    processes: int = 2,
 ) -> OcrPage:
     """Read a page image (rendered at ``dpi``): see the module docstring for the passes.
-    ``reread_dpi``: the resolution weak lines and cells are shrunk to for pass 3;
-    ``layout_dpi``: the resolution the page is shrunk to for pass 2 (``None`` or a value >=
-    ``dpi``: not shrunk).
+    ``layout_dpi``, ``cell_dpi``, ``reread_dpi``: the resolutions the page text, the table cells
+    and the re-read crops are shrunk to (``None`` or a value >= ``dpi``: not shrunk);
+    ``processes``: Tesseract processes run at once for this page.
 
     Raises ``TesseractMissing`` when the binary cannot be run; Tesseract's own failures
     (``pytesseract.TesseractError``) propagate.
@@ -574,8 +699,12 @@ def ocr_image(
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
-    from PIL import Image, ImageDraw
+    from PIL import ImageDraw
 
+    def scale(target: int | None) -> float:
+        return min(1.0, target / dpi) if target else 1.0
+
+    primary = languages.split("+")[0]
     gray_img = image.convert("L")
     gray = np.asarray(gray_img)
     to_pt = 72.0 / dpi
@@ -584,21 +713,20 @@ def ocr_image(
     # pass 1: every table cell, one strip
     cell_boxes: list[tuple[int, int, int, int]] = []
     cell_crops: list[Image.Image] = []
+    cell_ink = 0
     for g in grids:
         for row in g.units:
             for box in row:
                 if box in cell_boxes:
                     continue  # a merged cell: read once
                 crop = _crop_cell(gray_img, box, g.thickness + 4)
-                # a blank cell (no ink) needs no reading
-                if crop is not None and (np.asarray(crop) < 160).any():
+                ink = int((np.asarray(crop) < _INK).sum()) if crop is not None else 0
+                if ink:  # a blank cell (no ink) needs no reading
                     cell_boxes.append(box)
                     cell_crops.append(crop)
-    # pass 1 runs in a second thread (its own Tesseract process) while pass 2 runs here
-    pool = ThreadPoolExecutor(1, thread_name_prefix="rag-lab-ocr-cells") if cell_crops else None
-    cells_job = pool.submit(_read_strip, cell_crops, languages) if pool else None
+                    cell_ink += ink
 
-    # pass 2: the page without its tables
+    # pass 2: the page without its tables, in one or two parts
     page_img = gray_img
     if grids:
         page_img = gray_img.copy()
@@ -607,39 +735,61 @@ def ocr_image(
             x0, y0, x1, y1 = g.bbox
             m = g.thickness + 2
             draw.rectangle((x0 - m, y0 - m, x1 + m, y1 + m), fill=255)
-    grouped: dict[tuple[int, int], dict[int, list[_Word]]] = {}
-    try:
-        f = min(1.0, layout_dpi / dpi) if layout_dpi else 1.0
-        small = (
-            page_img
-            if f == 1.0
-            else page_img.resize(
-                (round(page_img.width * f), round(page_img.height * f)), Image.Resampling.LANCZOS
-            )
-        )
-        page_data = _tesseract_data(small, languages, 3)
-        if f != 1.0:  # word boxes back in the page image's pixels
-            for key in ("left", "top", "width", "height"):
-                page_data[key] = [round(int(v) / f) for v in page_data[key]]
-        cell_readings = cells_job.result() if cells_job else []
-    finally:
-        if pool:
-            pool.shutdown(wait=True, cancel_futures=True)
-    for (block, par, line), word in _words(page_data):
-        grouped.setdefault((block, par), {}).setdefault(line, []).append(word)
-    line_words = [words for lines_of in grouped.values() for words in lines_of.values()]
-    line_crops: list[Image.Image] = []
-    for words in line_words:
-        x0 = min(w.left for w in words) - 6
-        y0 = min(w.top for w in words) - 6
-        x1 = max(w.left + w.width for w in words) + 6
-        y1 = max(w.top + w.height for w in words) + 6
-        line_crops.append(page_img.crop((max(x0, 0), max(y0, 0), x1, y1)))
+    parts = _parts(np.asarray(page_img), cell_ink, dpi, processes)
+    f = scale(layout_dpi)
 
-    # pass 3: weak lines and cells again, in the secondary languages
-    readings = [_Reading([ws]) for ws in line_words] + cell_readings
-    scale = min(1.0, reread_dpi / dpi) if reread_dpi else 1.0
-    readings = _reread_weak(readings, [*line_crops, *cell_crops], languages, scale)
+    def read_part(top: int, bottom: int) -> dict[str, list[Any]]:
+        part = (
+            page_img
+            if (top, bottom) == (0, page_img.height)
+            else page_img.crop((0, top, page_img.width, bottom))
+        )
+        data = _tesseract_data(_shrink(part, f), primary, _LAYOUT_PSM, round(dpi * f))
+        # word boxes back in the page image's pixels
+        data["left"] = [round(int(v) / f) for v in data["left"]]
+        data["width"] = [round(int(v) / f) for v in data["width"]]
+        data["height"] = [round(int(v) / f) for v in data["height"]]
+        data["top"] = [top + round(int(v) / f) for v in data["top"]]
+        return data
+
+    with ThreadPoolExecutor(max(1, processes), thread_name_prefix="rag-lab-ocr-page") as pool:
+        # submitted in this order so that the cells (usually the shorter job) run beside the
+        # first part and the second part follows them
+        part_jobs = [pool.submit(read_part, *parts[0])]
+        cells_job = (
+            pool.submit(_read_strip, cell_crops, primary, scale(cell_dpi), dpi)
+            if cell_crops
+            else None
+        )
+        part_jobs += [pool.submit(read_part, *p) for p in parts[1:]]
+        grouped: dict[tuple[int, int, int], dict[int, list[_Word]]] = {}
+        for k, job in enumerate(part_jobs):
+            for (block, par, line), word in _words(job.result()):
+                grouped.setdefault((k, block, par), {}).setdefault(line, []).append(word)
+        cell_readings = cells_job.result() if cells_job else []
+        line_words = [words for lines_of in grouped.values() for words in lines_of.values()]
+        line_crops: list[Image.Image] = []
+        for words in line_words:
+            x0 = min(w.left for w in words) - 6
+            y0 = min(w.top for w in words) - 6
+            x1 = max(w.left + w.width for w in words) + 6
+            y1 = max(w.top + w.height for w in words) + 6
+            line_crops.append(page_img.crop((max(x0, 0), max(y0, 0), x1, y1)))
+
+        # pass 3: weak readings again (cells in the primary language too)
+        readings = [_Reading([ws]) for ws in line_words] + cell_readings
+        in_primary = [False] * len(line_words) + [scale(cell_dpi) != scale(reread_dpi)] * len(
+            cell_readings
+        )
+        readings = _reread_weak(
+            readings,
+            [*line_crops, *cell_crops],
+            languages,
+            scale(reread_dpi),
+            in_primary,
+            pool,
+            dpi,
+        )
     line_readings, cell_readings = readings[: len(line_words)], readings[len(line_words) :]
 
     paragraphs: list[list[OcrLine]] = []

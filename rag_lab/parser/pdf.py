@@ -399,16 +399,20 @@ class PdfParser:
             Counted as without a text layer: a page whose glyphs are mostly unmapped
             (``(cid:N)``: a font without a Unicode map) and one whose only text is a stamp
             (under 16 characters) over a full-page image.
-        ocr_languages: Tesseract languages joined by ``+`` (``eng+chi_sim``); each must be
+        ocr_languages: Tesseract languages joined by ``+`` (``chi_sim+eng``); each must be
             installed (``tesseract --list-langs``), else ``ConfigError`` naming the package.
+            The first one reads every line and cell; the others re-read weak ones (see
+            ``rag_lab.parser._ocr``): put the page's main language first.
         ocr_dpi: resolution at which a scanned page is rendered for Tesseract (ruled tables are
             found and their cells read at this resolution).
         ocr_layout_dpi: resolution the page (tables whitened) is shrunk to for Tesseract's
-            page-layout pass (``null``: ``ocr_dpi``); less CPU for the same body text.
+            page-text pass (one column, ``--psm 4``; ``null``: ``ocr_dpi``): less CPU for the
+            same body text; 120 garbled 9.5 pt text, 180-200 read it no better.
+        ocr_cell_dpi: resolution table cells are shrunk to for their first reading (``null``:
+            ``ocr_dpi``): ``chi_sim`` reads 10 pt cells better at 150-180 dpi than at 300.
         ocr_reread_dpi: resolution weak lines and cells (a low mean confidence or one weak
-            word) are shrunk to when read again in each secondary language (``null``:
-            ``ocr_dpi``). On the sample's scanned table, 150-240 read 30-31 of 33 cells, 300
-            read 29 (benchmarks/results/parsing.json).
+            word) are read again at (``null``: ``ocr_dpi``): cells in the first language, then
+            lines and cells in the others.
         header_footer_margin: the top and bottom fraction of the page height where running
             headers and footers are looked for (0 turns their removal off).
         header_footer_min_fraction: a line in those margins is a running header/footer when its
@@ -419,8 +423,8 @@ class PdfParser:
         max_heading_chars: longer lines are never headings.
         tables: detect ruled tables (``page.find_tables``; on scanned pages, rules in the
             image); ``false`` reads their cells as text lines.
-        ocr_workers: scanned pages recognised at once (one single-threaded Tesseract process
-            each, while the next pages are read).
+        ocr_workers: scanned pages recognised at once (each by up to two single-threaded
+            Tesseract processes at once, while the next pages are read).
 
     What a document holds:
 
@@ -470,7 +474,7 @@ class PdfParser:
     def __init__(
         self,
         ocr: str = "auto",
-        ocr_languages: str = "eng+chi_sim",
+        ocr_languages: str = "chi_sim+eng",
         ocr_dpi: int = 300,
         header_footer_margin: float = 0.1,
         header_footer_min_fraction: float = 0.5,
@@ -478,8 +482,9 @@ class PdfParser:
         max_heading_chars: int = 80,
         tables: bool = True,
         ocr_workers: int = 2,
-        ocr_layout_dpi: int | None = 200,
-        ocr_reread_dpi: int | None = 180,
+        ocr_layout_dpi: int | None = 150,
+        ocr_reread_dpi: int | None = None,
+        ocr_cell_dpi: int | None = 180,
     ) -> None:
         self.ocr = choice(ocr, "ocr", OCR_MODES)
         if not isinstance(ocr_languages, str) or not re.fullmatch(
@@ -509,6 +514,9 @@ class PdfParser:
             None
             if ocr_reread_dpi is None
             else integer(ocr_reread_dpi, "ocr_reread_dpi", ge=72, le=1200)
+        )
+        self.ocr_cell_dpi = (
+            None if ocr_cell_dpi is None else integer(ocr_cell_dpi, "ocr_cell_dpi", ge=72, le=1200)
         )
         self._tesseract_ok = False
 
@@ -693,6 +701,7 @@ class PdfParser:
                 job.dpi,
                 reread_dpi=self.ocr_reread_dpi,
                 layout_dpi=self.ocr_layout_dpi,
+                cell_dpi=self.ocr_cell_dpi,
             )
         except _ocr.TesseractMissing:
             raise self._missing_tesseract(path, number) from None

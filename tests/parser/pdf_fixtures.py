@@ -360,3 +360,124 @@ def zero_page_pdf(path: Path) -> Path:
 
     Canvas(str(path), invariant=1).save()  # no showPage: no page
     return path
+
+
+# a dense scanned page: ~45 lines with a ruled table, for OCR speed and accuracy
+DENSE_SOURCE = "manuals/hx200-manual-v2.md"  # under scripts/sample_sources/
+DENSE_FROM = "3 故障代码"  # the heading the page starts at (then as many blocks as fit)
+
+
+def _sample_generator() -> Any:
+    """scripts/make_sample_documents.py as a module (its fonts, wrapping and scan look)."""
+    import importlib.util
+    import sys
+
+    name = "make_sample_documents"
+    if name not in sys.modules:
+        script = Path(__file__).resolve().parents[2] / "scripts" / "make_sample_documents.py"
+        spec = importlib.util.spec_from_file_location(name, script)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def dense_scanned_page(max_lines: int = 45) -> tuple[Any, list[str], list[list[list[str]]]]:
+    """A denser scan than the sample's (whose 10.5 pt lines are 1.6 apart): the sample
+    generator's fonts, text wrapping, blur and noise, but 9.5 pt body text 1.4 lines apart, 9 pt
+    table cells, headings 12 pt, from chapter 3 of the v2 manual's source (its fault-code table,
+    3 x 7 cells, and the paragraphs and lists after it) until ``max_lines`` lines (table rows
+    counted) or the page is full. No running header or footer (a single page has none to
+    detect). Returns the 300 dpi greyscale image, the text lines drawn (headings, caption and
+    body, in order) and the tables' rows."""
+    import numpy as np
+    from PIL import Image, ImageDraw, ImageFilter
+
+    gen = _sample_generator()
+    blocks = gen.read_source(gen.SOURCES / DENSE_SOURCE).blocks
+    start = next(i for i, b in enumerate(blocks) if b.kind == "heading" and b.text == DENSE_FROM)
+    img = Image.new("L", gen.A4_PX, 255)
+    draw = ImageDraw.Draw(img)
+    left, right = gen.px(20), gen.A4_PX[0] - gen.px(20)
+    bottom = gen.A4_PX[1] - gen.px(20)
+    body, head, cell = gen.MixedFont(9.5), gen.MixedFont(12), gen.MixedFont(9)
+    step, cell_step, pad = round(body.size * 1.4), round(cell.size * 1.3), gen.px(1.5)
+    lines: list[str] = []
+    tables: list[list[list[str]]] = []
+    y, n_lines = gen.px(20), 0
+    for block in blocks[start:]:
+        if block.kind == "table":
+            rows = [[gen.plain(c) for c in r] for r in block.rows]
+            widths = [0.13, 0.37, 0.50] if len(rows[0]) == 3 else [1 / len(rows[0])] * len(rows[0])
+            xs = [left]
+            for w in widths:
+                xs.append(xs[-1] + round(w * (right - left)))
+            xs[-1] = right
+            wrapped = [
+                [gen.wrap_px(c, cell, xs[k + 1] - xs[k] - 2 * pad) for k, c in enumerate(r)]
+                for r in rows
+            ]
+            heights = [max(len(w) for w in row) * cell_step + 2 * pad for row in wrapped]
+            if y + step + sum(heights) > bottom or n_lines + 1 + len(rows) > max_lines:
+                break
+            if block.caption:
+                body.draw(draw, (gen.A4_PX[0] / 2, y), block.caption, align="center")
+                lines.append(block.caption)
+                n_lines += 1
+                y += step
+            top = y
+            for row, h in zip(wrapped, heights):
+                for k, cell_lines in enumerate(row):
+                    for j, line in enumerate(cell_lines):
+                        yy = y + pad + j * cell_step + round(cell.size * 0.1)
+                        cell.draw(draw, (xs[k] + pad, yy), line)
+                draw.line([(left, y), (right, y)], fill=0, width=3)
+                y += h
+            draw.line([(left, y), (right, y)], fill=0, width=3)
+            for x in xs:
+                draw.line([(x, top), (x, y)], fill=0, width=3)
+            tables.append(rows)
+            n_lines += len(rows)
+            y += round(body.size * 0.6)
+            continue
+        if block.kind == "heading":
+            todo, font = [gen.plain(block.text)], head
+        elif block.kind in ("paragraph", "bullet", "number"):
+            text = gen.plain(block.text) if block.kind == "paragraph" else gen.item_text(block)
+            todo, font = gen.wrap_px(text, body, right - left), body
+        else:
+            continue
+        line_step = round(font.size * 1.4)
+        if y + len(todo) * line_step > bottom or n_lines + len(todo) > max_lines:
+            break
+        for line in todo:
+            font.draw(draw, (left, y), line)
+            lines.append(line)
+            n_lines += 1
+            y += line_step
+        if block.kind == "heading":
+            y += round(body.size * 0.4)
+    img = img.filter(ImageFilter.GaussianBlur(gen.BLUR_RADIUS))
+    noise = np.random.default_rng(gen.SEED).normal(0, gen.NOISE_SIGMA, (img.height, img.width))
+    arr = np.clip(np.rint(np.asarray(img, dtype=np.float64) + noise), 0, 255)
+    return Image.fromarray(arr.astype(np.uint8), mode="L"), lines, tables
+
+
+def dense_scanned_pdf(path: Path) -> tuple[Path, list[str], list[list[list[str]]]]:
+    """``dense_scanned_page`` as a one-page PDF (the image as a JPEG, quality 85, like the
+    sample's scanned page); with the lines and tables drawn."""
+    import io
+
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen.canvas import Canvas
+
+    image, lines, tables = dense_scanned_page()
+    jpeg = io.BytesIO()
+    image.save(jpeg, "JPEG", quality=85, dpi=(300, 300))
+    canvas = Canvas(str(path), pagesize=A4, invariant=1)
+    canvas.drawImage(ImageReader(io.BytesIO(jpeg.getvalue())), 0, 0, width=A4[0], height=A4[1])
+    canvas.showPage()
+    canvas.save()
+    return path, lines, tables
