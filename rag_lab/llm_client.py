@@ -1,10 +1,16 @@
-"""A minimal client for OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, Ollama,
-llama.cpp server, ``python -m rag_lab.llm_server``), and the API-key rules every LLM stage follows.
+"""Clients for OpenAI-compatible endpoints (OpenAI, vLLM, Ollama, llama.cpp server,
+text-embeddings-inference, ``rag-lab llm-server``) through the ``openai`` SDK, and the API-key
+rules every endpoint stage (generator, embedder, judge) follows.
 
 API keys: a config names the *environment variable* that holds the key (``api_key_env:
 OPENAI_API_KEY``), never the key. The variable is read when a request is made; an unset variable
 means no ``Authorization`` header (local servers need none). No error message, log line or cache
 key contains the key: texts that could echo it (a server's error body) pass through ``redact``.
+
+Retries: the SDK's (``max_retries``): a connection error, a timeout, HTTP 408/409/429/5xx are
+retried after 0.5 s, doubling up to 8 s with jitter, or after the server's ``Retry-After``; any
+other status fails at once. A 200 whose body is not the expected reply is retried here, within
+the same budget (``retries`` extra attempts in all), ``backoff`` seconds apart, doubling.
 """
 
 from __future__ import annotations
@@ -13,16 +19,20 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rag_lab.errors import ConfigError, RagLabError
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# retried: the server is busy, restarting or overloaded; anything else 4xx is the request's fault
-RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+# what the openai SDK retries (its ``_should_retry``): busy, restarting, overloaded, rate-limited;
+# any other 4xx is the request's fault
+RETRY_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 
 class EndpointError(RagLabError):
@@ -89,17 +99,122 @@ def redact(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
 
+def check_endpoint(base_url: str, timeout: float, retries: int, backoff: float, where: str) -> str:
+    """``base_url`` without its trailing slash, once it is an http(s) URL and the retry settings
+    are usable; ``ConfigError`` naming ``where`` otherwise."""
+    if not str(base_url).startswith(("http://", "https://")):
+        raise ConfigError(f"{where}.base_url must be an http(s) URL, got {base_url!r}")
+    if timeout <= 0 or retries < 0 or backoff < 0:
+        raise ConfigError(f"{where}: timeout must be > 0, retries and backoff >= 0")
+    return str(base_url).rstrip("/")
+
+
+class Endpoint:
+    """One OpenAI-compatible API root, reached through the ``openai`` SDK (built on first use).
+
+    ``post(kind, call)`` runs ``call(sdk_client, headers)`` — an SDK ``with_raw_response`` method
+    — with the key of ``$api_key_env`` in ``headers`` and the SDK's retries, then ``parse`` on
+    the reply's JSON; a reply ``parse`` refuses (``ValueError``, ``KeyError``, ...) is re-sent
+    within the same ``retries`` budget. Every failure becomes one ``EndpointError`` naming the
+    URL; the key never appears in it. ``attempts`` counts the HTTP requests sent.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float = 60.0,
+        retries: int = 2,
+        backoff: float = 1.0,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        where: str = "generator",
+    ) -> None:
+        self.base_url = check_endpoint(base_url, timeout, retries, backoff, where)
+        self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
+        self.api_key_env = check_env_name(api_key_env, where)
+        self.attempts = 0
+        self._sdk: openai.OpenAI | None = None
+
+    def __repr__(self) -> str:  # no key here: only its variable's name
+        return f"Endpoint({self.base_url!r}, api_key_env={self.api_key_env!r})"
+
+    def _count(self, request: Any) -> None:
+        self.attempts += 1
+
+    def sdk(self, retries: int) -> openai.OpenAI:
+        """The SDK client with ``retries`` extra attempts. It holds a placeholder key only: the
+        real one goes into each request's headers (``post``)."""
+        import openai
+
+        if self._sdk is None:
+            hooks = {"request": [self._count]}
+            self._sdk = openai.OpenAI(
+                base_url=self.base_url,
+                api_key="unused",  # never sent: ``post`` sets or omits Authorization per request
+                timeout=self.timeout,
+                max_retries=self.retries,
+                http_client=openai.DefaultHttpxClient(event_hooks=hooks),
+            )
+        return self._sdk if retries == self.retries else self._sdk.with_options(max_retries=retries)
+
+    def post(
+        self,
+        path: str,
+        call: Callable[[openai.OpenAI, dict[str, Any]], Any],
+        parse: Callable[[Any], Any],
+    ) -> Any:
+        """``parse(reply JSON)`` of ``call(client, extra_headers)`` to ``{base_url}{path}``."""
+        import openai
+
+        url = f"{self.base_url}{path}"
+        key = api_key(self.api_key_env)
+        headers: dict[str, Any] = {"Authorization": f"Bearer {key}" if key else openai.omit}
+        start, malformed = self.attempts, 0
+        while True:
+            sent = self.attempts - start
+            try:
+                raw = call(self.sdk(self.retries - sent), headers)
+            except openai.APITimeoutError:
+                last = f"no reply within {self.timeout:g} s"
+            except openai.APIConnectionError as exc:
+                cause = exc.__cause__ or exc
+                last = f"cannot connect ({type(cause).__name__}: {redact(str(cause), key)})"
+            except openai.APIStatusError as exc:
+                detail = redact(exc.response.text[:300].strip(), key)
+                last = f"HTTP {exc.status_code}: {detail}"
+                if exc.status_code not in RETRY_STATUS:
+                    hint = (
+                        f" (is ${self.api_key_env} set to a valid key?)"
+                        if exc.status_code in (401, 403)
+                        else ""
+                    )
+                    raise EndpointError(f"{url} answered {last}{hint}") from None
+            else:
+                try:
+                    return parse(raw.http_response.json())
+                except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+                    last = f"malformed reply ({type(exc).__name__}: {redact(str(exc), key)[:200]})"
+                    if self.attempts - start <= self.retries:
+                        time.sleep(self.backoff * 2**malformed)
+                        malformed += 1
+                        continue
+            n = self.attempts - start
+            raise EndpointError(
+                f"{url}: {last} after {n} attempt(s); is the server running and the URL right?"
+            ) from None
+
+
 class ChatClient:
-    """POST ``{base_url}/chat/completions``, non-streaming, with retries.
+    """POST ``{base_url}/chat/completions``, non-streaming, through :class:`Endpoint`.
 
     Args:
         base_url: the API root, e.g. ``http://127.0.0.1:8000/v1`` (a trailing slash is ignored).
         model: the ``model`` field of each request.
         timeout: seconds per HTTP request.
         retries: extra attempts after a failure that may pass (connection refused or reset,
-            timeout, HTTP 408/429/5xx, a reply that is not a chat completion); other HTTP errors
-            fail at once.
-        backoff: seconds before the first retry, doubling each time.
+            timeout, HTTP 408/409/429/5xx: the SDK's retries; a reply that is not a chat
+            completion); other HTTP errors fail at once.
+        backoff: seconds before re-sending after a malformed reply, doubling (the SDK paces the
+            others: see the module docstring).
         api_key_env: name of the environment variable with the key (see the module docstring).
     """
 
@@ -113,15 +228,16 @@ class ChatClient:
         api_key_env: str | None = "OPENAI_API_KEY",
         where: str = "generator",
     ) -> None:
-        if not str(base_url).startswith(("http://", "https://")):
-            raise ConfigError(f"{where}.base_url must be an http(s) URL, got {base_url!r}")
-        if timeout <= 0 or retries < 0 or backoff < 0:
-            raise ConfigError(f"{where}: timeout must be > 0, retries and backoff >= 0")
-        self.base_url, self.model = str(base_url).rstrip("/"), str(model)
+        self.endpoint = Endpoint(base_url, timeout, retries, backoff, api_key_env, where)
+        self.base_url, self.model = self.endpoint.base_url, str(model)
         self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
-        self.api_key_env = check_env_name(api_key_env, where)
+        self.api_key_env = self.endpoint.api_key_env
         self.url = f"{self.base_url}/chat/completions"
-        self.attempts = 0  # HTTP requests sent by this client (tests and logs)
+
+    @property
+    def attempts(self) -> int:
+        """HTTP requests sent by this client (tests and logs)."""
+        return self.endpoint.attempts
 
     def __repr__(self) -> str:  # no key here: only its variable's name
         return f"ChatClient({self.url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
@@ -130,45 +246,17 @@ class ChatClient:
         """The first choice of a chat completion: ``{"content", "finish_reason", "usage"}``.
         ``params`` (temperature, max_tokens, ...) go into the request body as given. Raises
         ``EndpointError`` naming the URL once the retries are spent."""
-        import httpx
+        msgs = [dict(m) for m in messages]
 
-        key = api_key(self.api_key_env)
-        headers = {"Content-Type": "application/json"}
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        body = {"model": self.model, "messages": [dict(m) for m in messages], **params}
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            self.attempts += 1
-            try:
-                resp = httpx.post(self.url, json=body, headers=headers, timeout=self.timeout)
-            except httpx.TimeoutException:
-                last = f"no reply within {self.timeout:g} s"
-                continue
-            except httpx.TransportError as exc:
-                last = f"cannot connect ({type(exc).__name__}: {redact(str(exc), key)})"
-                continue
-            if resp.status_code != 200:
-                detail = redact(resp.text[:300].strip(), key)
-                last = f"HTTP {resp.status_code}: {detail}"
-                if resp.status_code in RETRY_STATUS:
-                    continue
-                hint = (
-                    f" (is ${self.api_key_env} set to a valid key?)"
-                    if resp.status_code in (401, 403)
-                    else ""
-                )
-                raise EndpointError(f"{self.url} answered {last}{hint}")
-            try:
-                return parse_completion(resp.json())
-            except (ValueError, KeyError, IndexError, TypeError) as exc:
-                last = f"malformed reply ({type(exc).__name__}: {redact(str(exc), key)[:200]})"
-        raise EndpointError(
-            f"{self.url}: {last} after {self.retries + 1} attempt(s); "
-            "is the server running and the URL right?"
-        )
+        def call(client: openai.OpenAI, headers: dict[str, Any]) -> Any:
+            return client.chat.completions.with_raw_response.create(
+                model=self.model,
+                messages=msgs,  # type: ignore[arg-type]  # plain role/content dicts
+                extra_body=params,
+                extra_headers=headers,
+            )
+
+        return self.endpoint.post("/chat/completions", call, parse_completion)  # type: ignore[no-any-return]
 
 
 def parse_completion(data: Any) -> dict[str, Any]:

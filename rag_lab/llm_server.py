@@ -7,9 +7,10 @@ Endpoints: ``GET /v1/models``, ``GET /health``, ``POST /v1/chat/completions`` (n
 ``n`` = 1; honours ``max_tokens`` / ``max_completion_tokens``, ``temperature`` (0 = greedy) and
 ``stop``; other fields such as ``response_format`` are accepted and ignored). Any ``model`` name is
 accepted: the server has one model. Requests are generated one at a time. The model is loaded
-before the port opens, so a successful ``GET /health`` means ready. Stdlib ``http.server``: for a
-trusted local network only (binds 127.0.0.1 by default; ``--api-key-env`` makes it require
-``Authorization: Bearer $VAR``).
+before the port opens, so a successful ``GET /health`` means ready. FastAPI on uvicorn (both come
+with MLflow); errors in OpenAI's shape (``{"error": {"message", "type", "code"}}``). For a
+trusted local network only: binds 127.0.0.1 by default; ``--api-key-env`` makes it require
+``Authorization: Bearer $VAR``.
 """
 
 from __future__ import annotations
@@ -17,10 +18,19 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
+import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
+
+# at module level: FastAPI reads the (string) annotations of the route functions in this module's
+# globals to tell the ``Request`` parameter from a query parameter
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 log = logging.getLogger("rag_lab.llm_server")
 
@@ -74,114 +84,132 @@ def parse_request(body: Any, default_max_tokens: int, default_temperature: float
     }
 
 
-def make_handler(
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "code": status}}, status_code=status
+    )
+
+
+def create_app(
     model: Any, served_name: str, max_tokens: int, temperature: float, api_key_env: str | None
-) -> type[BaseHTTPRequestHandler]:
-    """A request handler class bound to ``model`` (anything with ``chat(messages, max_new_tokens,
-    temperature, stop)`` returning a ``ChatOutput``)."""
+) -> FastAPI:
+    """The FastAPI app serving ``model`` (anything with ``chat(messages, max_new_tokens,
+    temperature, stop)`` returning a ``ChatOutput``). Bodies are read and checked by
+    ``parse_request``, not by FastAPI's validation, so a bad field is a 400 naming it."""
+    app = FastAPI(title="rag_lab.llm_server", docs_url=None, redoc_url=None, openapi_url=None)
+    one_at_a_time = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms stall
+    @app.exception_handler(HTTPException)
+    async def no_route(request: Request, exc: HTTPException) -> Any:  # 404 and 405 alike
+        return _error(404, f"no route {request.method} {request.url.path}")
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            log.debug("%s %s", self.address_string(), format % args)
+    def authorised(request: Request) -> bool:
+        key = os.environ.get(api_key_env) if api_key_env else None
+        return not key or request.headers.get("authorization") == f"Bearer {key}"
 
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload, ensure_ascii=False).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def unauthorised() -> Any:
+        return _error(401, "missing or wrong API key", "authentication_error")
 
-        def _error(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-            self._send(status, {"error": {"message": message, "type": kind, "code": status}})
+    async def health() -> Any:
+        return {"status": "ok", "model": served_name}
 
-        def _authorised(self) -> bool:
-            key = os.environ.get(api_key_env) if api_key_env else None
-            if key and self.headers.get("Authorization") != f"Bearer {key}":
-                self._error(401, "missing or wrong API key", "authentication_error")
-                return False
-            return True
+    async def models(request: Request) -> Any:
+        if not authorised(request):
+            return unauthorised()
+        card = {"id": served_name, "object": "model", "created": 0, "owned_by": "rag_lab"}
+        return {"object": "list", "data": [card]}
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            if self.path.rstrip("/") in ("/health", "/v1/health"):
-                self._send(200, {"status": "ok", "model": served_name})
-            elif self.path.rstrip("/") == "/v1/models":
-                if self._authorised():
-                    self._send(
-                        200,
-                        {
-                            "object": "list",
-                            "data": [
-                                {
-                                    "id": served_name,
-                                    "object": "model",
-                                    "created": 0,
-                                    "owned_by": "rag_lab",
-                                }
-                            ],
-                        },
-                    )
-            else:
-                self._error(404, f"no route GET {self.path}")
-
-        def do_POST(self) -> None:  # noqa: N802
-            if self.path.rstrip("/") != "/v1/chat/completions":
-                self._error(404, f"no route POST {self.path}")
-                return
-            if not self._authorised():
-                return
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"null")
-                req = parse_request(body, max_tokens, temperature)
-            except ValueError as exc:  # BadRequest and malformed JSON
-                self._error(400, str(exc))
-                return
-            try:
-                out = model.chat(
-                    req["messages"],
-                    max_new_tokens=req["max_new_tokens"],
-                    temperature=req["temperature"],
-                    stop=req["stop"],
-                )
-            except Exception as exc:  # the client sees a 500 and may retry
-                log.exception("generation failed")
-                self._error(500, f"generation failed: {type(exc).__name__}: {exc}", "server_error")
-                return
-            log.info(
-                "chat: %d prompt + %d completion tokens in %.2f s (%.1f tok/s, finish=%s)",
-                out.prompt_tokens,
-                out.completion_tokens,
-                out.seconds,
-                out.completion_tokens / out.seconds if out.seconds else 0.0,
-                out.finish_reason,
+    def generate(req: dict[str, Any]) -> Any:
+        with one_at_a_time:
+            return model.chat(
+                req["messages"],
+                max_new_tokens=req["max_new_tokens"],
+                temperature=req["temperature"],
+                stop=req["stop"],
             )
-            self._send(
-                200,
+
+    async def chat(request: Request) -> Any:
+        if not authorised(request):
+            return unauthorised()
+        try:
+            req = parse_request(
+                json.loads(await request.body() or b"null"), max_tokens, temperature
+            )
+        except ValueError as exc:  # BadRequest and malformed JSON
+            return _error(400, str(exc))
+        try:
+            out = await run_in_threadpool(generate, req)
+        except Exception as exc:  # the client sees a 500 and may retry
+            log.exception("generation failed")
+            return _error(500, f"generation failed: {type(exc).__name__}: {exc}", "server_error")
+        log.info(
+            "chat: %d prompt + %d completion tokens in %.2f s (%.1f tok/s, finish=%s)",
+            out.prompt_tokens,
+            out.completion_tokens,
+            out.seconds,
+            out.completion_tokens / out.seconds if out.seconds else 0.0,
+            out.finish_reason,
+        )
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": served_name,
+            "choices": [
                 {
-                    "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": served_name,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": out.text},
-                            "finish_reason": out.finish_reason,
-                        }
-                    ],
-                    "usage": {
-                        "prompt_tokens": out.prompt_tokens,
-                        "completion_tokens": out.completion_tokens,
-                        "total_tokens": out.prompt_tokens + out.completion_tokens,
-                    },
-                },
-            )
+                    "index": 0,
+                    "message": {"role": "assistant", "content": out.text},
+                    "finish_reason": out.finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": out.prompt_tokens,
+                "completion_tokens": out.completion_tokens,
+                "total_tokens": out.prompt_tokens + out.completion_tokens,
+            },
+        }
 
-    return Handler
+    routes: list[tuple[str, list[str], Callable[..., Any]]] = [
+        ("/health", ["GET"], health),
+        ("/v1/health", ["GET"], health),
+        ("/v1/models", ["GET"], models),
+        ("/v1/chat/completions", ["POST"], chat),
+    ]
+    for path, methods, endpoint in routes:  # a trailing slash answers too, without a redirect
+        for spelling in (path, f"{path}/"):
+            app.add_api_route(spelling, endpoint, methods=methods, include_in_schema=False)
+    return app
+
+
+class Server:
+    """uvicorn serving the app on a socket bound at construction (so a taken port fails at once
+    and ``server_address`` holds the port ``0`` picked). ``serve_forever()`` blocks (Ctrl-C
+    stops it); ``shutdown()`` stops it from another thread and waits; ``server_close()`` closes
+    the socket."""
+
+    def __init__(self, app: FastAPI, host: str, port: int) -> None:
+        import uvicorn
+
+        self.socket = socket.create_server((host, port))
+        self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        self._uvicorn = uvicorn.Server(config)
+        self._done = threading.Event()
+        self._done.set()
+
+    def serve_forever(self) -> None:
+        self._done.clear()
+        try:
+            self._uvicorn.run(sockets=[self.socket])
+        finally:
+            self._done.set()
+
+    def shutdown(self) -> None:
+        self._uvicorn.should_exit = True
+        self._done.wait()
+
+    def server_close(self) -> None:
+        self.socket.close()
 
 
 def serve(
@@ -192,13 +220,10 @@ def serve(
     max_tokens: int = 512,
     temperature: float = 0.0,
     api_key_env: str | None = None,
-) -> ThreadingHTTPServer:
+) -> Server:
     """A bound (not yet serving) server; call ``serve_forever()`` on it. ``port=0`` picks a free
     port (``server.server_address[1]``)."""
-    handler = make_handler(model, served_name, max_tokens, temperature, api_key_env)
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+    return Server(create_app(model, served_name, max_tokens, temperature, api_key_env), host, port)
 
 
 if __name__ == "__main__":  # ``python -m rag_lab.llm_server``: the command line is rag_lab.cli's

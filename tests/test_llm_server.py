@@ -1,6 +1,6 @@
-"""``rag_lab.llm_server`` in-process with a stand-in model: the OpenAI routes and reply shape, the
-request checks, the optional bearer key, server errors (retried by the client), and the
-endpoint generator talking to it."""
+"""``rag_lab.llm_server`` (FastAPI on uvicorn) in-process with a stand-in model: the OpenAI routes
+and reply shape, errors in OpenAI's shape, the request checks, the optional bearer key, server
+errors (retried by the client), the endpoint generator and the openai SDK talking to it."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def server(monkeypatch):
     monkeypatch.setenv("SERVER_KEY", "")
     model = Echo()
     srv = serve(model, "echo", port=0, max_tokens=7, api_key_env="SERVER_KEY")
-    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{srv.server_address[1]}", model
     srv.shutdown()
     srv.server_close()
@@ -93,6 +93,53 @@ def test_routes_and_reply_shape(server):
         "stop": ["x"],
     }
     assert call(f"{base}/v1/nothing")[0] == 404
+
+
+def test_routes_errors_and_bodies_as_the_stdlib_server_had_them(server):
+    base, model = server
+    assert call(f"{base}/health/") == (200, {"status": "ok", "model": "echo"})  # no redirect
+    assert call(f"{base}/v1/health")[0] == 200
+    status, out = call(f"{base}/v1/chat/completions")  # GET on the POST route
+    assert status == 404 and out["error"] == {
+        "message": "no route GET /v1/chat/completions",
+        "type": "invalid_request_error",
+        "code": 404,
+    }
+    for raw, message in ((b"{not json", "Expecting"), (b"", "must be a JSON object")):
+        req = urllib.request.Request(f"{base}/v1/chat/completions", data=raw, method="POST")
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=10)
+        assert err.value.code == 400 and message in json.loads(err.value.read())["error"]["message"]
+    status, out = call(
+        f"{base}/v1/chat/completions", {"messages": [{"role": "user", "content": "你好 世界"}]}
+    )
+    assert status == 200 and out["choices"][0]["message"]["content"] == "你好"
+    assert model.calls == [
+        {
+            "messages": [{"role": "user", "content": "你好 世界"}],
+            "max_new_tokens": 7,
+            "temperature": 0.0,
+            "stop": [],
+        }
+    ]
+
+
+def test_the_openai_sdk_talks_to_it(server):
+    import openai
+
+    base, _ = server
+    client = openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0)
+    out = client.chat.completions.create(
+        model="x", messages=[{"role": "user", "content": "ping pong"}], max_tokens=3
+    )
+    assert out.choices[0].message.content == "ping" and out.usage.total_tokens == 3
+    assert [m.id for m in client.models.list()] == ["echo"]
+
+
+def test_a_taken_port_fails_when_binding(server):
+    port = int(server[0].rsplit(":", 1)[1])
+    with pytest.raises(OSError):
+        serve(Echo(), "echo", port=port)
 
 
 @pytest.mark.parametrize(
