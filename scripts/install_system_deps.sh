@@ -6,6 +6,11 @@
 #                                                           (rag_lab/report/figures.py)
 #   chromium                                                renders report.html in tests/report/
 #                                                           test_chromium.py (skipped without it)
+#   postgresql                                              the backend of the MLflow tracking server
+#                                                           `rag-lab tracking-server` starts
+#                                                           (rag_lab/tracking/server.py; its test
+#                                                           tests/tracking/test_postgres_server.py
+#                                                           is skipped without it)
 # Called by the README's set-up command and by .ci/run. As root it runs apt-get; with passwordless
 # sudo it uses sudo; otherwise it prints the one command to run and exits 0 (pip set-up goes on;
 # a scanned page then fails with the same hint, or parser.ocr=off skips such pages).
@@ -22,6 +27,9 @@ fi
 [ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# the server binaries (initdb, pg_ctl): Debian keeps them in /usr/lib/postgresql/<version>/bin
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 \
+  || need+=(postgresql)
 
 if [ "${#need[@]}" -eq 0 ]; then
   echo "system packages: all present"
