@@ -12,10 +12,11 @@ import math
 from pathlib import Path
 from typing import cast
 
+from rag_lab.cache.fingerprints import fingerprint
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.dataset.conversations import resolve_history
 from rag_lab.errors import ConfigError, DataError
-from rag_lab.io import fingerprint_files, read_jsonl, read_lines, require_file, require_key
+from rag_lab.io import read_jsonl, read_lines, require_file, require_key
 from rag_lab.parser.base import ON_EMPTY
 from rag_lab.types import Qrels, Query
 
@@ -187,10 +188,11 @@ class BeirDataset:
                 f"{n_unanswerable} queries have no relevant document (unanswerable): "
                 "scored for noise ratio only"
             )
-        fp = fingerprint_files([*sources, queries_path, qrels_path])
+        # read back while the files' stat is unchanged (rag_lab.cache.fingerprints)
+        fp = fingerprint([*sources, queries_path, qrels_path])
         for w in warnings:
             log.warning(w)
-        corpus_fp = fingerprint_files(sources, root=root)
+        corpus_fp = fingerprint(sources, root=root)
         return LabelledQueries(
             self.name,
             self.split,

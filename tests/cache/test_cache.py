@@ -182,10 +182,13 @@ def test_killed_run_resumes_with_identical_metrics(tmp_path, toy_copy, monkeypat
         run(tmp_path, toy_copy)
     monkeypatch.setattr(cache_mod.StageCache, "put_json", real_put)
     resumed = run(tmp_path, toy_copy)
-    # everything written before the kill is reused: chunks and the dense index (built and stored
-    # before the job died writing its run), so nothing is embedded; BM25 was never reached
+    # everything written before the kill is reused: chunks, the dense index and the dense run's
+    # per-query rows (stored before the job died writing the whole run), so nothing is embedded
+    # or searched for dense; BM25 was never reached
     assert counts(resumed)["chunks"] == (1, 0) and counts(resumed)["embeddings"] == (0, 0)
-    assert (resumed["cache/indexes/hits"], resumed["cache/indexes/misses"]) == (1, 1)
+    assert (resumed["cache/indexes/hits"], resumed["cache/indexes/misses"]) == (0, 1)
+    n_queries = int(resumed["n_queries"])
+    assert resumed["cache/query_runs/hits"] == resumed["cache/query_runs/misses"] == n_queries
     again = run(tmp_path, toy_copy)
     assert counts(again)["runs"] == (2, 0)
     for key in ("ndcg_at_10", "recall_at_100", "noise_ratio_at_5", "mrr_at_10"):
@@ -196,7 +199,7 @@ def test_indexes_are_restored_when_runs_miss(tmp_path, toy_copy):
     cold = run(tmp_path, toy_copy)
     assert (cold["cache/indexes/hits"], cold["cache/indexes/misses"]) == (0, 2)
     assert inventory(tmp_path / "cache")["indexes"]["entries"] > 0
-    clear(tmp_path / "cache", ["runs"])
+    clear(tmp_path / "cache", ["runs", "query_runs"])
     warm = run(tmp_path, toy_copy)
     assert (warm["cache/indexes/hits"], warm["cache/indexes/misses"]) == (2, 0)
     assert counts(warm)["embeddings"] == (0, 0) and counts(warm)["runs"] == (0, 2)
@@ -207,7 +210,7 @@ def test_indexes_are_restored_when_runs_miss(tmp_path, toy_copy):
 
 def test_rank_bm25_backend_is_rebuilt_not_persisted(tmp_path, toy_copy):
     first = run(tmp_path, toy_copy, "retrievers=[bm25]", "retrievers.bm25.backend=rank_bm25")
-    clear(tmp_path / "cache", ["runs"])
+    clear(tmp_path / "cache", ["runs", "query_runs"])
     second = run(tmp_path, toy_copy, "retrievers=[bm25]", "retrievers.bm25.backend=rank_bm25")
     assert second["cache/indexes/hits"] == 0 and second["ndcg_at_10"] == first["ndcg_at_10"]
 

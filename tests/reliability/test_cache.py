@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rag_lab.cache import CacheError, inventory, open_cache
+from rag_lab.cache import CacheError, clear, inventory, open_cache
 from rag_lab.cache import store as store_mod
 from rag_lab.evaluate import evaluate
 from tests.cli.helpers import error_line, rag_lab
@@ -43,6 +43,14 @@ def run(tmp_path: Path, name: str, cache: Path | None, *extra: str) -> tuple[dic
     cfg = compose_evaluate([*HYBRID, cache_dir, *extra], tmp_path / name)
     metrics = evaluate(cfg)
     return metrics, pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet")
+
+
+def forget_runs(cache: Path) -> None:
+    """Drop the cached runs, whole and per query (a new process then opens the cache)."""
+    for runs in (cache / "runs").rglob("*.json.gz"):
+        runs.unlink()
+    store_mod._OPEN.clear()
+    clear(cache, ["query_runs"])
 
 
 def evaluate_cli(tmp_path: Path, cache_dir: str, *extra: str) -> subprocess.CompletedProcess:
@@ -131,8 +139,7 @@ def test_corrupt_cached_indexes_are_misses_rebuilt_with_a_warning(tmp_path, capl
     matrix) as a traceback; the entry stayed and failed every later run the same way."""
     cache = tmp_path / "cache"
     cold, cold_table = run(tmp_path, "cold", cache)
-    for runs in (cache / "runs").rglob("*.json.gz"):
-        runs.unlink()  # so the next run must load the indexes
+    forget_runs(cache)  # so the next run must load the indexes
     (faiss_file,) = cache.glob("indexes/*/*/index.faiss")
     faiss_file.write_bytes(faiss_file.read_bytes()[:300])
     (matrix,) = cache.glob("indexes/*/*/bm25s/data.csc.index.npy")
@@ -146,8 +153,7 @@ def test_corrupt_cached_indexes_are_misses_rebuilt_with_a_warning(tmp_path, capl
     assert (rebuilt["cache/indexes/hits"], rebuilt["cache/indexes/misses"]) == (0, 2)
     assert scores(rebuilt) == scores(cold)
     pd.testing.assert_frame_equal(rebuilt_table, cold_table)
-    for runs in (cache / "runs").rglob("*.json.gz"):
-        runs.unlink()
+    forget_runs(cache)
     again, _ = run(tmp_path, "again", cache)  # the rebuilt entries were stored and now load
     assert (again["cache/indexes/hits"], again["cache/indexes/misses"]) == (2, 0)
 
@@ -156,8 +162,7 @@ def test_index_of_other_chunks_is_not_trusted(tmp_path, caplog):
     """An entry whose ids.json does not list exactly the corpus' chunks is rebuilt."""
     cache = tmp_path / "cache"
     cold, _ = run(tmp_path, "cold", cache, "retrievers=[dense]")
-    for runs in (cache / "runs").rglob("*.json.gz"):
-        runs.unlink()
+    forget_runs(cache)
     (ids,) = cache.glob("indexes/*/*/ids.json")
     ids.write_text(json.dumps(json.loads(ids.read_text())[:-1]))
     with caplog.at_level(logging.WARNING, logger="rag_lab.cache.store"):

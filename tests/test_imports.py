@@ -1,0 +1,66 @@
+"""Start-up cost: a run that needs no model and no tracker imports neither (torch, MLflow and
+sentence-transformers are seconds of import each, paid by every job of a multirun)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.helpers import ENV
+from tests.compose import TOY
+
+HEAVY = ("torch", "mlflow", "sentence_transformers", "transformers")
+
+# run the CLI in a fresh interpreter and report, at exit, which heavy packages were imported
+PROBE = """
+import atexit, json, sys
+heavy = {heavy!r}
+atexit.register(lambda: print("LOADED=" + json.dumps([m for m in heavy if m in sys.modules])))
+from rag_lab.cli import main
+sys.argv = ["rag-lab", *{args!r}]
+main()
+"""
+
+
+def loaded(args: list[str]) -> list[str]:
+    code = PROBE.format(heavy=HEAVY, args=args)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("LOADED="))
+    return json.loads(line.removeprefix("LOADED="))
+
+
+def test_the_cli_module_imports_no_model_or_tracker():
+    code = f"import sys, rag_lab.cli; print([m for m in {HEAVY!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["retrievers=[bm25]"],
+        # a multirun: its sweep callback, leaderboard and report, and a dense hashing job
+        ["-m", "retrievers=[bm25],[dense,bm25]", "embedder=hashing", "sweep.report_winner=false"],
+    ],
+    ids=["bm25", "multirun"],
+)
+def test_a_bm25_or_hashing_run_without_tracking_imports_none_of_them(tmp_path, extra):
+    args = [
+        "evaluate",
+        *extra,
+        "dataset=beir",
+        f"dataset.path={TOY}",
+        "tracking=none",
+        "progress=false",
+        "sweep.allow_test_selection=true",
+        f"cache.dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+    ]
+    assert loaded(args) == []
