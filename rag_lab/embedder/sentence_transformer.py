@@ -11,6 +11,8 @@ import numpy as np
 from rag_lab import progress
 from rag_lab.errors import ConfigError
 from rag_lab.models import resolve_model, weights_hash
+from rag_lab.onnx_backend import attach, backend_identity, check_backend
+from rag_lab.validate import OptionError, integer
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,14 @@ class SentenceTransformerEmbedder:
     normalize: L2-normalise (inner product = cosine).
     device: ``cpu``, ``cuda``, ``mps`` or ``None`` (sentence-transformers picks).
     max_seq_length: truncate inputs to this many model tokens (``None`` = the model's own limit).
+    backend: ``torch`` or ``onnx`` (ONNX Runtime runs the transformer; exported once into the
+        model cache, see ``rag_lab.onnx_backend``). CPU only.
+    quantize: ``none`` or ``int8`` (dynamic int8 weights; ``backend=onnx`` only).
+    threads: ONNX Runtime intra-op threads (``None``: one per physical core); torch keeps its
+        own setting.
+
+    ``identity`` names the backend and quantisation (except torch fp32, the identity that
+    predates them), so each variant's embeddings are cached apart.
     """
 
     def __init__(
@@ -35,6 +45,9 @@ class SentenceTransformerEmbedder:
         normalize: bool = True,
         device: str | None = "cpu",
         max_seq_length: int | None = None,
+        backend: str = "torch",
+        quantize: str = "none",
+        threads: int | None = None,
     ) -> None:
         self.model_name = model
         self.query_prompt = query_prompt or None
@@ -43,6 +56,10 @@ class SentenceTransformerEmbedder:
         self.normalize = normalize
         self.device = device
         self.max_seq_length = max_seq_length
+        self.backend, self.quantize = check_backend(backend, quantize)
+        self.threads = None if threads is None else integer(threads, "threads", ge=1)
+        if self.backend == "onnx" and device not in (None, "cpu"):
+            raise OptionError("device", device, "backend=onnx runs on the CPU (device: cpu)")
 
     @cached_property
     def path(self) -> str:
@@ -55,7 +72,7 @@ class SentenceTransformerEmbedder:
         path = self.path  # raises ConfigError itself when the model cannot be resolved offline
         progress.sync_libraries()  # transformers' "Loading weights" bar follows rag_lab's
         try:
-            st = SentenceTransformer(path, device=self.device)
+            st = SentenceTransformer(path, device="cpu" if self.backend == "onnx" else self.device)
         except Exception as exc:  # network failure, bad path, incompatible checkpoint
             from rag_lab.models import _offline_help
 
@@ -65,7 +82,15 @@ class SentenceTransformerEmbedder:
             ) from exc
         if self.max_seq_length:
             st.max_seq_length = self.max_seq_length
-        log.info("loaded %s (max_seq_length %s)", self.model_name, st.max_seq_length)
+        if self.backend == "onnx":
+            attach(st, weights_hash(path), self.quantize, self.threads)
+        log.info(
+            "loaded %s (max_seq_length %s, %s %s)",
+            self.model_name,
+            st.max_seq_length,
+            self.backend,
+            self.quantize,
+        )
         return st
 
     @property
@@ -86,6 +111,7 @@ class SentenceTransformerEmbedder:
             "document_prompt": self.document_prompt,
             "normalize": self.normalize,
             "max_seq_length": self.max_seq_length,
+            **backend_identity(self.backend, self.quantize),
         }
 
     def _encode(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:

@@ -22,6 +22,7 @@ from rag_lab import progress
 from rag_lab.cache.keys import model_table, pair_key
 from rag_lab.errors import ConfigError
 from rag_lab.models import resolve_model, weights_hash
+from rag_lab.onnx_backend import attach, backend_identity, check_backend
 from rag_lab.ranking import minmax, ranked
 from rag_lab.types import Chunk, Run
 from rag_lab.validate import OptionError, integer, number
@@ -53,6 +54,13 @@ class CrossEncoderReranker:
     cache_dir: deprecated and ignored (configs written before 0.2 set it): the pipeline
         hands the reranker a view of the stage cache's ``rerank_scores`` namespace.
     device: ``cpu``, ``cuda``, ``mps`` or ``None`` (auto).
+    backend: ``torch`` or ``onnx`` (ONNX Runtime runs the transformer, exported once into the
+        model cache; see ``rag_lab.onnx_backend``). CPU only.
+    quantize: ``none`` or ``int8`` (dynamic int8 weights; ``backend=onnx`` only).
+    threads: ONNX Runtime intra-op threads (``None``: one per physical core).
+
+    ``identity`` names the backend and quantisation (except torch fp32, the identity that
+    predates them), so their pair scores are cached apart.
     """
 
     cache_namespace = "rerank_scores"
@@ -66,6 +74,9 @@ class CrossEncoderReranker:
         max_length: int | None = None,
         cache_dir: str | None = None,
         device: str | None = "cpu",
+        backend: str = "torch",
+        quantize: str = "none",
+        threads: int | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise OptionError("model", model, "must be a model path or id")
@@ -76,6 +87,10 @@ class CrossEncoderReranker:
         self.batch_size = integer(batch_size, "batch_size", ge=1)
         self.max_length = None if max_length is None else integer(max_length, "max_length", ge=1)
         self.device = device
+        self.backend, self.quantize = check_backend(backend, quantize)
+        self.threads = None if threads is None else integer(threads, "threads", ge=1)
+        if self.backend == "onnx" and device not in (None, "cpu"):
+            raise OptionError("device", device, "backend=onnx runs on the CPU (device: cpu)")
         if cache_dir:
             log.warning("reranker.cache_dir is ignored: the stage cache is set by cache.dir")
         self._cache: CacheView | None = None
@@ -103,13 +118,17 @@ class CrossEncoderReranker:
         from sentence_transformers import CrossEncoder
 
         progress.sync_libraries()  # transformers' "Loading weights" bar follows rag_lab's
+        device = "cpu" if self.backend == "onnx" else self.device
         try:
-            return CrossEncoder(self.path, max_length=self.max_length, device=self.device)
+            ce = CrossEncoder(self.path, max_length=self.max_length, device=device)
         except Exception as exc:
             raise ConfigError(
                 f"cannot load cross-encoder {self.model_name!r} "
                 f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
             ) from exc
+        if self.backend == "onnx":
+            attach(ce, weights_hash(self.path), self.quantize, self.threads)
+        return ce
 
     @cached_property
     def identity(self) -> dict[str, Any]:
@@ -118,6 +137,7 @@ class CrossEncoderReranker:
             "model": self.model_name,
             "weights": weights_hash(self.path),
             "max_length": self.max_length,
+            **backend_identity(self.backend, self.quantize),
         }
 
     def attach_cache(self, view: CacheView) -> None:
