@@ -18,6 +18,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rag_lab.cache import open_cache
+from rag_lab.cache.keys import ENDPOINT_FIELDS
+from rag_lab.distributed.ray_embedder import unwrap_sharded
 from rag_lab.errors import ConfigError
 from rag_lab.parser.base import ON_ERROR
 from rag_lab.paths import CONFIG_DIR
@@ -188,6 +190,8 @@ CODE_LOADING_ARGUMENTS: dict[str, str] = {
     "trust_remote_code": "runs the Python files of a model folder",
     "weights_only": "lets torch.load unpickle arbitrary objects",
     "allow_pickle": "lets numpy.load unpickle arbitrary objects",
+    # an adapter's opt-in for a package outside rag_lab.adapters.imports.ALLOWED_IMPORT_PREFIXES
+    "allow_imports": "lets an adapter import and run code from the packages it lists",
 }
 
 
@@ -419,6 +423,11 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
     }
     for node in retriever_cfgs.values():
         node.pop("cache_dir", None)  # where the cache lives does not change what is in it
+        if isinstance(node.get("embedder"), dict):  # nor which processes encoded the corpus
+            node["embedder"] = unwrap_sharded(node["embedder"])
+        if isinstance(node.get("embedder"), dict):  # nor where an endpoint embedder's server is
+            for field_name in ENDPOINT_FIELDS:
+                node["embedder"].pop(field_name, None)
     stage_configs = {
         "parser": parser_cfg,
         "chunker": _plain(cfg.chunker),

@@ -206,7 +206,11 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         metrics.update(attribution_metrics(reasons, data.queries, k_miss))
         table = with_attribution(table, reasons, k_miss)
         # what Annotating stages said per query (conflict pairs): a column each, counted
-        stages = [s for s in pipe.postprocessors.values() if isinstance(s, Annotating)]
+        stages = [
+            s
+            for s in [*pipe.retrievers.values(), *pipe.postprocessors.values()]
+            if isinstance(s, Annotating)
+        ]
         names = [n for s in stages for n in s.annotation_names]
         table = with_annotations(table, result.annotations, names)
         metrics.update(annotation_metrics(result.annotations, data.queries, names))

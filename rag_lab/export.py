@@ -115,6 +115,10 @@ VERSIONED_PACKAGES: dict[str, tuple[str, ...]] = {
     "faiss": ("faiss-cpu", "faiss-gpu", "faiss"),
     "bm25s": ("bm25s",),
     "mlflow": ("mlflow", "mlflow-skinny"),
+    # the adapters' frameworks (a foreign component is rebuilt from its recipe, never unpickled)
+    "langchain-core": ("langchain-core",),
+    "langchain-text-splitters": ("langchain-text-splitters",),
+    "llama-index-core": ("llama-index-core",),
 }
 
 

@@ -43,6 +43,16 @@ class CacheAware(Protocol):
 
 
 @runtime_checkable
+class CachesOwnRuns(Protocol):
+    """A retriever whose run is not the whole of its output: a foreign component's source-mapping
+    counts, per-query annotations and (end to end) answers. The pipeline does not cache its run
+    (a cached run would bring back none of these); the stage caches each query's output itself,
+    in its ``CacheAware`` namespace (``rag_lab/retrievers/_adapter.py``)."""
+
+    caches_own_runs: bool
+
+
+@runtime_checkable
 class CorpusFitted(Protocol):
     """The stage learns something from the corpus (a query transform that mines abbreviation
     definitions): the pipeline calls ``fit(chunks)`` every time the corpus is set (after chunking,

@@ -42,6 +42,15 @@ def stage_key(stage: str, config: Any, *inputs: str) -> str:
     return hashlib.blake2b(canonical(payload), digest_size=20).hexdigest()
 
 
+# where an endpoint stage's server lives and how it is reached, not what it computes: dropped from
+# an embedder's config before it keys a stage (its identity names the model), so the same model id
+# on another host or behind another key, timeout or rate limit reuses the cached indexes and runs
+ENDPOINT_FIELDS = frozenset(
+    {"base_url", "api_key_env", "timeout", "retries", "backoff"}
+    | {"requests_per_second", "tokens_per_minute"}
+)
+
+
 def content_key(identity: Any, texts: Iterable[str]) -> str:
     """Key of an ordered list of texts under an encoder's identity."""
     return _digest(canonical(identity), *(t.encode("utf-8") for t in texts))
@@ -85,6 +94,29 @@ def run_key(
     if query_metadata is not None:
         config["query_metadata"] = sorted((q, dict(m)) for q, m in query_metadata.items())
     return stage_key("run", config, chunks, queries_key(queries))
+
+
+def adapter_key(recipe: Any, identity: Any, corpus: str, k: int, query: str) -> str:
+    """One query's output of a foreign component (``rag_lab/retrievers/_adapter.py``): its
+    rebuild recipe (import path, arguments), identity (package versions, embedder), the corpus
+    it was built over (``content_key`` of the chunk ids and texts), the depth and the query."""
+    return stage_key("adapter", {"recipe": recipe, "identity": identity, "k": k}, corpus, query)
+
+
+def query_run_table(retriever_config: Any, identity: Any, k: int, chunks: str) -> str:
+    """The table of one retriever's per-query results over one chunk set at depth ``k`` (and
+    this rag_lab release, as every stage key): a run that misses reads back the queries it
+    shares with earlier runs, so adding a query searches only it."""
+    return stage_key(
+        "query_runs", {"retriever": retriever_config, "identity": identity, "k": k}, chunks
+    )
+
+
+def query_run_key(text: str, metadata: Any = None) -> str:
+    """One query's row: its text as the retriever sees it, and the metadata fields a
+    ``QueryMetadataAware`` retriever reads (``None``: none)."""
+    parts = [text.encode("utf-8")] + ([] if metadata is None else [canonical(metadata)])
+    return _digest(*parts, size=16)
 
 
 # -- per-item tables ----------------------------------------------------------------------------

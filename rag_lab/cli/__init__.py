@@ -67,12 +67,20 @@ COMMANDS: dict[str, Command] = {
     "llm-server": Command(
         "rag_lab.cli.llm_server", "serve a local causal LM behind an OpenAI-compatible endpoint"
     ),
+    "tracking-server": Command(
+        "rag_lab.cli.tracking_server",
+        "start|stop|status an MLflow tracking server on PostgreSQL (parallel jobs, a team UI)",
+    ),
     "report": Command(
         "rag_lab.cli.report", "write a self-contained report.html for a run or a sweep folder"
     ),
     "compare": Command(
         "rag_lab.cli.compare",
         "compare two runs of one split: paired differences, queries better/worse (+ HTML)",
+    ),
+    "walk": Command(
+        "rag_lab.cli.walk",
+        "walk from one pipeline to another a stage at a time (dev decides, test reports)",
     ),
     "synthesize": Command(
         "rag_lab.cli.synthesize",

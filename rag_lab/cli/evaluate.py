@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 
 import hydra
 from omegaconf import DictConfig
 
+from rag_lab.cli._compose import share_validated_configs
 from rag_lab.cli._errors import user_errors
 from rag_lab.llm_client import check_overrides
 from rag_lab.metrics.names import objective_value
@@ -36,6 +38,10 @@ def main() -> float | None:
     """The command: refuse a credential pasted on the command line before Hydra saves the
     command line in the run folder, then run the Hydra task."""
     user_errors(check_overrides)(sys.argv[1:])
+    # conf/hydra/launcher/ray.yaml completes hydra-ray-launcher's schema of the same name on
+    # purpose (hydra/launcher=ray); Hydra 1.3 warns of that automatic schema matching
+    warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/ray' is validated against")
+    share_validated_configs()  # a multirun composes each job once, not twice
     return task()
 
 

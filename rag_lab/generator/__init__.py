@@ -3,12 +3,14 @@
 ``extractive`` is the model-free baseline; ``openai`` calls any OpenAI-compatible endpoint;
 ``transformers`` runs a local causal LM (folder, HF id or GGUF file). ``context`` renders retrieved
 chunks as the structured context a model reads; ``prompts`` holds the templates and refusal
-strings all generators share.
+strings all generators share. ``foreign_pipeline`` hands on the answers of a foreign pipeline
+evaluated end to end (``retrievers=[foreign_pipeline]``).
 """
 
 from rag_lab.generator.base import Cacheable, Generator
 from rag_lab.generator.context import build_context
 from rag_lab.generator.extractive import ExtractiveGenerator
+from rag_lab.generator.foreign_pipeline import ForeignPipelineGenerator
 from rag_lab.generator.openai import OpenAIGenerator
 from rag_lab.generator.prompts import PROMPTS, REFUSALS, PromptTemplate, detect_language
 from rag_lab.generator.transformers import TransformersGenerator
@@ -19,6 +21,7 @@ __all__ = [
     "ExtractiveGenerator",
     "OpenAIGenerator",
     "TransformersGenerator",
+    "ForeignPipelineGenerator",
     "build_context",
     "PROMPTS",
     "REFUSALS",

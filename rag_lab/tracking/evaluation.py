@@ -221,6 +221,7 @@ def evaluation_run(
     }
     params: Mapping[str, Any] = resolved
     if sweep:  # a child of the sweep's parent run
+        check_parent_store(tracker, sweep)
         params = swept_params(sweep)
         tags.update(overrides=" ".join(sweep.get("overrides", [])), sweep_job=str(sweep["job"]))
         name = cfg.get("run_name") or child_run_name(sweep)
@@ -240,6 +241,26 @@ def evaluation_run(
             log.warning("could not mark MLflow run %s %s: %s", run.run_id, status, log_exc)
         raise
     run.end("FINISHED")
+
+
+def check_parent_store(tracker: Tracker, sweep: Mapping[str, Any]) -> None:
+    """Refuse (``ConfigError``) a sweep job whose tracker writes to another store than the one
+    its parent run is in (``uri`` in ``sweep_parent.json``): its child would point at a parent
+    that store does not have. That happens when the job resolves ``tracking.uri`` where the sweep
+    did not: a launcher running it in another folder or on a machine where ``./experiments`` is
+    another folder (conf/hydra/launcher/ray.yaml passes the sweep's folders on for that)."""
+    from rag_lab.errors import ConfigError
+    from rag_lab.protocols import Remote
+
+    parent_uri = sweep.get("uri")
+    if not parent_uri or not isinstance(tracker, Remote) or tracker.uri == parent_uri:
+        return
+    raise ConfigError(
+        f"tracking.uri={tracker.uri}: this sweep job's MLflow store is not its parent run's "
+        f"({parent_uri}), so its run would be orphaned; the job resolved paths elsewhere than "
+        "the sweep (another working directory or machine): give paths.experiments as a folder "
+        "every node sees at the same path, or tracking.uri=<an MLflow server>"
+    )
 
 
 def _write_run_id(out_dir: Path, run_id: str) -> None:

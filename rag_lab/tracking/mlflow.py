@@ -242,9 +242,19 @@ class MlflowTracker:
         mlflow.set_tracking_uri(self.uri)
         exp = mlflow.get_experiment_by_name(self.experiment)
         if exp is None:
-            return mlflow, mlflow.create_experiment(
-                self.experiment, artifact_location=self._artifact_uri()
-            )
+            from mlflow.exceptions import MlflowException
+
+            try:
+                return mlflow, mlflow.create_experiment(
+                    self.experiment, artifact_location=self._artifact_uri()
+                )
+            except MlflowException as exc:
+                # parallel jobs on a server (no store_lock there): another one created it first
+                if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
+                exp = mlflow.get_experiment_by_name(self.experiment)
+                if exp is None:
+                    raise
         return mlflow, exp.experiment_id
 
     def client(self) -> Any:
@@ -492,10 +502,18 @@ class MlflowRun:
             source=json.dumps({"uri": source}),
             profile=json.dumps(dict(profile or {}), default=str),
         )
+        from mlflow.exceptions import MlflowException
+
+        inputs = [DatasetInput(dataset, [InputTag(MLFLOW_DATASET_CONTEXT, context)])]
         with self._store(False):
-            self.client.log_inputs(
-                self.run_id, [DatasetInput(dataset, [InputTag(MLFLOW_DATASET_CONTEXT, context)])]
-            )
+            try:
+                self.client.log_inputs(self.run_id, inputs)
+            except MlflowException:
+                # parallel jobs on a server (no store_lock there) logging the same dataset: the
+                # server checks for the dataset, then inserts it, and the slower job's insert
+                # breaks the unique key (its transaction rolls back). Once more links the row
+                # the faster job wrote; any other refusal is refused again and raised.
+                self.client.log_inputs(self.run_id, inputs)
 
     def log_table(self, table: pd.DataFrame, artifact_file: str) -> None:
         """``table`` as an MLflow table artifact (``.json``: previewable in the run's artifacts

@@ -77,9 +77,11 @@ def test_the_table_covers_every_command():
         "cache",
         "serve",
         "llm-server",
+        "tracking-server",
         "report",
         "compare",
         "synthesize",
+        "walk",
     }
     assert set(COMMANDS["train"].tasks or {}) == {"embedder", "reranker"}
     assert all(cmd.module.startswith("rag_lab.cli.") for _, cmd in ROWS)

@@ -15,7 +15,9 @@ from rag_lab.pipeline import build_pipeline, check_targets, instantiate
 from tests.compose import TOY, compose_evaluate
 
 CONF = Path(CONFIG_DIR)
-GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("hydra", "local"))
+# conf/walk/ holds rag-lab walk plans, not an evaluate group (tested in tests/walk/)
+SKIP = ("hydra", "local", "walk")
+GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in SKIP)
 
 
 def options(group: str) -> list[str]:
