@@ -29,6 +29,8 @@ INGEST_REPORT_FILE = "ingest_report.json"
 ANSWERS_FILE = "answers.jsonl"
 REPORT_FILE = "report.html"  # rag_lab.report
 
+_INGEST_TEXT: dict[str, str] = {}  # the last ingest report written: compact JSON -> its text
+
 
 def write_scores(
     out_dir: Path, metrics: Mapping[str, Any], table: pd.DataFrame, fingerprint: str
@@ -100,16 +102,48 @@ def write_ingest_report(out_dir: Path, report: Mapping[str, Any]) -> Path:
     """``ingest_report.json`` (``rag_lab.ingest``): per document pages, OCR pages, tables,
     sections, contract problems and seconds; the files skipped under ``parser.on_error=skip``."""
     path = out_dir / INGEST_REPORT_FILE
-    path.write_text(json.dumps(dict(report), indent=2, ensure_ascii=False))
+    data = dict(report)
+    # a multirun's jobs write the same report: its compact spelling (C encoder, ~5x faster)
+    # keys the indented text (pure-Python encoder, ~20 ms for 5,000 documents) of the last one
+    key = json.dumps(data, ensure_ascii=False)
+    text = _INGEST_TEXT.get(key)
+    if text is None:
+        text = json.dumps(data, indent=2, ensure_ascii=False)
+        _INGEST_TEXT.clear()
+        _INGEST_TEXT[key] = text
+    path.write_text(text)
     return path
 
 
 def write_config(out_dir: Path, resolved: Mapping[str, Any]) -> Path:
+    """``config_resolved.yaml``: ``OmegaConf.to_yaml`` of the resolved config; one of plain
+    YAML values only is dumped as that function dumps it, without building a config of it
+    first (~10 ms a job)."""
+    import yaml
     from omegaconf import OmegaConf
+    from omegaconf._utils import get_omega_conf_dumper
 
     path = out_dir / CONFIG_FILE
-    path.write_text(OmegaConf.to_yaml(dict(resolved)))
+    data = dict(resolved)
+    if _plain(data):  # the yaml.dump call of OmegaConf.to_yaml
+        dumper = get_omega_conf_dumper()
+        text = yaml.dump(
+            data, default_flow_style=False, allow_unicode=True, sort_keys=False, Dumper=dumper
+        )
+    else:
+        text = OmegaConf.to_yaml(data)
+    path.write_text(text)
     return path
+
+
+def _plain(value: Any) -> bool:
+    """Only dicts with str keys, lists, str, int, float, bool and None (what ``OmegaConf.to_yaml``
+    writes back unchanged)."""
+    if isinstance(value, dict):
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return value is None or type(value) in (str, int, float, bool)
 
 
 def write_answer_log(

@@ -23,11 +23,13 @@ def write_run_report(run_dir: Path, labels: Any = None) -> Path:
     return write(Path(run_dir), labels)
 
 
-def write_sweep_report(sweep_dir: Path) -> Path:
-    """``<sweep_dir>/report.html`` (see :func:`rag_lab.report.sweep_page.write_sweep_report`)."""
+def write_sweep_report(sweep_dir: Path, **computed: Any) -> Path:
+    """``<sweep_dir>/report.html`` (see :func:`rag_lab.report.sweep_page.write_sweep_report`;
+    ``computed``: what the sweep's end already has, :func:`rag_lab.report.sweep_page.
+    render_sweep`)."""
     from rag_lab.report.sweep_page import write_sweep_report as write
 
-    return write(Path(sweep_dir))
+    return write(Path(sweep_dir), **computed)
 
 
 __all__ = ["write_run_report", "write_sweep_report"]

@@ -30,18 +30,37 @@ _configured: list[str] = []
 def cjk_family() -> str | None:
     """The CJK fallback family in use (None: no CJK font installed; Chinese text draws as boxes
     and matplotlib warns "Glyph ... missing")."""
-    pyplot()
+    configure()
     return _configured[0] or None
 
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the Agg backend with ``font.family = [DejaVu Sans, <CJK>]``
     (configured once per process)."""
+    configure()
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def subplots(figsize: tuple[float, float]) -> tuple[Any, Any]:
+    """A figure and its one axes, configured as :func:`pyplot` configures them, on an Agg canvas
+    of its own: outside pyplot, so nothing global to close, and no pyplot import (~0.15 s)."""
+    configure()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots()
+
+
+def configure() -> Any:
+    """``matplotlib`` on the Agg backend with ``font.family = [DejaVu Sans, <CJK>]``
+    (configured once per process)."""
     import matplotlib
 
     matplotlib.use("Agg")  # headless: reports are written on servers and in CI
-    import matplotlib.pyplot as plt
-
     if not _configured:
         from matplotlib import font_manager
 
@@ -60,9 +79,9 @@ def pyplot() -> Any:
                 "run scripts/install_system_deps.sh",
                 ", ".join(n for n, _ in CJK_FONTS),
             )
-        plt.rcParams["font.family"] = ["DejaVu Sans", family] if family else ["DejaVu Sans"]
+        matplotlib.rcParams["font.family"] = ["DejaVu Sans", family] if family else ["DejaVu Sans"]
         _configured.append(family)
-    return plt
+    return matplotlib
 
 
 def png_data_uri(path_or_fig: Path | Any, dpi: int = 100, **savefig: Any) -> str:

@@ -26,7 +26,7 @@ from rag_lab.report.data import (
     metric_cis,
     with_labels,
 )
-from rag_lab.report.figures import png_data_uri, pyplot
+from rag_lab.report.figures import png_data_uri, subplots
 from rag_lab.stats import paired_bootstrap_ci
 
 DEPTH = 10  # retrieved chunks shown per query
@@ -156,31 +156,27 @@ def category_figure(per_query: pd.DataFrame, names: Sequence[str]) -> str | None
         return None
     cats = [c for c, k in zip(cats, keep, strict=True) if k]
     stats = stats[:, keep, :]
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(max(6.4, 0.9 * len(cats) * len(shown) / 2), 4.0))
-    try:
-        x = np.arange(len(cats))
-        width = 0.8 / len(shown)
-        for j, m in enumerate(shown):
-            mean = stats[j, :, 0]
-            err = np.clip(np.stack([mean - stats[j, :, 1], stats[j, :, 2] - mean]), 0, None)
-            ax.bar(x - 0.4 + width * (j + 0.5), mean, width, yerr=err, capsize=2, label=m)
-        rotation = 30 if max(len(c) for c in cats) > 8 else 0
-        ax.set_xticks(x, cats, rotation=rotation)
-        ax.set_ylim(0, 1.0)
-        ax.set_title("by category (95% bootstrap CI)")
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(
-            fontsize="small",
-            ncols=len(shown),
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.3 if rotation else -0.1),
-            frameon=False,
-        )
-        fig.tight_layout()
-        return png_data_uri(fig, bbox_inches="tight")
-    finally:
-        plt.close(fig)
+    fig, ax = subplots(figsize=(max(6.4, 0.9 * len(cats) * len(shown) / 2), 4.0))
+    x = np.arange(len(cats))
+    width = 0.8 / len(shown)
+    for j, m in enumerate(shown):
+        mean = stats[j, :, 0]
+        err = np.clip(np.stack([mean - stats[j, :, 1], stats[j, :, 2] - mean]), 0, None)
+        ax.bar(x - 0.4 + width * (j + 0.5), mean, width, yerr=err, capsize=2, label=m)
+    rotation = 30 if max(len(c) for c in cats) > 8 else 0
+    ax.set_xticks(x, cats, rotation=rotation)
+    ax.set_ylim(0, 1.0)
+    ax.set_title("by category (95% bootstrap CI)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(
+        fontsize="small",
+        ncols=len(shown),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.3 if rotation else -0.1),
+        frameon=False,
+    )
+    fig.tight_layout()
+    return png_data_uri(fig, bbox_inches="tight")
 
 
 def miss_figure(per_query: pd.DataFrame) -> str | None:
@@ -194,18 +190,14 @@ def miss_figure(per_query: pd.DataFrame) -> str | None:
                 counts[f"{side}: {reason.removeprefix('evidence_')}"] = int(n)
     if not counts:
         return None
-    plt = pyplot()
     items = sorted(counts.items(), key=lambda kv: kv[1])
-    fig, ax = plt.subplots(figsize=(6.4, 0.35 * len(items) + 1.2))
-    try:
-        ax.barh([k for k, _ in items], [v for _, v in items], color="C3")
-        ax.set_xlabel("queries")
-        ax.set_title("why queries missed at 5")
-        ax.grid(axis="x", alpha=0.3)
-        fig.tight_layout()
-        return png_data_uri(fig)
-    finally:
-        plt.close(fig)
+    fig, ax = subplots(figsize=(6.4, 0.35 * len(items) + 1.2))
+    ax.barh([k for k, _ in items], [v for _, v in items], color="C3")
+    ax.set_xlabel("queries")
+    ax.set_title("why queries missed at 5")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return png_data_uri(fig)
 
 
 def query_details(

@@ -125,13 +125,18 @@ def leaderboard_section(board: pd.DataFrame, trials: list[Trial], metric: str, a
 _BOARD_FIXED = {"rank", "name", *STAT_COLUMNS}
 
 
-def plots_section(trials: list[Trial], metric: str) -> str:
-    with tempfile.TemporaryDirectory(prefix="rag_lab_sweep_plots_") as tmp:
-        paths = plot_metric_vs_params(trials, metric, Path(tmp), n_resamples=1000)
-        by_cat = plot_by_category(trials, metric, Path(tmp), top=TOP)
-        if by_cat is not None:
-            paths.append(by_cat)
-        figures = [h.figure(png_data_uri(p), p.stem.replace("_", " ")) for p in paths]
+def plots_section(trials: list[Trial], metric: str, pngs: list[Path] | None = None) -> str:
+    """The sweep plots inline: ``pngs`` (those ``rag_lab.sweep.report.write_report`` wrote at the
+    sweep's end) or, when none are given, drawn here."""
+    if pngs is not None:
+        figures = [h.figure(png_data_uri(p), p.stem.replace("_", " ")) for p in pngs]
+    else:
+        with tempfile.TemporaryDirectory(prefix="rag_lab_sweep_plots_") as tmp:
+            paths = plot_metric_vs_params(trials, metric, Path(tmp), n_resamples=1000)
+            by_cat = plot_by_category(trials, metric, Path(tmp), top=TOP)
+            if by_cat is not None:
+                paths.append(by_cat)
+            figures = [h.figure(png_data_uri(p), p.stem.replace("_", " ")) for p in paths]
     if not figures:
         return ""
     return h.section("Plots", "".join(figures), "plots")
@@ -217,10 +222,24 @@ def drilldown_section(
     )
 
 
-def render_sweep(sweep_dir: Path, alpha: float = 0.05) -> str:
-    trials = sweep_trials(sweep_dir)
-    metric = sweep_metric(sweep_dir)
-    board = leaderboard(trials, metric, higher_is_better=higher_is_better(metric), alpha=alpha)
+def render_sweep(
+    sweep_dir: Path,
+    alpha: float = 0.05,
+    *,
+    trials: list[Trial] | None = None,
+    board: pd.DataFrame | None = None,
+    plots: list[Path] | None = None,
+) -> str:
+    """The page's HTML. ``trials``, ``board`` and ``plots``: what the sweep's end has already
+    computed (the callback, ``rag_lab.sweep.callback``), used instead of reading the jobs again
+    (``trials``: as :func:`sweep_trials` reads them), ranking them again (``board``: their
+    :func:`~rag_lab.sweep.report.leaderboard` on the sweep's metric at ``alpha``, no floors) or
+    drawing the plots again (``plots``: the PNGs of ``<sweep>/report``)."""
+    if trials is None:
+        trials = sweep_trials(sweep_dir)
+    metric = str(board.attrs["metric"]) if board is not None else sweep_metric(sweep_dir)
+    if board is None:
+        board = leaderboard(trials, metric, higher_is_better=higher_is_better(metric), alpha=alpha)
     info: list[tuple[str, Any]] = [
         ("sweep", str(sweep_dir)),
         ("configurations", len(trials)),
@@ -238,7 +257,7 @@ def render_sweep(sweep_dir: Path, alpha: float = 0.05) -> str:
     parts = [
         h.section("Sweep", h.definition_list(info), "sweep"),
         leaderboard_section(board, trials, metric, alpha),
-        plots_section(trials, metric),
+        plots_section(trials, metric, plots),
         category_section(board, trials, metric),
         drilldown_section(sweep_dir, board, trials, metric),
     ]
@@ -248,12 +267,13 @@ def render_sweep(sweep_dir: Path, alpha: float = 0.05) -> str:
     return h.page(title, str(sweep_dir), nav, "".join(p for p in parts if p))
 
 
-def write_sweep_report(sweep_dir: Path, alpha: float = 0.05) -> Path:
-    """Write ``<sweep_dir>/report.html`` and return its path. Raises :class:`ConfigError` when
-    the folder holds no finished job."""
+def write_sweep_report(sweep_dir: Path, alpha: float = 0.05, **computed: Any) -> Path:
+    """Write ``<sweep_dir>/report.html`` and return its path (``computed``: :func:`render_sweep`'s
+    ``trials`` / ``board`` / ``plots``). Raises :class:`ConfigError` when the folder holds no
+    finished job."""
     sweep_dir = Path(sweep_dir)
     path = sweep_dir / REPORT_FILE
-    path.write_text(render_sweep(sweep_dir, alpha), encoding="utf-8")
+    path.write_text(render_sweep(sweep_dir, alpha, **computed), encoding="utf-8")
     return path
 
 

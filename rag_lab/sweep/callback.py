@@ -187,7 +187,7 @@ class MlflowSweepCallback(Callback):
         (sweep_dir / PARENT_FILE).write_text(json.dumps(info))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from rag_lab.sweep.report import write_report
+        from rag_lab.sweep.report import report_files
 
         sweep_dir = Path(config.hydra.sweep.dir)
         metric = canonical_key(config.optimized_metric)
@@ -198,9 +198,17 @@ class MlflowSweepCallback(Callback):
             return
         hib = higher_is_better(metric)
         floors = sweep_floors(config)  # a trial below a floor cannot beat one that meets them
-        files = write_report(
-            varying(trials), metric, sweep_dir / "report", higher_is_better=hib, floors=floors
+        shown = varying(trials)
+        board, files = report_files(
+            shown, metric, sweep_dir / "report", higher_is_better=hib, floors=floors
         )
+        # the HTML page shows the same jobs, leaderboard (when no floor reorders it) and plots
+        computed: dict[str, Any] = {}
+        if all((sweep_dir / t.name / ".hydra").is_dir() for t in trials):
+            computed["trials"] = shown
+            computed["plots"] = [p for p in files.values() if p.suffix == ".png"]
+            if not floors:
+                computed["board"] = board
         worst = float("-inf") if hib else float("inf")
 
         def objective(t: Any) -> float:
@@ -215,7 +223,7 @@ class MlflowSweepCallback(Callback):
         try:  # the page is a view of files already written: failing it loses no result
             from rag_lab.report import write_sweep_report
 
-            files["report.html"] = write_sweep_report(sweep_dir)
+            files["report.html"] = write_sweep_report(sweep_dir, **computed)
         except Exception as exc:
             log.warning("sweep report.html not written: %s", exc)
         print(

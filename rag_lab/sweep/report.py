@@ -28,7 +28,7 @@ import pandas as pd
 # HEADLINE: the metrics.json keys shown next to the ranked one (those present in any trial)
 from rag_lab.metrics.names import HEADLINE, meets_floors
 from rag_lab.metrics.names import higher_is_better as _higher_is_better
-from rag_lab.report.figures import pyplot as _pyplot
+from rag_lab.report.figures import subplots as _subplots
 from rag_lab.stats import align, holm, paired_bootstrap_ci, randomization_test
 
 STAT_COLUMNS = (
@@ -401,7 +401,6 @@ def plot_metric_vs_params(
     higher_is_better = _direction(metric, higher_is_better)
     _check(trials, metric)
     stats = _summaries(trials, metric, n_resamples, alpha, seed)
-    plt = _pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for param in _param_names(trials):
@@ -409,19 +408,16 @@ def plot_metric_vs_params(
         values = [trials[i].params[param] for i in idx]
         if len({str(v) for v in values}) < 2:
             continue
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        try:
-            draw = _plot_numeric if _is_numeric(values) else _plot_categorical
-            draw(ax, values, stats[idx], higher_is_better)
-            ax.set_xlabel(param)
-            ax.set_ylabel(metric)
-            ax.set_title(f"{metric} vs {param} ({100 * (1 - alpha):g}% bootstrap CI)")
-            ax.grid(alpha=0.3)
-            fig.tight_layout()
-            path = out_dir / f"{_slug(metric)}_vs_{_slug(param)}.png"
-            fig.savefig(path, dpi=100)
-        finally:
-            plt.close(fig)  # figures are global state in pyplot; a sweep of many params would leak
+        fig, ax = _subplots(figsize=(6.4, 4.2))  # outside pyplot: no global figure to close
+        draw = _plot_numeric if _is_numeric(values) else _plot_categorical
+        draw(ax, values, stats[idx], higher_is_better)
+        ax.set_xlabel(param)
+        ax.set_ylabel(metric)
+        ax.set_title(f"{metric} vs {param} ({100 * (1 - alpha):g}% bootstrap CI)")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        path = out_dir / f"{_slug(metric)}_vs_{_slug(param)}.png"
+        fig.savefig(path, dpi=100)
         paths.append(path)
     return paths
 
@@ -473,32 +469,28 @@ def plot_by_category(
         return None
     cats = [c for c, keep in zip(cats, defined, strict=True) if keep]
     table = table[:, defined]
-    plt = _pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(cats) * max(len(best), 2) / 3), 4.2))
-    try:
-        x = np.arange(len(cats))
-        width = 0.8 / len(best)
-        for j, (trial, row) in enumerate(zip(best, table, strict=True)):
-            # NaN: no bar, not a false 0
-            ax.bar(x - 0.4 + width * (j + 0.5), row, width, label=config_label(trial))
-        rotation = 30 if max(len(str(c)) for c in cats) > 8 else 0
-        ax.set_xticks(x, [str(c) for c in cats], rotation=rotation)
-        ax.set_ylabel(f"mean {metric}")
-        ax.set_title(f"{metric} by category (top {len(best)})")
-        ax.grid(axis="y", alpha=0.3)
-        # below the axes: configuration labels are long and would cover bars
-        ax.legend(
-            fontsize="small",
-            ncols=2 if len(best) > 4 else 1,
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.18 if rotation else -0.1),
-            frameon=False,
-        )
-        path = out_dir / f"{_slug(metric)}_by_category.png"
-        fig.savefig(path, dpi=100, bbox_inches="tight")
-    finally:
-        plt.close(fig)
+    fig, ax = _subplots(figsize=(max(6.4, 1.2 * len(cats) * max(len(best), 2) / 3), 4.2))
+    x = np.arange(len(cats))
+    width = 0.8 / len(best)
+    for j, (trial, row) in enumerate(zip(best, table, strict=True)):
+        # NaN: no bar, not a false 0
+        ax.bar(x - 0.4 + width * (j + 0.5), row, width, label=config_label(trial))
+    rotation = 30 if max(len(str(c)) for c in cats) > 8 else 0
+    ax.set_xticks(x, [str(c) for c in cats], rotation=rotation)
+    ax.set_ylabel(f"mean {metric}")
+    ax.set_title(f"{metric} by category (top {len(best)})")
+    ax.grid(axis="y", alpha=0.3)
+    # below the axes: configuration labels are long and would cover bars
+    ax.legend(
+        fontsize="small",
+        ncols=2 if len(best) > 4 else 1,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18 if rotation else -0.1),
+        frameon=False,
+    )
+    path = out_dir / f"{_slug(metric)}_by_category.png"
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     return path
 
 
@@ -512,6 +504,14 @@ def write_report(trials: Sequence[Trial], metric: str, out_dir: Path, **kw: Any)
     ``kw``: :func:`leaderboard`'s options (``higher_is_better``, ``alpha``, ``n_resamples``,
     ``n_permutations``, ``seed``; the plots reuse those that apply) and ``top`` for
     :func:`plot_by_category`. Returns ``{file name: path}`` for every file written."""
+    return report_files(trials, metric, out_dir, **kw)[1]
+
+
+def report_files(
+    trials: Sequence[Trial], metric: str, out_dir: Path, **kw: Any
+) -> tuple[pd.DataFrame, dict[str, Path]]:
+    """:func:`write_report`, also returning the leaderboard it wrote (the sweep's end hands it
+    to the HTML page, ``rag_lab.report.sweep_page``, instead of ranking the trials twice)."""
     unknown = set(kw) - _LEADERBOARD_KW - {"top"}
     if unknown:
         raise TypeError(f"write_report got unexpected option(s): {', '.join(sorted(unknown))}")
@@ -528,4 +528,4 @@ def write_report(trials: Sequence[Trial], metric: str, out_dir: Path, **kw: Any)
     )
     if by_cat is not None:
         paths.append(by_cat)
-    return {p.name: p for p in paths}
+    return board, {p.name: p for p in paths}

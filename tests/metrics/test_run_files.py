@@ -79,3 +79,26 @@ def test_ranx_reads_run_and_qrels_files_and_reproduces_the_metrics(toy_run):
     got = ranx_evaluate(Qrels(answerable), Run(run_dict), names)
     for name in names:
         assert got[name] == pytest.approx(metrics[name.replace("@", "_at_")], abs=1e-9), name
+
+
+def test_ingest_report_and_config_files_are_the_plain_dumps(tmp_path):
+    from omegaconf import OmegaConf
+
+    from rag_lab.outputs import write_config, write_ingest_report
+
+    reports = [
+        {"totals": {"n_files": 1}, "documents": [{"doc_id": "d1", "seconds": 2.5e-05}]},
+        {"totals": {"n_files": 1}, "documents": [{"doc_id": "d1", "seconds": 2.5e-05}]},
+        {"totals": {"n_files": 1.0}, "documents": [{"seconds": 2.5e-05, "doc_id": "d1"}]},
+        {"totals": {"n_files": True}, "documents": [{"doc_id": "文档", "seconds": 2.5e-05}]},
+    ]  # the same report again (written from memory), then ones equal to it as dicts but not as text
+    for i, report in enumerate(reports):
+        path = write_ingest_report(tmp_path, report)
+        assert path.read_text() == json.dumps(report, indent=2, ensure_ascii=False), i
+    configs = [
+        {"a": "${x}", "b": "???", "c": [1, 2.5, None, True, "yes", "1e5", "~", ""], "z": 0},
+        {"d": {"e": "中文", "f": "a: b", "h": 1e-05, "i": math.inf}, "j": "\\${esc}"},
+        {"k": ("a", "tuple"), "p": {1: "int key"}},  # not plain: through OmegaConf itself
+    ]
+    for config in configs:
+        assert write_config(tmp_path, config).read_text() == OmegaConf.to_yaml(config)

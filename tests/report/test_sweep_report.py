@@ -47,3 +47,25 @@ def test_not_a_sweep_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no finished job"):
         write_sweep_report(tmp_path)
     assert report_cli([str(tmp_path)]) == 2
+
+
+def test_the_sweep_end_hands_the_page_what_it_computed(sweep: Path, tmp_path: Path) -> None:
+    import base64
+
+    from rag_lab.metrics.names import higher_is_better
+    from rag_lab.report.sweep_page import render_sweep, sweep_metric, sweep_trials
+    from rag_lab.sweep.report import report_files
+
+    trials, metric = sweep_trials(sweep), sweep_metric(sweep)
+    board, files = report_files(
+        trials, metric, tmp_path / "report", higher_is_better=higher_is_better(metric)
+    )
+    # the same jobs and leaderboard: the same page as one that reads and ranks them itself
+    assert render_sweep(sweep, trials=trials, board=board) == render_sweep(sweep)
+    pngs = [p for p in files.values() if p.suffix == ".png"]
+    page = render_sweep(sweep, trials=trials, board=board, plots=pngs)
+    figures = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="([^"]+)"', page)
+    assert figures == [
+        (base64.b64encode(p.read_bytes()).decode(), p.stem.replace("_", " ")) for p in pngs
+    ]
+    assert len(figures) == 3  # vs retrievers, vs fusion.k, by category

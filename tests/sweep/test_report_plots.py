@@ -165,3 +165,19 @@ def test_chinese_labels_have_glyphs(tmp_path: Path) -> None:
     assert by_cat is not None and len(paths) == 1
     glyphs = [str(w.message) for w in caught if "Glyph" in str(w.message)]
     assert glyphs == []
+
+
+def test_a_figure_drawn_outside_pyplot_is_pyplots_png(tmp_path: Path) -> None:
+    from rag_lab.report.figures import pyplot, subplots
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    own, own_ax = subplots(figsize=(6.4, 4.2))
+    for a in (ax, own_ax):
+        a.bar(["口语", "exact_code"], [0.4, 0.7], label="bars")
+        a.set_title("ndcg_at_10 by category")
+        a.legend()
+    fig.savefig(tmp_path / "pyplot.png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    own.savefig(tmp_path / "own.png", dpi=100, bbox_inches="tight")
+    assert (tmp_path / "own.png").read_bytes() == (tmp_path / "pyplot.png").read_bytes()

@@ -3,6 +3,7 @@ children, leaderboard, select-on-dev/report-on-test, the stage cache across tria
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -139,6 +140,10 @@ def test_chunker_sweep_embeds_each_chunk_set_once_and_rerun_is_all_hits(tmp_path
     )
     assert sweep(tmp_path, *args, name="a").returncode == 0
     first = job_metrics(tmp_path / "a")
+    # the sweep page embeds the plots of the report folder (drawn once, at the sweep's end)
+    page = (tmp_path / "a" / "report.html").read_text(encoding="utf-8")
+    pngs = sorted((tmp_path / "a" / "report").glob("*.png"))
+    assert pngs and all(base64.b64encode(p.read_bytes()).decode() in page for p in pngs)
     # three distinct chunk sets: each embeds its new chunk texts once (one row per text)
     for m in first:
         looked_up = m["cache/embeddings/misses"] + m["cache/embeddings/hits"]

@@ -9,6 +9,7 @@ import logging
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from rag_lab import build
@@ -56,6 +57,30 @@ def test_cjk_share_is_han_over_letters():
     assert cjk_share(["E102 70 °C", "HX-200"]) == 0.0  # letters E, C, H, X: no Han
     assert cjk_share(["12 34", ""]) is None  # no letter at all
     assert cjk_share(["ab", "油温油温"], max_chars=2) == 0.0  # the sample stops at max_chars
+
+
+def test_cjk_share_counts_as_the_per_character_definition():
+    from rag_lab.tokenizer.script import _is_cjk
+
+    def by_character(texts, max_chars):
+        han = letters = seen = 0
+        for text in texts:
+            for ch in text[: max(0, max_chars - seen)]:
+                letters += ch.isalpha()
+                han += ch.isalpha() and _is_cjk(ch)
+            seen += len(text)
+            if seen >= max_chars:
+                break
+        return han / letters if letters else None
+
+    # the edges of each Han block, unassigned code points in them (not letters), kana, digits
+    edges = [0x3400, 0x4DBF, 0x4DC0, 0x4DFF, 0x4E00, 0x9FFF, 0x9FFE, 0xA000, 0xF900, 0xFAFF]
+    alphabet = [chr(c) for c in edges] + list("aZé5 。カ\n") + [chr(0x4DB6), chr(0xFA6E)]
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        texts = ["".join(rng.choice(alphabet, rng.integers(0, 40))) for _ in range(5)]
+        max_chars = int(rng.choice([0, 7, 30, 10_000]))
+        assert cjk_share(texts, max_chars) == by_character(texts, max_chars)
 
 
 def test_corpus_sample_reads_jsonl_values_and_text_files(chinese_set, english_set):
