@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from peak import peak_rss_mib  # benchmarks/peak.py (scripts run from benchmarks/)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -107,6 +109,7 @@ def main() -> None:
         "command": "python benchmarks/bench_distributed.py " + " ".join(sys.argv[1:]),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    result["peak_rss_mib"] = peak_rss_mib()  # Ray's workers are not children: see the cluster
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 

@@ -27,6 +27,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from peak import peak_rss_mib  # benchmarks/peak.py (scripts run from benchmarks/)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 MTEB_README = """---
@@ -202,6 +204,8 @@ def main() -> None:
             results[f"cmrc2018/squad_{tok}"] = evaluate(
                 ["dataset=squad", f"dataset.path={squad}", f"tokenizer={tok}"], tmp / f"e_{tok}"
             )
+    results["peak_rss_mib"] = peak_rss_mib()
+    print(f"peak RSS {results['peak_rss_mib']}")
     if args.out:
         args.out.write_text(json.dumps(results, indent=2) + "\n")
 

@@ -19,6 +19,8 @@ import os
 import time
 from pathlib import Path
 
+from peak import peak_rss_mib  # benchmarks/peak.py (scripts run from benchmarks/)
+
 from rag_lab.chunker import NoneChunker
 from rag_lab.dataset import read_queries
 from rag_lab.embedder import SentenceTransformerEmbedder
@@ -120,6 +122,8 @@ def main() -> None:
         print(f"  raw SentenceTransformer.encode {d['raw_encode_docs_per_second']:8.1f} docs/s")
         print(f"  rag_lab DenseRetriever.index   {d['rag_lab_index_docs_per_second']:8.1f} docs/s")
         print(f"  ratio rag_lab / raw: {d['rag_lab_over_raw']:.3f}")
+    res["peak_rss_mib"] = peak_rss_mib()
+    print(f"peak RSS {res['peak_rss_mib']}")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(res, indent=2))

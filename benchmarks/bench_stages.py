@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from peak import peak_rss_mib  # benchmarks/peak.py (scripts run from benchmarks/)
+
 REFUSAL_KEYS = ("refusal_rate_unanswerable", "wrong_refusal_rate", "empty_result_rate")
 
 
@@ -139,6 +141,7 @@ def main() -> None:
             result["variants"][v] = {**compare(base, table, metrics), **side}
         if args.sweep:
             result["sweep"] = sweep_summary(args.sweep, metrics)
+    result["peak_rss_mib"] = peak_rss_mib()
     text = json.dumps(result, indent=2, ensure_ascii=False)
     print(text)
     if args.out:

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from peak import peak_rss_mib  # benchmarks/peak.py (scripts run from benchmarks/)
+
 BASE = ["experiment=scifact_hybrid", "dataset.split=train"]
 SWEEPS = [
     ["fusion=rrf", "fusion.k=10,60", "+fusion.weights.dense=0.5,1.0,2.0"],
@@ -89,6 +91,8 @@ def main() -> None:
     print(f"ratio cold sweep / warm sweep:  {res['cold_over_warm_sweep']:.1f} (target >= 10)")
     for i in range(len(SWEEPS)):
         print((work / f"sweep_cold_{i}" / "report" / "leaderboard.md").read_text())
+    res["peak_rss_mib"] = peak_rss_mib()
+    print(f"peak RSS {res['peak_rss_mib']}")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(res, indent=2))

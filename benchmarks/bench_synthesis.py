@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import open_dict  # noqa: E402
+from peak import peak_rss_mib  # noqa: E402  (benchmarks/peak.py)
 
 from rag_lab import build  # noqa: E402
 from rag_lab.dataset.synthesis import read_review, synthesize, write_review, write_split  # noqa: E402
@@ -133,6 +134,8 @@ def main() -> None:
             if res.kept:
                 results["smollm2"].update(kept_hit_at_5(res, tmp / "smollm2", cache))
             print("smollm2", json.dumps(results["smollm2"], ensure_ascii=False), flush=True)
+    results["peak_rss_mib"] = peak_rss_mib()
+    print(f"peak RSS {results['peak_rss_mib']}")
     if args.out:  # a run without --smollm2 keeps the recorded SmolLM2 result
         old = json.loads(args.out.read_text()) if args.out.is_file() else {}
         args.out.write_text(json.dumps({**old, **results}, indent=2, ensure_ascii=False) + "\n")

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from peak import peak_rss_mib  # benchmarks/peak.py (scripts run from benchmarks/)
+
 from rag_lab.dataset import read_qrels, read_queries
 from rag_lab.io import read_jsonl
 from rag_lab.judge import LexicalJudge, NLIJudge
@@ -145,6 +147,7 @@ def main() -> None:
                     **summarise(judge_pairs(cmrc, judge, args.threshold)),
                 }
     res["seconds"] = round(time.perf_counter() - t0, 2)
+    res["peak_rss_mib"] = peak_rss_mib()
     text = json.dumps(res, indent=2, ensure_ascii=False)
     print(text)
     if args.out:
