@@ -8,8 +8,11 @@ import copy
 import json
 import logging
 import math
+import resource
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -149,8 +152,10 @@ class DevSelection(TrainerCallback):
         eval_steps: int,
         mlflow: Any = None,
         trainable_only: bool = False,
+        meter: PhaseMeter | None = None,
     ) -> None:
         self.model, self.evaluate_fn, self.metric = model, evaluate_fn, metric
+        self.meter = meter
         self.eval_steps = max(1, eval_steps)
         self.mlflow, self.trainable_only = mlflow, trainable_only
         self.history: list[dict[str, float]] = []
@@ -168,7 +173,11 @@ class DevSelection(TrainerCallback):
         was_training = self.model.training
         self.model.eval()
         t0 = time.perf_counter()
-        metrics = self.evaluate_fn()
+        if self.meter is None:
+            metrics = self.evaluate_fn()
+        else:
+            with self.meter.phase("dev_eval"):
+                metrics = self.evaluate_fn()
         self.model.train(was_training)
         metrics = {**metrics, "step": float(step), "eval_seconds": time.perf_counter() - t0}
         self.history.append(metrics)
@@ -217,10 +226,147 @@ class DevSelection(TrainerCallback):
         return control
 
 
+PRECISIONS = ("fp32", "bf16")
+
+
+def precision(tcfg: DictConfig) -> str:
+    """``train.precision``: ``fp32``, or ``bf16`` (mixed precision: autocast to bfloat16, master
+    weights fp32; fast where the CPU has AVX512-BF16 / AMX, and it halves activation memory)."""
+    value = str(tcfg.get("precision", "fp32"))
+    if value not in PRECISIONS:
+        raise ConfigError(f"train.precision must be one of {', '.join(PRECISIONS)}, got {value!r}")
+    return value
+
+
+@contextmanager
+def autocast(tcfg: DictConfig) -> Iterator[None]:
+    """Inference under the training precision (the dev evaluations)."""
+    import torch
+
+    device = "cuda" if str(tcfg.get("device", "cpu")).startswith("cuda") else "cpu"
+    with torch.autocast(device, dtype=torch.bfloat16, enabled=precision(tcfg) == "bf16"):
+        yield
+
+
+def set_attention_dropout(model: Any, p: float) -> int:
+    """Set the dropout on attention probabilities of every attention module (BERT / XLM-R
+    ``*.attention.self``: ``dropout``; others: ``attention_dropout``) to ``p``; returns how many
+    were set. At 0 PyTorch's fused attention kernel runs in training too, and the attention
+    matrices (batch × heads × length², the largest activations at 256 tokens) are never
+    stored."""
+    import torch
+
+    n = 0
+    for module in model.modules():
+        if "attention" not in type(module).__name__.lower():
+            continue
+        for attr in ("dropout", "attention_dropout"):
+            d = getattr(module, attr, None)
+            if isinstance(d, torch.nn.Dropout):
+                d.p = float(p)
+                n += 1
+            elif isinstance(d, float) and attr == "attention_dropout":
+                setattr(module, attr, float(p))
+                n += 1
+    return n
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
+def bound_heap(tcfg: DictConfig) -> bool:
+    """``train.mmap_threshold_mib``: serve allocations at least this large with their own memory
+    maps (glibc ``mallopt(M_MMAP_THRESHOLD)``), so memory freed after a training step goes back to
+    the system. glibc's default threshold starts at 128 KiB but rises to each freed block's size
+    (up to 32 MiB): from the second step on, activations land in the heap, which keeps its pages;
+    on SciFact that kept ~1 GB resident. ``null`` leaves glibc's default; a no-op (False) where
+    the C library is not glibc."""
+    mib = tcfg.get("mmap_threshold_mib")
+    if mib is None:
+        return False
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, int(float(mib) * 2**20)))
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        return False
+
+
+def _rss_mib() -> float:
+    """Resident memory of this process now (Linux ``/proc``; elsewhere the peak so far)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+    except OSError:  # pragma: no cover - not Linux
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class PhaseMeter:
+    """Wall time and peak resident memory per named phase (``with meter.phase("train"):``),
+    sampled every ``interval`` seconds by a daemon thread. Phases may nest (a dev evaluation
+    inside training) and repeat (their seconds add up, their peak is the highest);
+    ``summary()`` gives ``{phase: {"seconds", "peak_rss_mib", "own_peak_rss_mib", "count"}}``,
+    where ``own_peak_rss_mib`` counts only the moments no nested phase was running."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self.interval = interval
+        self.phases: dict[str, dict[str, float]] = {}
+        self._active: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.interval):
+            rss = _rss_mib()
+            with self._lock:
+                self._record(rss)
+
+    def _record(self, rss: float) -> None:
+        for name in self._active:
+            rec = self.phases[name]
+            rec["peak_rss_mib"] = max(rec["peak_rss_mib"], rss)
+        if self._active:
+            rec = self.phases[self._active[-1]]
+            rec["own_peak_rss_mib"] = max(rec["own_peak_rss_mib"], rss)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        rss = _rss_mib()
+        with self._lock:
+            rec = self.phases.setdefault(
+                name, {"seconds": 0.0, "peak_rss_mib": 0.0, "own_peak_rss_mib": 0.0, "count": 0}
+            )
+            self._active.append(name)
+            self._record(rss)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            with self._lock:
+                rec["seconds"] += time.perf_counter() - t0
+                rec["count"] += 1
+                self._record(_rss_mib())
+                self._active.remove(name)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        with self._lock:
+            return {k: {**v, "count": int(v["count"])} for k, v in self.phases.items()}
+
+    def close(self) -> None:
+        self._stop.set()
+
+
 def training_args_common(tcfg: DictConfig, out_dir: str) -> dict[str, Any]:
     """``TrainingArguments`` both trainers share (no checkpoints on disk: DevSelection keeps the
     best)."""
     return dict(
+        bf16=precision(tcfg) == "bf16",
         output_dir=out_dir,
         num_train_epochs=float(tcfg.epochs),
         max_steps=int(tcfg.max_steps),

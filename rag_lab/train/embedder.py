@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,16 @@ from rag_lab.errors import ConfigError
 from rag_lab.ranking import ranked
 from rag_lab.train.common import (
     DevSelection,
+    PhaseMeter,
     TrainingSetup,
+    autocast,
+    bound_heap,
     copy_config,
     doc_metrics,
     lora_config,
     output_dir,
     prepare,
+    set_attention_dropout,
     tracked_run,
     training_args_common,
     write_summary,
@@ -102,6 +107,8 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
 
     tcfg = cfg.train
     out_dir = output_dir(cfg)
+    bound_heap(tcfg)
+    meter = PhaseMeter()
     base = instantiate(cfg.embedder, "embedder")
     if not isinstance(base, SentenceTransformerEmbedder):
         raise ConfigError(
@@ -109,14 +116,27 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
             f"{type(base).__name__} (embedder=minilm, e5_small or "
             "sentence_transformer embedder.model=...)"
         )
-    setup = prepare(cfg)
-    st = base.model
+    with meter.phase("prepare"):
+        setup = prepare(cfg)
+        st = base.model
     qp, dp = base.query_prompt, base.document_prompt
     use_lora = bool(tcfg.lora.enabled)
     if use_lora:
         import peft
 
         st[0].model = peft.get_peft_model(st[0].model, lora_config(tcfg.lora))
+    if tcfg.get("attention_dropout") is not None:
+        if not set_attention_dropout(st, float(tcfg.attention_dropout)):
+            raise ConfigError(
+                f"train.attention_dropout: {base.model_name} has no attention dropout this "
+                "trainer knows (BERT / XLM-R `attention.self.dropout`); set it to null"
+            )
+    if tcfg.get("gradient_checkpointing"):
+        checkpoint_activations(st)
+    # inputs are cut to train.max_seq_length while training, to the embedder's own length for
+    # the dev evaluations (as the trained model will be used)
+    eval_length = st.max_seq_length
+    train_length = int(tcfg.get("max_seq_length") or eval_length)
     n_trainable = sum(p.numel() for p in st.parameters() if p.requires_grad)
     n_total = sum(p.numel() for p in st.parameters())
 
@@ -143,13 +163,24 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
     pool_texts = {c: setup.chunks[c].index_text for c in pool}
 
     def evaluate_dev() -> dict[str, float]:
-        run = dense_run(st, dev_queries, pool_texts, qp, dp, int(tcfg.eval_batch_size))
+        st.max_seq_length = eval_length
+        try:
+            with autocast(tcfg):
+                run = dense_run(st, dev_queries, pool_texts, qp, dp, int(tcfg.eval_batch_size))
+        finally:
+            st.max_seq_length = train_length
         return doc_metrics(run, setup.chunks, setup.dev)  # type: ignore[arg-type]
 
     def run(mlflow: Any) -> dict[str, Any]:
         metric = str(tcfg.dev_metric)
         sel = DevSelection(
-            st, evaluate_dev, metric, int(tcfg.eval_steps), mlflow, trainable_only=use_lora
+            st,
+            evaluate_dev,
+            metric,
+            int(tcfg.eval_steps),
+            mlflow,
+            trainable_only=use_lora,
+            meter=meter,
         )
         if dev_queries:
             sel.evaluate(0)
@@ -163,9 +194,12 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
             loss=loss,
             callbacks=[sel] if dev_queries else [],
         )
+        st.max_seq_length = train_length
         t0 = time.perf_counter()
-        result = trainer.train()
+        with meter.phase("train"):
+            result = trainer.train()
         train_seconds = time.perf_counter() - t0
+        st.max_seq_length = eval_length
         select = dev_queries and tcfg.select_best
         best_step = sel.restore_best() if select else result.global_step
         per_second = (
@@ -191,7 +225,11 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
             )
             summary["dev_history"] = sel.history
         summary["loss_curve"] = sel.losses
-        save(st, base, out_dir, use_lora)
+        with meter.phase("save"):
+            save(st, base, out_dir, use_lora)
+        before = sel.history[0]["eval_seconds"] if dev_queries and sel.history else 0.0
+        summary["phases"] = phases(meter, before)
+        summary["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         meta = out_dir / "adapter" / ADAPTER_META if use_lora else out_dir / "merged" / ADAPTER_META
         write_summary(mlflow, summary, out_dir, [meta])
         return summary
@@ -221,6 +259,35 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
     )
     # the trained model (merged) for in-process callers; not in the JSON
     return {**summary, "model": st}
+
+
+def checkpoint_activations(st: Any) -> None:
+    """Keep each transformer layer's input only and recompute its activations in the backward
+    pass (the non-reentrant variant, which also works when no input needs a gradient, as with
+    LoRA; the random state is replayed, so gradients are those of a plain backward pass)."""
+    model = st[0].auto_model
+    kwargs = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):  # transformers 5's name
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def phases(meter: PhaseMeter, dev_before_training: float) -> dict[str, dict[str, float]]:
+    """The meter's phases, with ``train_steps``: training without the dev evaluations run inside
+    it (``dev_before_training``: the seconds of the step-0 evaluation, which ran before; its peak
+    is the training phase's own)."""
+    out = meter.summary()
+    meter.close()
+    if "train" in out:
+        train = out["train"]
+        inside = out.get("dev_eval", {"seconds": 0.0})["seconds"] - dev_before_training
+        out["train_steps"] = {
+            "seconds": train["seconds"] - inside,
+            "peak_rss_mib": train["own_peak_rss_mib"],
+            "count": train["count"],
+        }
+    return out
 
 
 def save(st: Any, base: SentenceTransformerEmbedder, out_dir: Path, use_lora: bool) -> None:

@@ -113,6 +113,7 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
 
     tcfg = cfg.train
     out_dir = common.output_dir(cfg)
+    common.bound_heap(tcfg)
     setup = common.prepare(cfg)
     if setup.dev is None:
         raise ConfigError(

@@ -198,6 +198,15 @@ def test_lora_training_changes_the_embeddings(trained_embedder):
     stored = json.loads((tmp / "run" / "train_metrics.json").read_text())
     assert [h["step"] for h in stored["dev_history"]] == [0.0, 2.0, 3.0]
     assert len(stored["loss_curve"]) == 3
+    # time and peak memory per phase; dev evaluations inside training are not training steps
+    ph = stored["phases"]
+    assert {"prepare", "dev_eval", "train", "train_steps", "save"} <= set(ph)
+    assert ph["dev_eval"]["count"] == 3 and ph["train"]["count"] == 1
+    inside = ph["dev_eval"]["seconds"] - stored["dev_history"][0]["eval_seconds"]
+    assert ph["train_steps"]["seconds"] == pytest.approx(ph["train"]["seconds"] - inside)
+    assert 0 < ph["prepare"]["peak_rss_mib"] <= stored["peak_rss_mib"]
+    # trained at train.max_seq_length (128), handed back at the embedder's own (256)
+    assert summary["model"].max_seq_length == 256
 
 
 @pytest.mark.slow  # trained_embedder
