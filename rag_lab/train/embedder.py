@@ -266,6 +266,11 @@ def checkpoint_activations(st: Any) -> None:
     pass (the non-reentrant variant, which also works when no input needs a gradient, as with
     LoRA; the random state is replayed, so gradients are those of a plain backward pass)."""
     model = st[0].auto_model
+    if not getattr(model, "supports_gradient_checkpointing", False):
+        raise ConfigError(
+            f"train.gradient_checkpointing: {type(model).__name__} does not support it; "
+            "set it to false"
+        )
     kwargs = {"use_reentrant": False}
     if hasattr(model, "activation_checkpointing_enable"):  # transformers 5's name
         model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
