@@ -184,6 +184,40 @@ def bench_throughput(args, chunks, queries, ce_model: str) -> dict:
     return {"embedder": emb_out, "cross_encoder": ce_out}
 
 
+def bench_threads(args, chunks, queries, ce_model: str, counts: list[int]) -> dict:
+    """ONNX int8 docs/s and pairs/s at each intra-op thread count (None = ONNX Runtime's
+    default, one per core), the repeats interleaved round-robin in this one process."""
+    texts = [c.index_text for c in chunks[: args.throughput_docs]]
+    qs = list(queries.values())
+    pairs = [(qs[i % len(qs)], texts[(7 * i) % len(texts)]) for i in range(args.pairs)]
+    keys = {str(n): (n or None) for n in counts}
+    embs = {k: embedder(args.model, "onnx_int8", args.batch_size, n) for k, n in keys.items()}
+    rrs = {
+        k: reranker(ce_model, "onnx_int8", args.rerank_batch_size, args.rerank_max_length, n)
+        for k, n in keys.items()
+    }
+    for k in keys:
+        embs[k].encode_documents(texts[: args.batch_size])
+        rrs[k].score(pairs[: args.rerank_batch_size])
+    e_secs = interleaved(
+        {k: (lambda e=e: e.encode_documents(texts)) for k, e in embs.items()}, args.repeats
+    )
+    r_secs = interleaved({k: (lambda r=r: r.score(pairs)) for k, r in rrs.items()}, args.repeats)
+    out = {
+        k: {
+            "docs_per_second": len(texts) / e_secs[k],
+            "pairs_per_second": len(pairs) / r_secs[k],
+        }
+        for k in keys
+    }
+    return {
+        "n_docs": len(texts),
+        "n_pairs": len(pairs),
+        "by_threads": out,
+        "load_average": list(os.getloadavg()),
+    }
+
+
 def ndcg10(run, qrels) -> float:
     from rag_lab.metrics import mean_metrics, run_metrics
 
@@ -307,6 +341,12 @@ def main() -> None:
         action="store_true",
         help="run only the nDCG part and add it to --out (a quality number: needs no timing lock)",
     )
+    ap.add_argument(
+        "--only-threads",
+        default=None,
+        help="compare ONNX int8 at these intra-op thread counts (e.g. 1,2; 0 = the default) "
+        "and add them to --out as 'threads_sweep'",
+    )
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -323,6 +363,21 @@ def main() -> None:
         return
     t_start = time.perf_counter()
     chunks, queries, qrels = load_scifact(Path(args.data))
+    if args.only_threads:
+        counts = [int(x) for x in args.only_threads.split(",")]
+        with tempfile.TemporaryDirectory() as tmp:
+            ce_model = args.reranker or untrained_cross_encoder(Path(tmp) / "ce")
+            sweep = bench_threads(args, chunks, queries, ce_model, counts)
+        for k, v in sweep["by_threads"].items():
+            print(
+                f"  threads {k}: {v['docs_per_second']:.1f} docs/s, "
+                f"{v['pairs_per_second']:.1f} pairs/s"
+            )
+        if args.out:
+            out = Path(args.out)
+            res = json.loads(out.read_text()) if out.is_file() else {}
+            out.write_text(json.dumps({**res, "threads_sweep": sweep}, indent=2) + "\n")
+        return
     if args.only_rerank:
         with tempfile.TemporaryDirectory() as tmp:
             ce_model = args.reranker or untrained_cross_encoder(Path(tmp) / "ce")
