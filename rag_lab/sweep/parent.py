@@ -69,7 +69,10 @@ class ParentGuard:
         atexit.register(self._at_exit)
         if threading.current_thread() is threading.main_thread():
             for sig in SIGNALS:
-                self._previous[sig] = signal.signal(sig, self._on_signal)
+                # an ignored signal stays ignored (a sweep started in the background by a
+                # script ignores SIGINT): it would not end the sweep, so it closes nothing
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    self._previous[sig] = signal.signal(sig, self._on_signal)
 
     def done(self) -> None:
         """The sweep closed its parent itself: stand down."""

@@ -61,6 +61,13 @@ from pathlib import Path
 from omegaconf import OmegaConf
 from rag_lab.sweep.callback import MlflowSweepCallback
 sweep_dir, db, how = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+# a sweep started from a terminal, whatever the test runner's own dispositions (a job run in the
+# background by a script inherits SIGINT ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+if how == "ignored":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    how = "SIGINT"
 cfg = OmegaConf.create({
     "dataset": {"split": "dev"}, "optimized_metric": "ndcg@10",
     "tracking": {"_target_": "rag_lab.tracking.MlflowTracker", "uri": "sqlite:///" + db},
@@ -130,6 +137,23 @@ def test_a_sweep_stopped_midway_closes_its_parent(tmp_path, how, want, rc):
     assert "started" in proc.stdout, proc.stderr[-2000:]
     assert proc.returncode == rc, proc.stderr[-2000:]  # the signal keeps its usual effect
     assert status(db, parent_id(sweep_dir)) == want  # was: RUNNING
+
+
+def test_an_ignored_sigint_stays_ignored(tmp_path):
+    """A sweep started with SIGINT ignored (in the background by a script) is not ended by it,
+    so its parent is not closed KILLED by it either: the run ends normally (here: FAILED, as the
+    script exits without on_multirun_end). It once hung: the guard's handler swallowed it."""
+    sweep_dir, db = tmp_path / "sweep", tmp_path / "mlflow.db"
+    script = SCRIPT.replace("signal.pause()", "sys.exit(1)")
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(sweep_dir), str(db), "ignored"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+    assert "started" in proc.stdout and proc.returncode == 1, proc.stderr[-2000:]
+    assert status(db, parent_id(sweep_dir)) == "FAILED"
 
 
 # ------------------------------------------------------------------ winner.json
