@@ -38,6 +38,7 @@ from rag_lab.train.common import (
     set_attention_dropout,
     tracked_run,
     training_args_common,
+    unwrap_trained,
     write_summary,
 )
 from rag_lab.types import Run
@@ -198,6 +199,7 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
         t0 = time.perf_counter()
         with meter.phase("train"):
             result = trainer.train()
+        unwrap_trained(trainer, st)
         train_seconds = time.perf_counter() - t0
         st.max_seq_length = eval_length
         select = dev_queries and tcfg.select_best

@@ -179,6 +179,7 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
         t0 = time.perf_counter()
         result = trainer.train()
         train_seconds = time.perf_counter() - t0
+        common.unwrap_trained(trainer, ce)
         best_step = sel.restore_best() if tcfg.select_best else result.global_step
         # the interpolation weight, chosen on dev for the kept checkpoint
         dev_eval(ce)
