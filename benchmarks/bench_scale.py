@@ -16,8 +16,12 @@ memory-mapped file pages the stage touched too:
 - ``encode``: ``DenseRetriever(store=memmap)`` over a cold stage cache: the hashing embedder's
   vectors streamed to the cache's memmap block by block (and the flat index built from it).
 - ``flat`` / ``hnsw`` / ``ivf``: the index built from that cached memmap in slices (nothing
-  encoded); HNSW with the config's M=32, efConstruction=40, efSearch=128; IVF with nlist=1024
-  (capped at chunks/39), nprobe=16, trained on a seeded 65,536-vector sample.
+  encoded); HNSW with the config's M=32, efConstruction=40, efSearch=128 and one graph per
+  100,000-row segment (``hnsw_segment_rows``); IVF with the config's nlist=256 (one setting
+  every size can train: faiss wants 39 points per list), nprobe=16, trained on a seeded
+  65,536-vector sample. ``hnsw_10k``: the same HNSW with one graph per 10,000 rows (a build
+  linear from the smallest size; a query searches ten times as many graphs); ``hnsw_1graph``
+  (``--stages`` only): one graph at any size, as before segments.
 Query latency: queries one at a time through ``retrieve`` (query encoding included), p50/p95,
 with faiss on one thread (index builds use its default threads).
 
@@ -42,9 +46,13 @@ import numpy as np
 
 BLOCK = 10_000
 VOCAB, TOPICS, TOPIC_WORDS, WORDS_PER_CHUNK = 50_000, 100, 300, 50
-STAGES = ("bm25", "encode", "flat", "ivf", "hnsw")  # hnsw last: the slowest build
+# hnsw last: the slowest builds; hnsw_1graph (one graph at any size) only when --stages names it
+STAGES = ("bm25", "encode", "flat", "ivf", "hnsw", "hnsw_10k", "hnsw_1graph")
+DEFAULT_STAGES = STAGES[:-1]
 DIMENSION = 256
-IVF = {"nlist": 1024, "nprobe": 16, "train_size": 65536}
+IVF = {"nlist": 256, "nprobe": 16, "train_size": 65536}
+HNSW = {"hnsw_m": 32, "ef_construction": 40, "ef_search": 128, "hnsw_segment_rows": 100_000}
+SMALL_SEGMENTS = 10_000  # the hnsw_10k stage: one graph per 10k rows
 
 
 # -- corpus -------------------------------------------------------------------------------------
@@ -127,8 +135,12 @@ def run_stage(stage: str, folder: Path) -> dict:
         retriever = BM25Retriever(tok)
     else:
         emb = HashingEmbedder(tokenizer=tok, dimension=DIMENSION)
-        index_type = "flat" if stage == "encode" else stage
-        retriever = DenseRetriever(emb, index_type=index_type, store="memmap", **IVF)
+        index_type = "flat" if stage == "encode" else stage.split("_")[0]
+        options = {**IVF, **HNSW}
+        options["hnsw_segment_rows"] = {"hnsw_10k": SMALL_SEGMENTS, "hnsw_1graph": None}.get(
+            stage, HNSW["hnsw_segment_rows"]
+        )
+        retriever = DenseRetriever(emb, index_type=index_type, store="memmap", **options)
         retriever.attach_cache(StageCache(folder / "cache").view("embeddings"))
     t0 = time.perf_counter()
     retriever.index(chunks)
@@ -159,7 +171,7 @@ def run_stage(stage: str, folder: Path) -> dict:
     out["p95_ms"] = float(np.percentile(lat, 95))
     out["hit_at_10"] = float(np.mean([q["relevant"] in top[qid] for qid, q in queries.items()]))
     (folder / f"top10_{stage}.json").write_text(json.dumps(top))
-    if stage in ("hnsw", "ivf") and (folder / "top10_flat.json").exists():
+    if stage.startswith(("hnsw", "ivf")) and (folder / "top10_flat.json").exists():
         flat = json.loads((folder / "top10_flat.json").read_text())
         out["recall_at_10_vs_flat"] = float(
             np.mean([len(set(top[q]) & set(flat[q])) / max(len(flat[q]), 1) for q in flat])
@@ -254,7 +266,8 @@ def write_report(
         },
         "embedder": {"kind": "hashing", "dimension": DIMENSION, "char_ngrams": [3, 4]},
         "ivf": IVF,
-        "hnsw": {"M": 32, "efConstruction": 40, "efSearch": 128},
+        "hnsw": HNSW,
+        "hnsw_10k": {**HNSW, "hnsw_segment_rows": SMALL_SEGMENTS},
         "complete": final,  # false: written mid-run (a stopped run keeps its finished stages)
         "results": results,
         "slopes": slope,
@@ -275,6 +288,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--work", type=Path, default=Path("/tmp/rag_lab_scale"))
+    ap.add_argument("--stages", nargs="+", choices=STAGES, default=list(DEFAULT_STAGES))
     ap.add_argument("--skip", nargs="*", default=[], help="SIZE:STAGE pairs to leave out")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per stage process")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/scale.json"))
@@ -296,7 +310,7 @@ def main() -> None:
         t0 = time.perf_counter()
         write_corpus(folder, size, args.queries)
         print(f"{size:>9,} chunks: corpus written in {time.perf_counter() - t0:.1f} s", flush=True)
-        for stage in STAGES:
+        for stage in args.stages:
             if f"{size}:{stage}" in args.skip:
                 skipped.append(f"{size}:{stage}")
                 print(f"{size:>9,} {stage:<7} skipped (--skip)", flush=True)

@@ -24,10 +24,43 @@ if TYPE_CHECKING:
     from rag_lab.cache import CacheView
 
 log = logging.getLogger(__name__)
-ENCODE_BLOCK = (
-    2048  # texts encoded between writes to the cache: an interrupted encode keeps its work
-)
+ENCODE_BLOCK = 2048  # texts encoded per call to the embedder (and per memmap write)
 IVF_MIN_POINTS = 39  # faiss wants >= 39 training points per centroid
+# fresh vectors go to the per-text table in transactions of this many rows, or of what this many
+# seconds encoded: each transaction rewrites the table's key-index pages it touched, a cost that
+# grows with the table (1M rows written 2,048 at a time took 37 s; 65,536 at a time 11 s)
+FLUSH_ROWS, FLUSH_SECONDS = 65536, 10.0
+
+
+class _Pending:
+    """Vectors encoded but not yet written to the per-text table (``flush`` writes them in one
+    transaction; ``add`` flushes once ``FLUSH_ROWS`` rows or ``FLUSH_SECONDS`` have gathered)."""
+
+    def __init__(self, cache: CacheView | None, identity: Any) -> None:
+        self.cache = cache
+        self.table = model_table(identity) if cache is not None else ""
+        self.rows: dict[str, np.ndarray] = {}
+        self.since = time.monotonic()
+
+    def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors of ``keys`` already known: in the table or gathered here."""
+        known = self.cache.get_vectors(self.table, keys) if self.cache is not None else {}
+        if self.rows:
+            known.update((k, self.rows[k]) for k in keys if k in self.rows)
+        return known
+
+    def add(self, fresh: Mapping[str, np.ndarray]) -> None:
+        if self.cache is None:
+            return
+        self.rows.update(fresh)
+        if len(self.rows) >= FLUSH_ROWS or time.monotonic() - self.since >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.cache is not None and self.rows:
+            self.cache.put_vectors(self.table, self.rows)
+        self.rows = {}
+        self.since = time.monotonic()
 
 
 class DenseRetriever:
@@ -37,6 +70,11 @@ class DenseRetriever:
             ``nlist`` centroids, ``nprobe`` searched). ANN trades recall for speed on large corpora.
         hnsw_m, ef_construction, ef_search: HNSW links per node, candidate list while building
             (faiss' default 40) and while searching.
+        hnsw_segment_rows: rows per HNSW graph. A larger corpus is indexed as consecutive
+            segments of this many rows, one graph each, searched one after the other and merged
+            by score (``faiss.IndexShards``), as Lucene indexes vectors per segment: the build
+            costs ``n log(segment)``, linear in the corpus, where one graph costs ``n log n``;
+            a query costs one graph search per segment. ``null``: one graph at any size.
         nlist, nprobe, train_size: IVF centroids, lists searched per query, and how many vectors
             (a seeded uniform sample; all when the corpus is smaller) train the k-means.
         store: ``memory`` keeps the corpus' embedding matrix in RAM; ``memmap`` streams it to a
@@ -62,6 +100,7 @@ class DenseRetriever:
         hnsw_m: int = 32,
         ef_construction: int = 40,
         ef_search: int = 128,
+        hnsw_segment_rows: int | None = 100_000,
         nlist: int = 256,
         nprobe: int = 16,
         train_size: int = 65536,
@@ -74,6 +113,11 @@ class DenseRetriever:
         self.hnsw_m = integer(hnsw_m, "hnsw_m", ge=2)  # M=1 crashes faiss (segfault)
         self.ef_construction = integer(ef_construction, "ef_construction", ge=1)
         self.ef_search = integer(ef_search, "ef_search", ge=1)
+        self.hnsw_segment_rows = (
+            None
+            if hnsw_segment_rows is None
+            else integer(hnsw_segment_rows, "hnsw_segment_rows", ge=1)
+        )
         self.nlist = integer(nlist, "nlist", ge=1)
         self.nprobe = integer(nprobe, "nprobe", ge=1)
         self.train_size = integer(train_size, "train_size", ge=IVF_MIN_POINTS)
@@ -83,6 +127,8 @@ class DenseRetriever:
             log.warning("retrievers.*.cache_dir is ignored: the stage cache is set by cache.dir")
         self.stats: dict[str, float] = {}
         self._ids: list[str] = []
+        self._parts: list[Any] = []
+        self._index: Any = None
         self._cache: CacheView | None = None
 
     def attach_cache(self, view: CacheView) -> None:
@@ -97,19 +143,56 @@ class DenseRetriever:
         """What defines this retriever's results beyond its config: the embedder's identity."""
         return {"embedder": self.embedder.identity}
 
-    def _build(self, vecs: np.ndarray) -> Any:
-        """The faiss index over ``vecs`` (an array or a memmap of any float dtype), added in
-        ``SLICE_ROWS`` slices (``rag_lab.embedder.store``) unless it is one float32 array."""
+    def _hnsw(self, d: int) -> Any:
+        import faiss
+
+        index = faiss.IndexHNSWFlat(d, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = self.ef_construction
+        index.hnsw.efSearch = self.ef_search
+        return index
+
+    def _segments(self, rows: int) -> list[tuple[int, int]]:
+        """The row ranges of the HNSW graphs over ``rows`` vectors (one range when unsegmented)."""
+        step = self.hnsw_segment_rows or max(rows, 1)
+        return [(s, min(s + step, rows)) for s in range(0, max(rows, 1), step)]
+
+    @staticmethod
+    def _add(index: Any, vecs: np.ndarray) -> None:
+        """Add ``vecs`` (an array or a memmap of any float dtype), in ``SLICE_ROWS`` slices unless
+        it is one float32 array."""
+        if isinstance(vecs, np.memmap) or vecs.dtype != np.float32:
+            for part in matrix_store.float32_slices(vecs):
+                index.add(part)
+        else:
+            index.add(np.ascontiguousarray(vecs))
+
+    def _use(self, parts: list[Any]) -> None:
+        """Search ``parts`` (consecutive rows) as one index: ids offset by the rows before."""
+        import faiss
+
+        self._parts = parts
+        self._index = parts[0]
+        if len(parts) > 1:
+            # searched in turn (not threaded), ids successive; faiss' stub lacks this signature
+            self._index = faiss.IndexShards(parts[0].d, False, True)  # type: ignore[call-arg]
+            for part in parts:
+                self._index.add_shard(part)  # faiss' wrapper keeps a reference to each
+
+    def _build(self, vecs: np.ndarray) -> list[Any]:
+        """The faiss index over ``vecs`` (an array or a memmap of any float dtype): one per HNSW
+        segment, otherwise one."""
         import faiss
 
         d = vecs.shape[1]
+        if self.index_type == "hnsw":
+            parts = []
+            for start, stop in self._segments(len(vecs)):
+                parts.append(self._hnsw(d))
+                self._add(parts[-1], vecs[start:stop])
+            return parts
         index: faiss.Index
         if self.index_type == "flat":
             index = faiss.IndexFlatIP(d)
-        elif self.index_type == "hnsw":
-            index = faiss.IndexHNSWFlat(d, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = self.ef_construction
-            index.hnsw.efSearch = self.ef_search
         else:
             sample = matrix_store.sample_rows(vecs, self.train_size)
             nlist = max(1, min(self.nlist, len(sample) // IVF_MIN_POINTS))
@@ -117,29 +200,32 @@ class DenseRetriever:
             index.train(sample)
             del sample
             index.nprobe = min(self.nprobe, nlist)
-        if isinstance(vecs, np.memmap) or vecs.dtype != np.float32:
-            for part in matrix_store.float32_slices(vecs):
-                index.add(part)
-        else:
-            index.add(np.ascontiguousarray(vecs))
-        return index
+        self._add(index, vecs)
+        return [index]
 
-    def _embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
+    def _embed(self, texts: list[str], pending: _Pending | None = None) -> tuple[np.ndarray, int]:
         """Vectors of ``texts`` in order, and how many were encoded (the rest read from the
-        cache)."""
-        keys = [text_key(t) for t in texts]
-        table = model_table(self.embedder.identity) if self._cache is not None else ""
-        known = self._cache.get_vectors(table, keys) if self._cache is not None else {}
-        todo = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in known))
-        for start in range(0, len(todo), ENCODE_BLOCK):
-            block = todo[start : start + ENCODE_BLOCK]
-            vecs = np.asarray(self.embedder.encode_documents(block), dtype=np.float32)
-            fresh = {text_key(t): v for t, v in zip(block, vecs)}
-            if self._cache is not None:
-                self._cache.put_vectors(table, fresh)
-            known.update(fresh)
-            if len(todo) > ENCODE_BLOCK:
-                log.info("dense: encoded %d / %d new chunk texts", start + len(block), len(todo))
+        cache or from ``pending``, the vectors encoded since its last write to the cache)."""
+        own = pending is None
+        if pending is None:
+            pending = _Pending(self._cache, self.embedder.identity)
+        try:
+            keys = [text_key(t) for t in texts]
+            known = pending.get(keys)
+            todo = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in known))
+            for start in range(0, len(todo), ENCODE_BLOCK):
+                block = todo[start : start + ENCODE_BLOCK]
+                vecs = np.asarray(self.embedder.encode_documents(block), dtype=np.float32)
+                fresh = {text_key(t): v for t, v in zip(block, vecs)}
+                pending.add(fresh)
+                known.update(fresh)
+                if len(todo) > ENCODE_BLOCK:
+                    log.info(
+                        "dense: encoded %d / %d new chunk texts", start + len(block), len(todo)
+                    )
+        finally:
+            if own:
+                pending.flush()
         if not texts:
             return np.zeros((0, self.embedder.dimension), dtype=np.float32), 0
         return np.stack([known[k] for k in keys]), len(todo)
@@ -151,12 +237,16 @@ class DenseRetriever:
             folder, len(texts), self.embedder.dimension, self.store_dtype
         )
         encoded = 0
-        for start in range(0, len(texts), ENCODE_BLOCK):
-            vecs, n = self._embed(texts[start : start + ENCODE_BLOCK])
-            writer.write(vecs)
-            encoded += n
-            if len(texts) > ENCODE_BLOCK:
-                log.info("dense: stored %d / %d chunk vectors", writer.rows, len(texts))
+        pending = _Pending(self._cache, self.embedder.identity)
+        try:
+            for start in range(0, len(texts), ENCODE_BLOCK):
+                vecs, n = self._embed(texts[start : start + ENCODE_BLOCK], pending)
+                writer.write(vecs)
+                encoded += n
+                if len(texts) > ENCODE_BLOCK:
+                    log.info("dense: stored %d / %d chunk vectors", writer.rows, len(texts))
+        finally:
+            pending.flush()  # an interrupted encode keeps what it encoded
         writer.close()
         return encoded
 
@@ -204,7 +294,7 @@ class DenseRetriever:
                 vecs = vecs.astype(self.store_dtype)
         t1 = time.perf_counter()
         try:
-            self._index = self._build(vecs)
+            self._use(self._build(vecs))
         finally:
             del vecs
             if tmp is not None:
@@ -220,24 +310,42 @@ class DenseRetriever:
             self.stats["embed_docs_per_second"] = encoded / max(t1 - t0, 1e-9)
 
     def save_index(self, directory: Path) -> None:
-        """Write chunk ids and the faiss index into an empty ``directory``."""
+        """Write chunk ids and the faiss index into an empty ``directory``: ``index.faiss``, or
+        one ``index.<i>.faiss`` per HNSW segment."""
         import faiss
 
         (directory / "ids.json").write_text(json.dumps(self._ids))
-        faiss.write_index(self._index, str(directory / "index.faiss"))
+        if len(self._parts) == 1:
+            faiss.write_index(self._parts[0], str(directory / "index.faiss"))
+            return
+        for i, part in enumerate(self._parts):
+            faiss.write_index(part, str(directory / f"index.{i}.faiss"))
 
     def load_index(self, directory: Path) -> None:
         """Restore what ``save_index`` wrote: no encoding, no index build. Queries still need the
-        embedder (loaded lazily on the first ``retrieve``)."""
+        embedder (loaded lazily on the first ``retrieve``). Raises ``ValueError`` when the index
+        files do not hold one vector per chunk id."""
         import faiss
 
-        self._ids = json.loads((directory / "ids.json").read_text())
-        self._index = faiss.read_index(str(directory / "index.faiss"))
-        if self.index_type == "hnsw":
-            self._index.hnsw.efSearch = self.ef_search
-        elif self.index_type == "ivf":
-            ivf = faiss.extract_index_ivf(self._index)
-            ivf.nprobe = min(self.nprobe, ivf.nlist)
+        ids = json.loads((directory / "ids.json").read_text())
+        single = directory / "index.faiss"
+        if single.exists():
+            files = [single]
+        else:  # segments: as many as the saved ids need
+            count = len(self._segments(len(ids)))
+            files = [directory / f"index.{i}.faiss" for i in range(count)]
+        parts: list[Any] = [faiss.read_index(str(f)) for f in files]
+        rows = sum(p.ntotal for p in parts)
+        if rows != len(ids):
+            raise ValueError(f"{directory}: the index holds {rows} vectors for {len(ids)} ids")
+        for part in parts:
+            if self.index_type == "hnsw":
+                part.hnsw.efSearch = self.ef_search
+            elif self.index_type == "ivf":
+                ivf = faiss.extract_index_ivf(part)
+                ivf.nprobe = min(self.nprobe, ivf.nlist)
+        self._ids = ids
+        self._use(parts)
         self.stats = {"index_loaded": 1.0}
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:

@@ -180,3 +180,46 @@ def test_memmap_matrix_is_cached_reused_and_rebuilt_when_damaged(
     assert third.stats["embedded_chunks"] == 0
     assert open_matrix(files[0].parent, len(chunks), 128, "float32").shape == (len(chunks), 128)
     assert third.retrieve(queries, 10) == first.retrieve(queries, 10)
+
+
+class FailsAfter(Recording):
+    """Raises on its ``calls``-th document encode, as a killed GPU or a Ctrl-C would."""
+
+    def __init__(self, inner, calls: int):
+        super().__init__(inner)
+        self.limit = calls
+
+    def encode_documents(self, texts):
+        if len(self.calls) + 1 == self.limit:
+            raise KeyboardInterrupt
+        return super().encode_documents(texts)
+
+
+@pytest.mark.parametrize("store", ["memory", "memmap"])
+def test_vectors_reach_the_table_in_few_transactions_and_an_interrupted_encode_keeps_them(
+    embedder, chunks, monkeypatch, tmp_path, store
+):
+    """700 texts in blocks of 100, written at most 300 rows per transaction: three writes, not
+    seven; an encode stopped at its fifth block still leaves the first four blocks in the table,
+    and the rerun encodes only the other 300."""
+    monkeypatch.setattr(dense_module, "ENCODE_BLOCK", 100)
+    monkeypatch.setattr(dense_module, "FLUSH_ROWS", 300)
+    cache = StageCache(tmp_path / "cache")
+    writes = []
+    put = cache.put_many
+    monkeypatch.setattr(cache, "put_many", lambda *a: writes.append(len(a[2])) or put(*a))
+    whole = DenseRetriever(embedder, store=store)
+    whole.attach_cache(cache.view("embeddings"))
+    whole.index(chunks)
+    assert writes == [300, 300, 100]
+    stopped = StageCache(tmp_path / "stopped")
+    first = DenseRetriever(FailsAfter(embedder, calls=5), store=store)
+    first.attach_cache(stopped.view("embeddings"))
+    with pytest.raises(KeyboardInterrupt):
+        first.index(chunks)
+    rec = Recording(embedder)
+    again = DenseRetriever(rec, store=store)
+    again.attach_cache(stopped.view("embeddings"))
+    again.index(chunks)
+    assert sum(rec.calls) == 300 and again.stats["embedded_chunks"] == 300
+    assert again.retrieve({"q": chunks[3].text}, 5) == whole.retrieve({"q": chunks[3].text}, 5)

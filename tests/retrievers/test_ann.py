@@ -4,6 +4,8 @@ defaults build exactly today's flat index."""
 
 from __future__ import annotations
 
+import json
+
 import faiss
 import numpy as np
 import pytest
@@ -51,6 +53,54 @@ def test_hnsw_parameters_reach_faiss(embedder, chunks, tmp_path):
     assert isinstance(index, faiss.IndexHNSWFlat) and index.ntotal == len(chunks)
     assert index.hnsw.efConstruction == 64 and index.hnsw.efSearch == 50
     assert index.hnsw.nb_neighbors(1) == 8  # M links per node above layer 0 (2*M at layer 0)
+
+
+def test_hnsw_segments_build_one_graph_each_and_search_as_one(embedder, chunks, queries, tmp_path):
+    """1,200 chunks in segments of 500: three graphs (500, 500, 200 rows), each the graph its
+    rows alone would get, searched together with ids in corpus order; saved as one file per
+    segment and reloaded to the same ranking."""
+    seg = DenseRetriever(embedder, index_type="hnsw", hnsw_segment_rows=500, ef_search=200)
+    seg.index(chunks)
+    seg.save_index(tmp_path)
+    assert not (tmp_path / "index.faiss").exists()
+    parts = [faiss.read_index(str(tmp_path / f"index.{i}.faiss")) for i in range(3)]
+    assert [p.ntotal for p in parts] == [500, 500, 200] and not (
+        tmp_path / "index.3.faiss"
+    ).exists()
+    assert all(p.hnsw.efSearch == 200 for p in parts)
+    run = seg.retrieve(queries, 10)
+    # the merged ranking is the best 10 of each segment's own graph, ids offset by segment
+    alone = DenseRetriever(embedder, index_type="hnsw", ef_search=200)
+    alone.index(chunks[1000:])  # the third segment's rows as a corpus of their own
+    tail = alone.retrieve(queries, 10)
+    for q in queries:
+        assert len(run[q]) == 10
+        best_tail = {c: s for c, s in tail[q].items() if s >= min(run[q].values())}
+        assert best_tail.items() <= run[q].items()
+    flat = DenseRetriever(embedder)
+    flat.index(chunks)
+    f = flat.retrieve(queries, 10)
+    assert np.mean([len(set(run[q]) & set(f[q])) / 10 for q in queries]) >= 0.9
+    again = DenseRetriever(embedder, index_type="hnsw", hnsw_segment_rows=500, ef_search=200)
+    again.load_index(tmp_path)
+    assert again.retrieve(queries, 10) == run
+    # a segment file lost: refused, not searched short
+    (tmp_path / "index.2.faiss").rename(tmp_path / "moved.faiss")
+    with pytest.raises(RuntimeError):
+        again.load_index(tmp_path)
+    (tmp_path / "moved.faiss").rename(tmp_path / "index.2.faiss")
+    (tmp_path / "ids.json").write_text(json.dumps(seg.chunk_ids[:-1]))  # ids that do not fit
+    with pytest.raises(ValueError, match="holds 1200 vectors for 1199 ids"):
+        again.load_index(tmp_path)
+
+
+def test_a_corpus_within_one_segment_is_one_graph(embedder, chunks, queries, tmp_path):
+    one = DenseRetriever(embedder, index_type="hnsw")  # default segment: 100,000 rows
+    unsegmented = DenseRetriever(embedder, index_type="hnsw", hnsw_segment_rows=None)
+    one.index(chunks)
+    unsegmented.index(chunks)
+    assert isinstance(saved(one, tmp_path), faiss.IndexHNSWFlat)
+    assert one.retrieve(queries, 10) == unsegmented.retrieve(queries, 10)
 
 
 def test_ivf_trains_on_a_sample_and_caps_nlist(embedder, chunks, queries, tmp_path):
@@ -103,6 +153,7 @@ def test_defaults_are_the_exact_flat_index(embedder, chunks, queries, tmp_path):
     "option, value",
     [
         ("ef_construction", 80),
+        ("hnsw_segment_rows", 50000),
         ("train_size", 1000),
         ("store", "memmap"),
         ("store_dtype", "float16"),
@@ -127,5 +178,7 @@ def test_every_option_composes_builds_and_keys_the_index_stage(tmp_path, option,
 def test_invalid_ann_options(embedder):
     with pytest.raises(OptionError, match="ef_construction=0: must be >= 1"):
         DenseRetriever(embedder, ef_construction=0)
+    with pytest.raises(OptionError, match="hnsw_segment_rows=0: must be >= 1"):
+        DenseRetriever(embedder, hnsw_segment_rows=0)
     with pytest.raises(OptionError, match="train_size=10: must be >= 39"):
         DenseRetriever(embedder, train_size=10)
