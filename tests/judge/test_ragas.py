@@ -27,7 +27,10 @@ def fake():
 
 
 def judge(url: str, **kw) -> RagasJudge:
-    return RagasJudge(url, "fake-judge", **{"retries": 1, "backoff": 0.0, "timeout": 1.0, **kw})
+    """A judge of the fake server. Its 10 s timeout covers one call's requests on a loaded CI
+    machine (1 s once timed out there: reference metrics make five requests); the late-reply test
+    sets its own, shorter than the fake's 3 s delay."""
+    return RagasJudge(url, "fake-judge", **{"retries": 1, "backoff": 0.0, "timeout": 10.0, **kw})
 
 
 def test_faithfulness_from_the_llm_verdicts(fake):
@@ -64,7 +67,7 @@ def test_rules_that_need_no_request(fake):
 
 
 def test_malformed_and_late_replies_become_counted_missing_scores(fake):
-    r = JudgeRunner(judge(fake.url, reference_metrics=False), abort_after=None)
+    r = JudgeRunner(judge(fake.url, reference_metrics=False, timeout=2.0), abort_after=None)
     malformed = r.judge("E102?", CTX, "MALFORMED answer.")
     assert malformed.faithfulness is None and malformed.details["attempts"] == 2
     assert "Parser" in malformed.details["error"] or "parse" in malformed.details["error"].lower()
