@@ -1,6 +1,6 @@
 """Cheaper Hydra compositions for ``rag-lab evaluate`` (a multirun composes 14 configs or more).
 
-Three patches of Hydra's config loading, each idempotent, none changing a composed config:
+Four patches of Hydra's config loading, each idempotent, none changing a composed config:
 
 - :func:`share_validated_configs`: one composition per multirun job instead of two. Hydra's
   sweepers compose every job's config before launching the batch
@@ -18,6 +18,9 @@ Three patches of Hydra's config loading, each idempotent, none changing a compos
   the process, keyed by its path and checked against its bytes at every read (an edited file is
   parsed again), and each caller gets its own deep copy (Hydra mutates what it loads). Copying
   a parsed config costs ~1/5 of parsing it.
+- :func:`skip_unused_interpolation_maps`: Hydra builds an OmegaConf map of the known group
+  choices for every node of every defaults tree (330 maps for a 12-job grid, ~0.5 s), read only
+  to resolve interpolated defaults (``data: ${model}``); nodes without one skip it.
 """
 
 from __future__ import annotations
@@ -30,16 +33,39 @@ from typing import Any
 _PATCHED = "_rag_lab_shares_validated_configs"
 _PROBE_PATCHED = "_rag_lab_shares_the_mode_probe"
 _FILES_PATCHED = "_rag_lab_caches_config_files"
+_MAP_PATCHED = "_rag_lab_skips_unused_interpolation_maps"
 
 # (source class, source path, config) -> (the file's bytes, the config parsed from them)
 _PARSED: dict[tuple[str, str, str], tuple[bytes, Any]] = {}
 
 
 def speed_up_compositions() -> None:
-    """All three patches (what ``rag-lab evaluate`` applies before Hydra starts)."""
+    """All four patches (what ``rag-lab evaluate`` applies before Hydra starts)."""
     cache_config_files()
     share_mode_probe()
     share_validated_configs()
+    skip_unused_interpolation_maps()
+
+
+def skip_unused_interpolation_maps() -> None:
+    """Patch ``hydra._internal.defaults_list._create_interpolation_map`` (idempotent): it builds an
+    OmegaConf map of the known choices for every node of the defaults tree, used only to resolve
+    the node's interpolated defaults (``db: ${choice}``); a node without one gets ``None``."""
+    from hydra._internal import defaults_list as module
+    from hydra.core.default_element import InputDefault
+
+    build = module._create_interpolation_map
+    if getattr(build, _MAP_PATCHED, False):
+        return
+
+    @functools.wraps(build)
+    def interpolation_map(overrides: Any, defaults: list[Any], self_added: bool) -> Any:
+        if any(isinstance(d, InputDefault) and d.is_interpolation() for d in defaults):
+            return build(overrides, defaults, self_added)
+        return None  # read by nothing: only interpolated defaults resolve against it
+
+    setattr(interpolation_map, _MAP_PATCHED, True)
+    module._create_interpolation_map = interpolation_map  # type: ignore[assignment]
 
 
 def share_validated_configs() -> None:

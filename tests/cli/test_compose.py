@@ -110,3 +110,24 @@ def test_an_edited_yaml_file_is_parsed_again(tmp_path):
         """
     )
     assert _python(code).split() == ["1", "2"]
+
+
+def test_an_interpolated_default_still_follows_its_choice(tmp_path):
+    """``data: ${model}`` in a defaults list resolves against the known choices, which the
+    patched Hydra builds only for nodes that hold such a default."""
+    conf = _app(tmp_path)
+    (conf / "app.yaml").write_text(
+        "defaults:\n  - model: small\n  - data: ${model}\n  - _self_\nname: app\nk: 1\n"
+    )
+    (conf / "data").mkdir()
+    (conf / "data" / "small.yaml").write_text("rows: 10\n")
+    (conf / "data" / "large.yaml").write_text("rows: 1000\n")
+    args = ["-m", "model=small,large", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    args.append(f"hydra.run.dir={tmp_path / 'run'}")
+    plain = json.loads(_python(APP, str(conf), "plain", *args).splitlines()[-1])
+    patched = json.loads(_python(APP, str(conf), "patched", *args).splitlines()[-1])
+    assert patched["jobs"] == plain["jobs"]
+    assert [(j["model"]["size"], j["data"]["rows"]) for j in patched["jobs"]] == [
+        (1, 10),
+        (100, 1000),
+    ]
