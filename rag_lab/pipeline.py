@@ -234,26 +234,45 @@ class Pipeline:
         chunks_key = keys.chunks_key(chunker_key, docs_key)
         # decoded once per process: a multirun's jobs with one chunker share the chunk objects
         cached = self.cache.get_decoded("chunks", chunks_key, _chunk_entry) if self.cache else None
+        if cached is None and self.cache:
+            with self.cache.claim("chunks", chunks_key):  # parallel jobs chunk it once
+                cached = self.cache.get_decoded("chunks", chunks_key, _chunk_entry)
+                if cached is None:
+                    chunks = self._chunk(sources, root, docs_key, chunks_key, on_empty, t0)
+        elif cached is None:
+            chunks = self._chunk(sources, root, docs_key, chunks_key, on_empty, t0)
         if cached is not None:
             chunks = list(cached[0])
             self.ingest = dict(cached[1])
             self.timings.update(parse_seconds=0.0, chunk_seconds=time.perf_counter() - t0)
-        else:
-            docs = self._documents(sources, root, docs_key, on_empty)
-            t1 = time.perf_counter()
-            chunks = self.chunker.chunk(docs)
-            if self.cache and chunks:
-                self.cache.put_json(
-                    "chunks",
-                    chunks_key,
-                    {"format": 2, "columns": _chunk_columns(chunks), "ingest": self.ingest},
-                )
-            self.timings.update(parse_seconds=t1 - t0, chunk_seconds=time.perf_counter() - t1)
         self.set_chunks(chunks)
         self.chunks_key = chunks_key
         if self.fallback is not None:
             for level in self.fallback.levels:
                 self._load_level(level, on_empty)
+        return chunks
+
+    def _chunk(
+        self,
+        sources: Sequence[Path],
+        root: Path,
+        docs_key: str,
+        chunks_key: str,
+        on_empty: str,
+        t0: float,
+    ) -> list[Chunk]:
+        """Parse (or read the cached documents) and chunk; the chunks stored under
+        ``chunks_key``."""
+        docs = self._documents(sources, root, docs_key, on_empty)
+        t1 = time.perf_counter()
+        chunks = self.chunker.chunk(docs)
+        if self.cache and chunks:
+            self.cache.put_json(
+                "chunks",
+                chunks_key,
+                {"format": 2, "columns": _chunk_columns(chunks), "ingest": self.ingest},
+            )
+        self.timings.update(parse_seconds=t1 - t0, chunk_seconds=time.perf_counter() - t1)
         return chunks
 
     def _load_level(self, level: FallbackLevel, on_empty: str) -> None:
@@ -308,19 +327,21 @@ class Pipeline:
             config = by_suffix.get(path.suffix.lower(), parser_cfg)
             key = keys.parsed_file_key(config, fingerprint_files([path], root=root))
             raw = cache.get_json("parsed_files", key)
+            if raw is None:
+                with cache.claim("parsed_files", key):  # parallel jobs parse (OCR) a file once
+                    raw = cache.get_json("parsed_files", key)
+                    if raw is None:
+                        parsed = parse_file(self.parser, path, root)
+                        entry = {
+                            "documents": [[w, document_to_dict(d)] for w, d in parsed.documents],
+                            "seconds": parsed.seconds,
+                        }
+                        cache.put_json("parsed_files", key, entry)
+                        return parsed
             if isinstance(raw, dict):
                 docs = tuple((w, document_from_dict(d)) for w, d in raw["documents"])
                 return ParsedFile(str(path), docs, float(raw["seconds"]))
-            parsed = parse_file(self.parser, path, root)
-            cache.put_json(
-                "parsed_files",
-                key,
-                {
-                    "documents": [[w, document_to_dict(d)] for w, d in parsed.documents],
-                    "seconds": parsed.seconds,
-                },
-            )
-            return parsed
+            return parse_file(self.parser, path, root)
 
         return parse
 
@@ -328,11 +349,24 @@ class Pipeline:
         self, sources: Sequence[Path], root: Path, key: str, on_empty: str
     ) -> list[Document]:
         raw = self.cache.get_json("documents", key) if self.cache else None
-        if raw is not None:  # 0.1 entries are a plain list; later ones carry the warnings
-            entry = raw if isinstance(raw, dict) else {"documents": raw, "warnings": []}
-            self.corpus_warnings = list(entry.get("warnings", []))
-            self.ingest = dict(entry.get("ingest") or {})
-            return [document_from_dict(d) for d in entry["documents"]]
+        if raw is None and self.cache is not None:
+            with self.cache.claim("documents", key):  # parallel jobs parse the corpus once
+                raw = self.cache.get_json("documents", key)
+                if raw is None:
+                    return self._parse_documents(sources, root, key, on_empty)
+        if raw is None:
+            return self._parse_documents(sources, root, key, on_empty)
+        # 0.1 entries are a plain list; later ones carry the warnings
+        entry = raw if isinstance(raw, dict) else {"documents": raw, "warnings": []}
+        self.corpus_warnings = list(entry.get("warnings", []))
+        self.ingest = dict(entry.get("ingest") or {})
+        return [document_from_dict(d) for d in entry["documents"]]
+
+    def _parse_documents(
+        self, sources: Sequence[Path], root: Path, key: str, on_empty: str
+    ) -> list[Document]:
+        """Parse the corpus (through the per-file cache) and check its metadata contract; the
+        documents stored under ``key``."""
         corpus = read_corpus(
             self.parser, sources, root, on_empty, self.on_parse_error, self._parse_cached(root)
         )
@@ -452,6 +486,12 @@ class Pipeline:
             return False
         return True
 
+    def _restore_index(self, cache: StageCache, retriever: PersistentRetriever, key: str) -> bool:
+        """``retriever`` restored from the cached index ``key``: False on a miss (or an entry
+        that does not load, dropped)."""
+        entry = cache.get_dir("indexes", key)
+        return entry is not None and self._load_cached_index(cache, retriever, entry)
+
     def _ensure_indexed(self, name: str) -> None:
         """Index retriever ``name`` over the current chunks: restored from the stage cache when the
         retriever can persist its index and the entry exists, built (and stored) otherwise."""
@@ -474,17 +514,16 @@ class Pipeline:
             if cache
             else ""
         )
-        entry = cache.get_dir("indexes", key) if cache is not None else None
-        if cache is not None and entry is not None and isinstance(retriever, PersistentRetriever):
-            if not self._load_cached_index(cache, retriever, entry):
-                entry = None
-        if entry is None or not isinstance(retriever, PersistentRetriever):
+        if cache is None or not isinstance(retriever, PersistentRetriever):
             retriever.index(list(self.chunks.values()))
-            if cache is not None and isinstance(retriever, PersistentRetriever):
-                try:
-                    cache.put_dir("indexes", key, retriever.save_index)
-                except NotImplementedError:
-                    pass
+        elif not self._restore_index(cache, retriever, key):
+            with cache.claim("indexes", key):  # parallel jobs build (and encode) it once
+                if not self._restore_index(cache, retriever, key):
+                    retriever.index(list(self.chunks.values()))
+                    try:
+                        cache.put_dir("indexes", key, retriever.save_index)
+                    except NotImplementedError:
+                        pass
         self.timings[f"{name}/index_seconds"] = time.perf_counter() - t0
         self._indexed.add(name)
         stats = retriever.stats if isinstance(retriever, Measured) else {}
@@ -566,10 +605,29 @@ class Pipeline:
             if cache
             else ""
         )
-        if cache is not None:
-            entry = cache.get_json("runs", key)
-            if entry is not None and len(entry["latency_ms"]) >= min(latency_queries, len(queries)):
-                return entry["run"], entry["latency_ms"][:latency_queries], True
+        if cache is None:
+            return self._search_run(name, queries, k, latency_queries, None, key)
+        enough = min(latency_queries, len(queries))
+        entry = cache.get_json("runs", key)
+        if entry is None:
+            with cache.claim("runs", key):  # parallel jobs search it once
+                entry = cache.get_json("runs", key)
+                if entry is None:
+                    return self._search_run(name, queries, k, latency_queries, cache, key)
+        if len(entry["latency_ms"]) >= enough:
+            return entry["run"], entry["latency_ms"][:latency_queries], True
+        return self._search_run(name, queries, k, latency_queries, cache, key)
+
+    def _search_run(
+        self,
+        name: str,
+        queries: Mapping[str, str],
+        k: int,
+        latency_queries: int,
+        cache: StageCache | None,
+        key: str,
+    ) -> tuple[Run, list[float], bool]:
+        """Retriever ``name``'s run (through the per-query rows), stored under ``key``."""
         run, latencies, searched = self._query_rows(name, queries, k, latency_queries, cache)
         if cache is not None:
             cache.put_json("runs", key, {"run": run, "latency_ms": latencies})

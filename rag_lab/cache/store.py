@@ -22,6 +22,7 @@ and the run goes on with the cache off.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
 import json
@@ -35,11 +36,16 @@ import tempfile
 import time
 import zlib
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # Windows: claims are no-ops
+    fcntl = None  # type: ignore[assignment]
 
 from rag_lab.cache import fingerprints
 from rag_lab.errors import RagLabError
@@ -126,6 +132,8 @@ def _file_id(path: Path) -> tuple[int, int, int] | None:
 # decoded entries kept per process (StageCache.get_decoded): a SciFact chunk set of 64-token
 # windows is ~25k records, decoded in ~0.4 s and held in ~40 MB
 DECODED_ENTRIES = 4
+# (cache root, namespace, key) of the claims this process holds (a claim is re-entrant)
+_CLAIMED: set[tuple[str, str, str]] = set()
 _DECODED: OrderedDict[tuple[str, str], tuple[tuple[int, int, int], Any]] = OrderedDict()
 
 
@@ -147,6 +155,43 @@ class StageCache:
 
     def path(self, namespace: str, key: str, ext: str) -> Path:
         return self.root / namespace / key[:2] / f"{key}.{ext}"
+
+    @contextlib.contextmanager
+    def claim(self, namespace: str, key: str) -> Iterator[None]:
+        """Compute entry ``key`` of ``namespace`` under an exclusive lock, so that parallel jobs
+        (``hydra/launcher=fork``, joblib) that miss the same entry compute it once: the others
+        wait here, then find it written. Use it around *re-reading* the entry and computing it
+        on a miss. The lock is an ``flock`` on ``root/.claims/<namespace>/<key>``: the OS drops it
+        when its holder dies, so a killed job blocks nobody. Re-entrant within a process; a
+        no-op without ``flock`` (Windows) or when the lock file cannot be made (the jobs then
+        may compute an entry twice, as before, and write identical bytes).
+
+        Call it after a read that missed (and was counted a miss); read the entry again inside
+        it: that read's hit or miss is counted instead."""
+        held = (str(self.root), namespace, key)
+        if not self.bypassed:  # the caller's read after the lock counts in place of its miss
+            self.misses[namespace] -= 1
+        if fcntl is None or self.bypassed or held in _CLAIMED:
+            yield
+            return
+        fd = -1
+        try:
+            folder = self.root / ".claims" / namespace
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(folder / key, os.O_CREAT | os.O_RDWR, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks while another process computes the entry
+        except OSError as exc:
+            log.debug("cache: no claim on %s/%s (%s)", namespace, key, exc)
+            if fd >= 0:
+                os.close(fd)
+            yield
+            return
+        _CLAIMED.add(held)
+        try:
+            yield
+        finally:
+            _CLAIMED.discard(held)
+            os.close(fd)  # releases the lock
 
     # -- faults ------------------------------------------------------------------------------
     def failed(self, path: Path, exc: BaseException) -> None:

@@ -8,7 +8,9 @@ Four patches of Hydra's config loading, each idempotent, none changing a compose
   launcher then composes each job again (defaults tree, YAML, merges; ~0.15 s each for
   ``evaluate``). The launcher gets the config the validation just composed, for the same master
   config and overrides; it is used once, and a job whose validation did not run is composed as
-  before.
+  before. A launcher that composes every job of the batch itself before it runs any
+  (``composes_before_running(n_jobs)`` true: ``hydra/launcher=fork`` with several workers, which
+  compose in parallel) gets the batch unvalidated: the same check, once, in its workers.
 - :func:`share_mode_probe`: Hydra composes the primary config twice before a multirun starts
   (``Hydra.get_mode`` reads ``hydra.mode`` off one, ``Hydra.multirun`` composes it again with
   the same overrides). The second call gets the probe's config (after the sweep-override check
@@ -93,6 +95,9 @@ def share_validated_configs() -> None:
     @functools.wraps(validate)
     def validate_batch_is_legal(self: Any, batch: Any) -> None:
         validated.clear()  # only this batch's configs wait for the launcher
+        composes = getattr(getattr(self, "launcher", None), "composes_before_running", None)
+        if composes is not None and composes(len(batch)):
+            return  # the launcher composes (validates) every job before it runs any
         validating.append(True)
         try:
             validate(self, batch)

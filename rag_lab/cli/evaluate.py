@@ -21,6 +21,7 @@ from rag_lab.cli._errors import user_errors
 from rag_lab.llm_client import check_overrides
 from rag_lab.metrics.names import objective_value
 from rag_lab.paths import CONFIG_DIR
+from rag_lab.sweep.plugin import register_fork_launcher
 
 GC_THRESHOLDS = (50_000, 20, 100)
 
@@ -45,6 +46,7 @@ def main() -> float | None:
     # purpose (hydra/launcher=ray); Hydra 1.3 warns of that automatic schema matching
     warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/ray' is validated against")
     speed_up_compositions()  # a multirun composes each job once, each YAML file parsed once
+    register_fork_launcher()  # hydra/launcher=fork, also from an editable install
     # a run allocates millions of small objects that live to its end (configs, chunks, runs);
     # at the default thresholds (700, 10, 10) the collector walks that growing heap again and
     # again (~0.6 s of a warm 12-job grid); rarer collections free the same garbage

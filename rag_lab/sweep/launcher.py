@@ -1,0 +1,352 @@
+"""The multirun launcher of ``rag-lab evaluate``: a sweep's jobs in forked worker processes on
+this machine (``hydra/launcher=fork``, the default; the Hydra plugin class is
+``hydra_plugins.rag_lab_launcher.fork_launcher.ForkLauncher``, a shell around :func:`launch`).
+
+Why not Hydra's joblib launcher: its workers are fresh interpreters that import the whole stack
+and unpickle every config (a warm 12-job SciFact grid took longer with two of them than with
+none); forked workers start in milliseconds with the stack already imported (``preload``) and the
+jobs' configs already composed (the sweeper composed each one to validate the batch).
+
+- **Workers:** ``workers`` processes (``auto`` = as many as this process may use CPUs, at most one
+  per job). ``workers: 1`` runs the jobs here, one after another, exactly as Hydra's basic
+  launcher does (no fork).
+- **Threads:** each worker gets ``CPUs // workers`` threads for OpenMP / BLAS (``OMP_NUM_THREADS``
+  and friends for libraries it loads, threadpoolctl for those loaded already) and torch, so the
+  workers together use the cores once, not ``workers`` times over.
+- **Scheduling:** the jobs are split into one contiguous block per worker, in the sweep's order
+  (Hydra varies the last override fastest, so neighbouring jobs share their parse, chunk and
+  embedding stages in the stage cache); a worker that finishes its block takes the last job of
+  the block with the most jobs left, whose upstream stages its owner has most likely cached.
+- **Results:** each job's ``JobReturn`` comes back to this process in the sweep's order, as
+  Hydra's sweepers (basic, Optuna) expect. A job that raised is ``FAILED`` with its exception (as a
+  ``RuntimeError`` with the same text when the exception cannot cross a process boundary). A
+  worker that dies (killed, out of memory) fails the job it was running, naming the worker's exit
+  code; the jobs it had not started are run by the others. Finished jobs' folders are on disk
+  whatever happens to the others.
+- **State a fork must not share:** a worker resets SIGINT / SIGTERM to their defaults (the sweep's
+  MLflow parent guard belongs to this process) and drops MLflow's cached tracking stores and the
+  open stage caches (their database connections were opened here).
+- **Shared stages:** parallel jobs that need the same stage-cache entry (documents, a chunk set,
+  an index with its embeddings, a run) compute it once: the first takes the entry's claim
+  (``StageCache.claim``, an ``flock``), the others wait for it and read what it wrote.
+- **Callbacks:** ``on_job_start`` / ``on_job_end`` run in the worker, so state a callback keeps
+  in memory stays there (rag_lab's sweep callback reads the job folders instead).
+- **Platforms:** ``auto`` means one worker (no fork) off Linux: macOS forbids forking a process
+  that has loaded its system frameworks, Windows has no fork (there every value means one).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Sequence
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any, cast
+
+# named as the plugin, not rag_lab.*: like Hydra's basic launcher's, its INFO lines (the jobs'
+# overrides) reach the console only with verbose=true (rag_lab.console)
+log = logging.getLogger("hydra_plugins.rag_lab_launcher")
+
+THREAD_ENV = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def worker_count(workers: Any, n_jobs: int) -> int:
+    """``workers`` (an int >= 1 or ``"auto"``) as a process count for ``n_jobs`` jobs."""
+    if workers in (None, "auto"):
+        n = usable_cpus() if sys.platform.startswith("linux") else 1
+    elif isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        from rag_lab.validate import OptionError
+
+        raise OptionError("hydra.launcher.workers", workers, "give a whole number >= 1 or auto")
+    else:
+        n = workers
+    import multiprocessing as mp
+
+    if "fork" not in mp.get_all_start_methods():  # Windows: the jobs run here
+        return 1
+    return max(1, min(n, n_jobs))
+
+
+def blocks(n_jobs: int, n_workers: int) -> list[tuple[int, int]]:
+    """``[start, end)`` of each worker's contiguous block of job positions, sizes within one."""
+    size, extra = divmod(n_jobs, n_workers)
+    out, start = [], 0
+    for w in range(n_workers):
+        end = start + size + (w < extra)
+        out.append((start, end))
+        start = end
+    return out
+
+
+def take(w: int, bounds: Any) -> int | None:
+    """The next job position for worker ``w`` (call with the bounds' lock held): the head of its
+    own block, else the tail of the block with the most jobs left, else None. ``bounds`` holds
+    ``head, end`` per worker."""
+    head, end = bounds[2 * w], bounds[2 * w + 1]
+    if head < end:
+        bounds[2 * w] = head + 1
+        return int(head)
+    n = len(bounds) // 2
+    v = max(range(n), key=lambda u: bounds[2 * u + 1] - bounds[2 * u])
+    if bounds[2 * v + 1] <= bounds[2 * v]:
+        return None
+    bounds[2 * v + 1] -= 1
+    return int(bounds[2 * v + 1])
+
+
+def limit_threads(threads: int) -> None:
+    """At most ``threads`` threads for OpenMP / BLAS pools and torch in this process."""
+    for name in THREAD_ENV:
+        os.environ[name] = str(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads)
+    except ImportError:  # pragma: no cover - a dependency of scikit-learn
+        pass
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    if "faiss" in sys.modules:
+        sys.modules["faiss"].omp_set_num_threads(threads)
+
+
+def _after_fork(threads: int) -> None:
+    """What a worker drops of its parent's state (see the module docstring)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    registry = getattr(
+        sys.modules.get("mlflow.tracking._tracking_service.registry"), "TrackingStoreRegistry", None
+    )
+    cached = getattr(registry, "_get_store_with_resolved_uri", None)
+    if cached is not None and hasattr(cached, "cache_clear"):
+        cached.cache_clear()
+    store = sys.modules.get("rag_lab.cache.store")
+    if store is not None:
+        store._OPEN.clear()  # their SQLite connections are the parent's: a job opens its own
+    limit_threads(threads)
+
+
+def _portable(ret: Any) -> bytes:
+    """``ret`` pickled, its exception replaced by a ``RuntimeError`` with the same text when it
+    does not survive the round trip (an exception whose ``__init__`` wants other arguments)."""
+    try:
+        data = pickle.dumps(ret)
+        pickle.loads(data)
+        return data
+    except Exception:
+        exc = ret._return_value
+        ret._return_value = RuntimeError(f"{type(exc).__name__}: {exc}")
+        return pickle.dumps(ret)
+
+
+def _worker(w: int, shared: Any, conn: Connection, threads: int, job: Any) -> None:
+    """Compose this worker's block of jobs, wait until every worker has (a bad override stops
+    them all before any job runs), then run jobs until none is left or one exits (``SystemExit``:
+    rag_lab's one-line user errors), which stops every worker from starting another."""
+    bounds, lock, go, abort = shared
+    _after_fork(threads)
+    try:
+        try:
+            for own in range(bounds[2 * w], bounds[2 * w + 1]):
+                job.compose(own)
+        except Exception as exc:
+            conn.send(("error", _portable_error(exc)))
+            return
+        conn.send(("composed",))
+        go.wait()
+        while not abort.value:
+            with lock:
+                pos = take(w, bounds)
+            if pos is None:
+                break
+            conn.send(("start", pos))
+            try:
+                ret = job.run(pos)
+            except SystemExit as exc:
+                abort.value = 1
+                conn.send(("exit", pos, exc.code))
+                return
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            conn.send(("done", pos, _portable(ret)))
+    except KeyboardInterrupt:  # Ctrl-C reaches every process of the group: the parent reports it
+        raise SystemExit(130) from None
+    finally:
+        conn.close()
+
+
+def _portable_error(exc: BaseException) -> bytes:
+    """``exc`` pickled, or a ``ConfigCompositionException`` with its text when it does not
+    survive the round trip."""
+    try:
+        data = pickle.dumps(exc)
+        pickle.loads(data)
+        return data
+    except Exception:
+        from hydra.errors import ConfigCompositionException
+
+        return pickle.dumps(ConfigCompositionException(str(exc)))
+
+
+def _failed(overrides: Sequence[str], task_name: str, why: str) -> Any:
+    from hydra.core.utils import JobReturn, JobStatus
+
+    return JobReturn(
+        overrides=list(overrides),
+        task_name=task_name,
+        status=JobStatus.FAILED,
+        _return_value=RuntimeError(why),
+    )
+
+
+class _Jobs:
+    """A batch's jobs, composed and run by position (in whichever process calls)."""
+
+    def __init__(self, launcher: Any, job_overrides: Sequence[Sequence[str]], first: int) -> None:
+        self.launcher, self.overrides, self.first = launcher, job_overrides, first
+        self.configs: dict[int, Any] = {}
+
+    def compose(self, pos: int) -> Any:
+        from omegaconf import open_dict
+
+        if pos not in self.configs:
+            loader = self.launcher.hydra_context.config_loader
+            cfg = loader.load_sweep_config(self.launcher.config, list(self.overrides[pos]))
+            with open_dict(cfg):
+                cfg.hydra.job.id = self.first + pos
+                cfg.hydra.job.num = self.first + pos
+            self.configs[pos] = cfg
+        return self.configs[pos]
+
+    def run(self, pos: int) -> Any:
+        from hydra.core.utils import run_job
+
+        return run_job(
+            hydra_context=self.launcher.hydra_context,
+            task_function=self.launcher.task_function,
+            config=self.compose(pos),
+            job_dir_key="hydra.sweep.dir",
+            job_subdir_key="hydra.sweep.subdir",
+        )
+
+
+def run_forked(job: _Jobs, n_workers: int) -> list[Any]:
+    """Every job of ``job`` in ``n_workers`` forked processes; the ``JobReturn`` of each, in
+    order. Raises the first composition error before any job runs."""
+    import multiprocessing as mp
+
+    n = len(job.overrides)
+    ctx = mp.get_context("fork")
+    bounds = ctx.RawArray("q", [x for b in blocks(n, n_workers) for x in b])
+    abort = ctx.RawValue("b", 0)
+    go = ctx.Event()
+    shared = (bounds, ctx.Lock(), go, abort)
+    threads = max(1, usable_cpus() // n_workers)
+    task_name = str(job.launcher.config.hydra.job.name)
+    results: dict[int, Any] = {}
+    running: dict[Connection, tuple[Any, int | None]] = {}
+    error: bytes | None = None
+    exit_code: Any = None
+    waiting = n_workers  # workers still composing
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for w in range(n_workers):
+        reader, writer = ctx.Pipe(duplex=False)
+        proc = ctx.Process(
+            target=_worker, args=(w, shared, writer, threads, job), name=f"rag-lab-job-{w}"
+        )
+        proc.start()
+        writer.close()
+        running[reader] = (proc, None)
+    try:
+        while running:
+            for ready in wait(list(running)):
+                reader = cast(Connection, ready)
+                proc, pos = running[reader]
+                try:
+                    msg = reader.recv()
+                except EOFError:  # the worker is gone: finished, or died running `pos`
+                    proc.join()
+                    del running[reader]
+                    if pos is not None:
+                        why = (
+                            f"worker process {proc.pid} exited with code {proc.exitcode} "
+                            f"while running job #{job.first + pos}"
+                        )
+                        log.error("%s (%s)", why, " ".join(job.overrides[pos]))
+                        results[pos] = _failed(job.overrides[pos], task_name, why)
+                    continue
+                if msg[0] == "start":
+                    running[reader] = (proc, msg[1])
+                elif msg[0] == "done":
+                    results[msg[1]] = pickle.loads(msg[2])
+                    running[reader] = (proc, None)
+                elif msg[0] == "exit":  # the others finish the job they run, start no other
+                    exit_code = msg[2] if exit_code is None else exit_code
+                    running[reader] = (proc, None)
+                else:  # "composed" or "error": every worker composes before any job runs
+                    if msg[0] == "error" and error is None:
+                        error = msg[1]
+                    waiting -= 1
+                    if waiting == 0:
+                        abort.value = error is not None
+                        go.set()
+    finally:
+        for proc, _ in running.values():  # Ctrl-C or an error here: stop the workers too
+            proc.terminate()
+        for proc, _ in running.values():
+            proc.join()
+    if error is not None:
+        raise pickle.loads(error)
+    if exit_code is not None:
+        raise SystemExit(exit_code)  # as the job's exit ends Hydra's basic launcher
+    return [
+        results.get(i) or _failed(job.overrides[i], task_name, "not run: every worker died")
+        for i in range(n)
+    ]
+
+
+def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
+    """The launcher's ``launch`` (see the module docstring)."""
+    from hydra.core.utils import configure_log, filter_overrides, setup_globals
+
+    setup_globals()
+    config = launcher.config
+    configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+    Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+    n_workers = worker_count(launcher.workers, len(job_overrides))
+    log.info("Launching %d jobs locally in %d process(es)", len(job_overrides), n_workers)
+    for i, overrides in enumerate(job_overrides):
+        log.info("\t#%d : %s", initial_job_idx + i, " ".join(filter_overrides(overrides)))
+    job = _Jobs(launcher, job_overrides, initial_job_idx)
+    if n_workers == 1:  # Hydra's basic launcher, in this process
+        runs = []
+        for pos in range(len(job_overrides)):
+            runs.append(job.run(pos))
+            configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+        return runs
+    for name in launcher.preload or ():
+        importlib.import_module(name)  # once here, shared by every worker
+    runs = run_forked(job, n_workers)
+    configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+    return runs

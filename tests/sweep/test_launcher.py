@@ -1,0 +1,109 @@
+"""rag_lab's multirun launcher (``hydra/launcher=fork``, rag_lab/sweep/launcher.py): scheduling,
+and whole sweeps through the CLI on the toy dataset against the same sweep run in one process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag_lab.sweep.launcher import blocks, take, usable_cpus, worker_count
+from rag_lab.validate import OptionError
+from tests.sweep.test_sweep_cli import sweep
+
+CALLBACKS = "tests.sweep.job_callbacks"
+BM25_GRID = ("dataset.split=dev", "sweep.report_winner=false", "retrievers=[bm25]", "tracking=none")
+
+
+def test_blocks_are_contiguous_and_a_worker_steals_the_tail_of_the_longest():
+    assert blocks(7, 2) == [(0, 4), (4, 7)]
+    assert blocks(2, 3) == [(0, 1), (1, 2), (2, 2)]
+    bounds = [x for b in blocks(7, 2) for x in b]
+    assert [take(1, bounds) for _ in range(3)] == [4, 5, 6]
+    assert take(1, bounds) == 3  # its block is done: the last job of worker 0's
+    assert [take(0, bounds) for _ in range(4)] == [0, 1, 2, None]
+    assert take(1, bounds) is None
+
+
+def test_worker_count():
+    assert worker_count("auto", 100) == usable_cpus()
+    assert worker_count("auto", 1) == 1
+    assert worker_count(8, 3) == 3
+    for bad in (0, -1, True, "two", 1.5):
+        with pytest.raises(OptionError, match="hydra.launcher.workers"):
+            worker_count(bad, 3)
+
+
+def _jobs(folder: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in sorted(folder.glob("*/metrics.json"))}
+
+
+def _scores(metrics: dict[str, dict]) -> dict[str, dict]:
+    keep = ("ndcg_at_10", "recall_at_10", "mrr_at_10", "hit_rate_at_5", "n_queries", "n_chunks")
+    return {job: {k: m[k] for k in keep} for job, m in metrics.items()}
+
+
+def test_forked_jobs_match_the_jobs_run_in_one_process(tmp_path):
+    grid = (*BM25_GRID, "retrievers.bm25.k1=0.6,0.9,1.2,1.5")
+    record = f"+hydra.callbacks.proc._target_={CALLBACKS}.RecordProcess"
+    one = sweep(tmp_path, *grid, record, "hydra.launcher.workers=1", name="one")
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = sweep(tmp_path, *grid, record, "hydra.launcher.workers=2", name="two")
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert sorted(_jobs(tmp_path / "two")) == ["0", "1", "2", "3"]
+    assert _scores(_jobs(tmp_path / "two")) == _scores(_jobs(tmp_path / "one"))
+    for name, workers in (("one", 1), ("two", 2)):
+        sweep_pid = int((tmp_path / name / "sweep_pid").read_text())
+        procs = [json.loads(p.read_text()) for p in (tmp_path / name).glob("*/process.json")]
+        pids = {p["pid"] for p in procs}
+        if workers == 1:  # Hydra's basic launcher: every job in the sweep's process
+            assert pids == {sweep_pid}
+        else:  # two forked workers, each with its share of the cores' threads
+            assert len(pids) == 2 and sweep_pid not in pids
+            assert {p["ppid"] for p in procs} == {sweep_pid}
+            assert {p["omp"] for p in procs} == {str(max(1, usable_cpus() // 2))}
+    # the leaderboard and page of the sweep's end read the workers' job folders
+    board = (tmp_path / "two" / "report" / "leaderboard.csv").read_text()
+    assert len(board.strip().splitlines()) == 5
+    assert (tmp_path / "two" / "report.html").is_file()
+
+
+def test_a_bad_override_stops_the_sweep_before_any_job_runs(tmp_path):
+    for workers in (1, 2):
+        proc = sweep(
+            tmp_path,
+            *BM25_GRID,
+            "chunker=recursive,no_such_chunker",
+            f"hydra.launcher.workers={workers}",
+            name=f"w{workers}",
+        )
+        assert proc.returncode == 1
+        assert "Could not find 'chunker/no_such_chunker'" in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not list((tmp_path / f"w{workers}").glob("*/metrics.json"))
+
+
+def test_a_job_that_refuses_its_config_exits_2_and_keeps_the_finished_jobs(tmp_path):
+    # job 1 (retrieve_k=-3) is refused with the one-line error; job 0 finishes either way
+    proc = sweep(tmp_path, *BM25_GRID, "evaluation.retrieve_k=10,-3", "hydra.launcher.workers=2")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "retrieve_k" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert sorted(_jobs(tmp_path / "sweep")) == ["0"]
+
+
+def test_a_worker_killed_mid_job_fails_that_job_and_the_other_worker_runs_the_rest(tmp_path):
+    proc = sweep(
+        tmp_path,
+        *BM25_GRID,
+        "retrievers.bm25.k1=0.6,0.9,1.2,1.5",
+        "hydra.launcher.workers=2",
+        f"+hydra.callbacks.kill._target_={CALLBACKS}.KillJob",
+        "+hydra.callbacks.kill.num=0",
+    )
+    assert proc.returncode != 0
+    assert "exited with code -9 while running job #0" in proc.stderr
+    # worker 0 died on job 0; worker 1 ran its block (2, 3), then job 1 from worker 0's
+    assert sorted(_jobs(tmp_path / "sweep")) == ["1", "2", "3"]
