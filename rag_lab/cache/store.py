@@ -47,6 +47,7 @@ try:
 except ImportError:  # Windows: claims are no-ops
     fcntl = None  # type: ignore[assignment]
 
+from rag_lab import threads
 from rag_lab.cache import fingerprints
 from rag_lab.errors import RagLabError
 
@@ -179,7 +180,11 @@ class StageCache:
             folder = self.root / ".claims" / namespace
             folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(folder / key, os.O_CREAT | os.O_RDWR, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks while another process computes the entry
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # another process computes the entry: wait, lending cores
+                with threads.waiting():
+                    fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError as exc:
             log.debug("cache: no claim on %s/%s (%s)", namespace, key, exc)
             if fd >= 0:

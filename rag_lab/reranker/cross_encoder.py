@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_lab import progress
+from rag_lab import progress, threads
 from rag_lab.cache.keys import model_table, pair_key
 from rag_lab.errors import ConfigError
 from rag_lab.models import resolve_model, weights_hash
@@ -158,6 +158,7 @@ class CrossEncoderReranker:
             0, len(todo), self.flush_every
         ):  # stored as it goes: an interrupted run keeps its scores
             part = todo[start : start + self.flush_every]
+            threads.rebalance()  # a sweep worker: its share of the cores right now
             scores = self.model.predict(
                 [pairs[i] for i in part],
                 batch_size=self.batch_size,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag_lab import threads
 from rag_lab.cache.keys import content_key, model_table, text_key
 from rag_lab.embedder import store as matrix_store
 from rag_lab.embedder.base import Embedder
@@ -214,6 +215,7 @@ class DenseRetriever:
             known = pending.get(keys)
             todo = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in known))
             for start in range(0, len(todo), ENCODE_BLOCK):
+                threads.rebalance()  # a sweep worker: its share of the cores right now
                 block = todo[start : start + ENCODE_BLOCK]
                 vecs = np.asarray(self.embedder.encode_documents(block), dtype=np.float32)
                 fresh = {text_key(t): v for t, v in zip(block, vecs)}

@@ -10,9 +10,10 @@ jobs' configs already composed (the sweeper composed each one to validate the ba
 - **Workers:** ``workers`` processes (``auto`` = as many as this process may use CPUs, at most one
   per job). ``workers: 1`` runs the jobs here, one after another, exactly as Hydra's basic
   launcher does (no fork).
-- **Threads:** each worker gets ``CPUs // workers`` threads for OpenMP / BLAS (``OMP_NUM_THREADS``
-  and friends for libraries it loads, threadpoolctl for those loaded already) and torch, so the
-  workers together use the cores once, not ``workers`` times over.
+- **Threads:** each worker's OpenMP / BLAS pools, torch and faiss get ``CPUs // running`` threads,
+  ``running`` being the workers neither finished nor waiting for another's claim
+  (``rag_lab.threads``): together they use the cores once, not ``workers`` times over, and a
+  worker that computes a stage the others wait for gets every core.
 - **Scheduling:** the jobs are split into one contiguous block per worker, in the sweep's order
   (Hydra varies the last override fastest, so neighbouring jobs share their parse, chunk and
   embedding stages in the stage cache); a worker that finishes its block takes the last job of
@@ -48,18 +49,11 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, cast
 
+from rag_lab import threads
+
 # named as the plugin, not rag_lab.*: like Hydra's basic launcher's, its INFO lines (the jobs'
 # overrides) reach the console only with verbose=true (rag_lab.console)
 log = logging.getLogger("hydra_plugins.rag_lab_launcher")
-
-THREAD_ENV = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-)
-
 
 def usable_cpus() -> int:
     """CPUs this process may run on (its affinity mask where the OS has one)."""
@@ -113,23 +107,7 @@ def take(w: int, bounds: Any) -> int | None:
     return int(bounds[2 * v + 1])
 
 
-def limit_threads(threads: int) -> None:
-    """At most ``threads`` threads for OpenMP / BLAS pools and torch in this process."""
-    for name in THREAD_ENV:
-        os.environ[name] = str(threads)
-    try:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=threads)
-    except ImportError:  # pragma: no cover - a dependency of scikit-learn
-        pass
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(threads)
-    if "faiss" in sys.modules:
-        sys.modules["faiss"].omp_set_num_threads(threads)
-
-
-def _after_fork(threads: int) -> None:
+def _after_fork(shared: Any) -> None:
     """What a worker drops of its parent's state (see the module docstring)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -142,7 +120,8 @@ def _after_fork(threads: int) -> None:
     store = sys.modules.get("rag_lab.cache.store")
     if store is not None:
         store._OPEN.clear()  # their SQLite connections are the parent's: a job opens its own
-    limit_threads(threads)
+    running, lock = shared
+    threads.share(running, lock, usable_cpus())
 
 
 def _portable(ret: Any) -> bytes:
@@ -158,12 +137,12 @@ def _portable(ret: Any) -> bytes:
         return pickle.dumps(ret)
 
 
-def _worker(w: int, shared: Any, conn: Connection, threads: int, job: Any) -> None:
+def _worker(w: int, shared: Any, conn: Connection, job: Any) -> None:
     """Compose this worker's block of jobs, wait until every worker has (a bad override stops
     them all before any job runs), then run jobs until none is left or one exits (``SystemExit``:
     rag_lab's one-line user errors), which stops every worker from starting another."""
-    bounds, lock, go, abort = shared
-    _after_fork(threads)
+    bounds, lock, go, abort, running, running_lock = shared
+    _after_fork((running, running_lock))
     try:
         try:
             for own in range(bounds[2 * w], bounds[2 * w + 1]):
@@ -179,6 +158,7 @@ def _worker(w: int, shared: Any, conn: Connection, threads: int, job: Any) -> No
             if pos is None:
                 break
             conn.send(("start", pos))
+            threads.rebalance()
             try:
                 ret = job.run(pos)
             except SystemExit as exc:
@@ -192,6 +172,7 @@ def _worker(w: int, shared: Any, conn: Connection, threads: int, job: Any) -> No
     except KeyboardInterrupt:  # Ctrl-C reaches every process of the group: the parent reports it
         raise SystemExit(130) from None
     finally:
+        threads.leave()
         conn.close()
 
 
@@ -260,8 +241,8 @@ def run_forked(job: _Jobs, n_workers: int) -> list[Any]:
     bounds = ctx.RawArray("q", [x for b in blocks(n, n_workers) for x in b])
     abort = ctx.RawValue("b", 0)
     go = ctx.Event()
-    shared = (bounds, ctx.Lock(), go, abort)
-    threads = max(1, usable_cpus() // n_workers)
+    running = ctx.RawValue("i", n_workers)  # workers neither done nor waiting on a claim
+    shared = (bounds, ctx.Lock(), go, abort, running, ctx.Lock())
     task_name = str(job.launcher.config.hydra.job.name)
     results: dict[int, Any] = {}
     running: dict[Connection, tuple[Any, int | None]] = {}
@@ -273,7 +254,7 @@ def run_forked(job: _Jobs, n_workers: int) -> list[Any]:
     for w in range(n_workers):
         reader, writer = ctx.Pipe(duplex=False)
         proc = ctx.Process(
-            target=_worker, args=(w, shared, writer, threads, job), name=f"rag-lab-job-{w}"
+            target=_worker, args=(w, shared, writer, job), name=f"rag-lab-job-{w}"
         )
         proc.start()
         writer.close()

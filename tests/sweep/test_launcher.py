@@ -59,10 +59,12 @@ def test_forked_jobs_match_the_jobs_run_in_one_process(tmp_path):
         pids = {p["pid"] for p in procs}
         if workers == 1:  # Hydra's basic launcher: every job in the sweep's process
             assert pids == {sweep_pid}
-        else:  # two forked workers, each with its share of the cores' threads
+        else:  # two forked workers, each with its share of the cores' threads (all of them
+            # once the other has finished: rag_lab.threads)
             assert len(pids) == 2 and sweep_pid not in pids
             assert {p["ppid"] for p in procs} == {sweep_pid}
-            assert {p["omp"] for p in procs} == {str(max(1, usable_cpus() // 2))}
+            shares = {str(max(1, usable_cpus() // 2)), str(usable_cpus())}
+            assert {p["omp"] for p in procs} <= shares
     # the leaderboard and page of the sweep's end read the workers' job folders
     board = (tmp_path / "two" / "report" / "leaderboard.csv").read_text()
     assert len(board.strip().splitlines()) == 5
