@@ -241,8 +241,8 @@ def run_forked(job: _Jobs, n_workers: int) -> list[Any]:
     bounds = ctx.RawArray("q", [x for b in blocks(n, n_workers) for x in b])
     abort = ctx.RawValue("b", 0)
     go = ctx.Event()
-    running = ctx.RawValue("i", n_workers)  # workers neither done nor waiting on a claim
-    shared = (bounds, ctx.Lock(), go, abort, running, ctx.Lock())
+    busy = ctx.RawValue("i", n_workers)  # workers neither done nor waiting on a claim
+    shared = (bounds, ctx.Lock(), go, abort, busy, ctx.Lock())
     task_name = str(job.launcher.config.hydra.job.name)
     results: dict[int, Any] = {}
     running: dict[Connection, tuple[Any, int | None]] = {}
