@@ -15,7 +15,8 @@ queries, 5,183 abstracts). Measured in one run, one phase after the other:
    span scorer cannot resolve (it scores nothing), so the corpus is written as a folder of text
    files (title, blank line, abstract) and each judged document is a gold span over its whole
    file. Cold: its cache folder removed first; warm: the same command again.
-2. rag_lab, the same grid as one Hydra multirun with ``embedder=hashing`` (and the BEIR
+2. rag_lab, the same grid as one Hydra multirun (its default launcher: forked workers, one per
+   CPU) with ``embedder=hashing`` (and the BEIR
    dataset's English analysis): ``chunker=none`` and ``fixed_size`` token windows
    (``unit=tokens``, ``overlap=N/8``; three option files written under ``<work>/rag_lab/conf``
    and put on Hydra's search path) x ``retrievers=[bm25],[dense],[dense,bm25]`` with
