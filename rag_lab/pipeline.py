@@ -605,33 +605,24 @@ class Pipeline:
             if cache
             else ""
         )
+
+        def search() -> tuple[Run, list[float], bool]:  # through the per-query rows; stored
+            run, latencies, searched = self._query_rows(name, queries, k, latency_queries, cache)
+            if cache is not None:
+                cache.put_json("runs", key, {"run": run, "latency_ms": latencies})
+            return run, latencies, not searched
+
         if cache is None:
-            return self._search_run(name, queries, k, latency_queries, None, key)
-        enough = min(latency_queries, len(queries))
+            return search()
         entry = cache.get_json("runs", key)
         if entry is None:
             with cache.claim("runs", key):  # parallel jobs search it once
                 entry = cache.get_json("runs", key)
                 if entry is None:
-                    return self._search_run(name, queries, k, latency_queries, cache, key)
-        if len(entry["latency_ms"]) >= enough:
+                    return search()
+        if len(entry["latency_ms"]) >= min(latency_queries, len(queries)):
             return entry["run"], entry["latency_ms"][:latency_queries], True
-        return self._search_run(name, queries, k, latency_queries, cache, key)
-
-    def _search_run(
-        self,
-        name: str,
-        queries: Mapping[str, str],
-        k: int,
-        latency_queries: int,
-        cache: StageCache | None,
-        key: str,
-    ) -> tuple[Run, list[float], bool]:
-        """Retriever ``name``'s run (through the per-query rows), stored under ``key``."""
-        run, latencies, searched = self._query_rows(name, queries, k, latency_queries, cache)
-        if cache is not None:
-            cache.put_json("runs", key, {"run": run, "latency_ms": latencies})
-        return run, latencies, not searched
+        return search()
 
     def _query_rows(
         self,
