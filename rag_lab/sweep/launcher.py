@@ -24,9 +24,14 @@ jobs' configs already composed (the sweeper composed each one to validate the ba
   worker that dies (killed, out of memory) fails the job it was running, naming the worker's exit
   code; the jobs it had not started are run by the others. Finished jobs' folders are on disk
   whatever happens to the others.
-- **State a fork must not share:** a worker resets SIGINT / SIGTERM to their defaults (the sweep's
-  MLflow parent guard belongs to this process) and drops MLflow's cached tracking stores and the
-  open stage caches (their database connections were opened here).
+- **State a fork must not share:** a worker resets SIGINT / SIGTERM unless the sweep ignores them
+  (the sweep's MLflow parent guard belongs to this process). It drops MLflow's cached tracking
+  stores and the open stage caches (their database connections were opened here).
+- **The sweep process dies** (SIGTERM, SIGKILL): its workers get SIGTERM (Linux's parent-death
+  signal), so none is left running or waiting.
+- **Ctrl-C:** an interrupted job closes its runs as ``KILLED``, as in one process. The sweep
+  process passes SIGINT on to the workers that did not get it from the terminal, waits for them
+  (``STOP_GRACE_S``), then terminates the rest.
 - **Shared stages:** parallel jobs that need the same stage-cache entry (documents, a chunk set,
   an index with its embeddings, a run) compute it once: the first takes the entry's claim
   (``StageCache.claim``, an ``flock``), the others wait for it and read what it wrote.
@@ -38,12 +43,15 @@ jobs' configs already composed (the sweeper composed each one to validate the ba
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import logging
 import os
 import pickle
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -51,9 +59,13 @@ from typing import Any, cast
 
 from rag_lab import threads
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+STOP_GRACE_S = 10.0  # an interrupted worker's time to close its runs before SIGTERM
+
 # named as the plugin, not rag_lab.*: like Hydra's basic launcher's, its INFO lines (the jobs'
 # overrides) reach the console only with verbose=true (rag_lab.console)
 log = logging.getLogger("hydra_plugins.rag_lab_launcher")
+
 
 def usable_cpus() -> int:
     """CPUs this process may run on (its affinity mask where the OS has one)."""
@@ -107,10 +119,33 @@ def take(w: int, bounds: Any) -> int | None:
     return int(bounds[2 * v + 1])
 
 
-def _after_fork(shared: Any) -> None:
+def _interrupted(flags: Any, w: int, signum: int, frame: Any) -> None:
+    """Worker ``w``'s SIGINT: ``KeyboardInterrupt`` (its job closes its runs as ``KILLED``), and
+    a flag telling the sweep process not to pass on a Ctrl-C this worker already got."""
+    flags[w] = 1
+    raise KeyboardInterrupt
+
+
+def _die_with(parent: int) -> None:
+    """End this worker when the sweep process ends, however it ends (SIGKILL, or SIGTERM with
+    the MLflow parent guard's re-raise, skip every ``finally``): Linux's parent-death signal,
+    set before checking that the parent is still there."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _after_fork(w: int, shared: Any) -> None:
     """What a worker drops of its parent's state (see the module docstring)."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    running, lock, flags = shared
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # ignored by the sweep: here too
+        signal.signal(signal.SIGINT, functools.partial(_interrupted, flags, w))
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     registry = getattr(
         sys.modules.get("mlflow.tracking._tracking_service.registry"), "TrackingStoreRegistry", None
     )
@@ -120,7 +155,6 @@ def _after_fork(shared: Any) -> None:
     store = sys.modules.get("rag_lab.cache.store")
     if store is not None:
         store._OPEN.clear()  # their SQLite connections are the parent's: a job opens its own
-    running, lock = shared
     threads.share(running, lock, usable_cpus())
 
 
@@ -141,8 +175,9 @@ def _worker(w: int, shared: Any, conn: Connection, job: Any) -> None:
     """Compose this worker's block of jobs, wait until every worker has (a bad override stops
     them all before any job runs), then run jobs until none is left or one exits (``SystemExit``:
     rag_lab's one-line user errors), which stops every worker from starting another."""
-    bounds, lock, go, abort, running, running_lock = shared
-    _after_fork((running, running_lock))
+    bounds, lock, go, abort, running, running_lock, flags, parent = shared
+    _die_with(parent)
+    _after_fork(w, (running, running_lock, flags))
     try:
         try:
             for own in range(bounds[2 * w], bounds[2 * w + 1]):
@@ -151,7 +186,9 @@ def _worker(w: int, shared: Any, conn: Connection, job: Any) -> None:
             conn.send(("error", _portable_error(exc)))
             return
         conn.send(("composed",))
-        go.wait()
+        while not go.wait(1.0):  # every worker composed its share, or one could not
+            if os.getppid() != parent:
+                return
         while not abort.value:
             with lock:
                 pos = take(w, bounds)
@@ -242,7 +279,8 @@ def run_forked(job: _Jobs, n_workers: int) -> list[Any]:
     abort = ctx.RawValue("b", 0)
     go = ctx.Event()
     busy = ctx.RawValue("i", n_workers)  # workers neither done nor waiting on a claim
-    shared = (bounds, ctx.Lock(), go, abort, busy, ctx.Lock())
+    interrupted = ctx.RawArray("b", n_workers)  # set by a worker that got SIGINT
+    shared = (bounds, ctx.Lock(), go, abort, busy, ctx.Lock(), interrupted, os.getpid())
     task_name = str(job.launcher.config.hydra.job.name)
     results: dict[int, Any] = {}
     running: dict[Connection, tuple[Any, int | None]] = {}
@@ -253,9 +291,7 @@ def run_forked(job: _Jobs, n_workers: int) -> list[Any]:
     sys.stderr.flush()
     for w in range(n_workers):
         reader, writer = ctx.Pipe(duplex=False)
-        proc = ctx.Process(
-            target=_worker, args=(w, shared, writer, job), name=f"rag-lab-job-{w}"
-        )
+        proc = ctx.Process(target=_worker, args=(w, shared, writer, job), name=f"rag-lab-job-{w}")
         proc.start()
         writer.close()
         running[reader] = (proc, None)
@@ -293,10 +329,7 @@ def run_forked(job: _Jobs, n_workers: int) -> list[Any]:
                         abort.value = error is not None
                         go.set()
     finally:
-        for proc, _ in running.values():  # Ctrl-C or an error here: stop the workers too
-            proc.terminate()
-        for proc, _ in running.values():
-            proc.join()
+        _stop([proc for proc, _ in running.values()], interrupted)
     if error is not None:
         raise pickle.loads(error)
     if exit_code is not None:
@@ -305,6 +338,34 @@ def run_forked(job: _Jobs, n_workers: int) -> list[Any]:
         results.get(i) or _failed(job.overrides[i], task_name, "not run: every worker died")
         for i in range(n)
     ]
+
+
+def _stop(procs: list[Any], interrupted: Any) -> None:
+    """Stop the workers still running when the sweep process is interrupted (Ctrl-C, an error):
+    SIGINT to those that did not get one themselves, so each ends its job as an interrupted run
+    does (its MLflow child marked ``KILLED``); SIGINT again to any still alive after half of
+    ``STOP_GRACE_S`` (Python drops an interrupt raised inside a finaliser); SIGTERM at the end."""
+
+    def signal_alive(first: bool) -> None:
+        for proc in procs:
+            w = int(proc.name.rsplit("-", 1)[1])
+            if proc.is_alive() and not (first and interrupted[w]):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGINT)
+
+    def join(seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        for proc in procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+
+    signal_alive(first=True)
+    join(STOP_GRACE_S / 2)
+    signal_alive(first=False)
+    join(STOP_GRACE_S / 2)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+            proc.join()
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:

@@ -33,3 +33,17 @@ class KillJob(Callback):
     def on_job_start(self, config: Any, **kwargs: Any) -> None:
         if config.hydra.job.num == self.num:
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+class HoldJob(Callback):
+    """Writes ``started.<pid>`` into the sweep folder when a job starts, then sleeps ``seconds``
+    (a job long enough to be interrupted)."""
+
+    def __init__(self, seconds: float = 60.0) -> None:
+        self.seconds = seconds
+
+    def on_job_start(self, config: Any, **kwargs: Any) -> None:
+        import time
+
+        (Path(config.hydra.sweep.dir) / f"started.{os.getpid()}").touch()
+        time.sleep(self.seconds)

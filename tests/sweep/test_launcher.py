@@ -4,13 +4,19 @@ and whole sweeps through the CLI on the toy dataset against the same sweep run i
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from rag_lab.sweep.launcher import blocks, take, usable_cpus, worker_count
 from rag_lab.validate import OptionError
-from tests.sweep.test_sweep_cli import sweep
+from tests.compose import TOY
+from tests.sweep.test_sweep_cli import ENV, sweep
 
 CALLBACKS = "tests.sweep.job_callbacks"
 BM25_GRID = ("dataset.split=dev", "sweep.report_winner=false", "retrievers=[bm25]", "tracking=none")
@@ -109,3 +115,75 @@ def test_a_worker_killed_mid_job_fails_that_job_and_the_other_worker_runs_the_re
     assert "exited with code -9 while running job #0" in proc.stderr
     # worker 0 died on job 0; worker 1 ran its block (2, 3), then job 1 from worker 0's
     assert sorted(_jobs(tmp_path / "sweep")) == ["1", "2", "3"]
+
+
+def _held_sweep(tmp_path: Path, seconds: float) -> list[str]:
+    store = f"sqlite:///{tmp_path / 'exp' / 'mlflow.db'}"
+    return [
+        sys.executable,
+        "-m",
+        "rag_lab.cli",
+        "evaluate",
+        "-m",
+        "dataset=beir",
+        f"dataset.path={TOY}",
+        "tokenizer=jieba",
+        "embedder=hashing",
+        "dataset.split=dev",
+        "sweep.report_winner=false",
+        "retrievers=[bm25]",
+        "retrievers.bm25.k1=0.6,0.9,1.2,1.5",
+        f"tracking.uri={store}",
+        "hydra.launcher.workers=2",
+        f"+hydra.callbacks.hold._target_={CALLBACKS}.HoldJob",
+        f"+hydra.callbacks.hold.seconds={seconds}",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        f"paths.experiments={tmp_path / 'exp'}",
+    ]
+
+
+def _when_both_started(proc: subprocess.Popen, sweep_dir: Path) -> list[int]:
+    deadline = time.monotonic() + 120
+    while len(list(sweep_dir.glob("started.*"))) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-3000:]
+        time.sleep(0.05)
+    return [int(p.suffix[1:]) for p in sweep_dir.glob("started.*")]
+
+
+def test_ctrl_c_stops_every_worker_and_marks_the_sweep_killed(tmp_path):
+    from tests.sweep.test_sweep_cli import runs
+
+    cmd = _held_sweep(tmp_path, 60)
+    # a new session, as a terminal's foreground job: Ctrl-C is SIGINT to the whole group
+    proc = subprocess.Popen(
+        cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    workers = _when_both_started(proc, tmp_path / "sweep")
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=60)
+    assert time.monotonic() - t0 < 10  # the workers stop with the sweep, not after their jobs
+    assert proc.returncode != 0
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    _, parents, _ = runs(tmp_path)
+    assert [p.info.status for p in parents] == ["KILLED"]
+    assert not list((tmp_path / "sweep").glob("*/metrics.json"))
+
+
+def test_a_sweep_that_ignores_sigint_has_workers_that_ignore_it(tmp_path):
+    # started in the background by a script: SIGINT ignored, so it must not end any job
+    proc = subprocess.Popen(
+        _held_sweep(tmp_path, 1),
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    _when_both_started(proc, tmp_path / "sweep")
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert sorted(_jobs(tmp_path / "sweep")) == ["0", "1", "2", "3"]
