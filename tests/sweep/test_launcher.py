@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,8 +14,7 @@ import pytest
 
 from rag_lab.sweep.launcher import blocks, take, usable_cpus, worker_count
 from rag_lab.validate import OptionError
-from tests.compose import TOY
-from tests.sweep.test_sweep_cli import ENV, sweep
+from tests.sweep.test_sweep_cli import ENV, sweep, sweep_command
 
 CALLBACKS = "tests.sweep.job_callbacks"
 BM25_GRID = ("dataset.split=dev", "sweep.report_winner=false", "retrievers=[bm25]", "tracking=none")
@@ -119,16 +117,8 @@ def test_a_worker_killed_mid_job_fails_that_job_and_the_other_worker_runs_the_re
 
 def _held_sweep(tmp_path: Path, seconds: float) -> list[str]:
     store = f"sqlite:///{tmp_path / 'exp' / 'mlflow.db'}"
-    return [
-        sys.executable,
-        "-m",
-        "rag_lab.cli",
-        "evaluate",
-        "-m",
-        "dataset=beir",
-        f"dataset.path={TOY}",
-        "tokenizer=jieba",
-        "embedder=hashing",
+    return sweep_command(
+        tmp_path,
         "dataset.split=dev",
         "sweep.report_winner=false",
         "retrievers=[bm25]",
@@ -137,9 +127,7 @@ def _held_sweep(tmp_path: Path, seconds: float) -> list[str]:
         "hydra.launcher.workers=2",
         f"+hydra.callbacks.hold._target_={CALLBACKS}.HoldJob",
         f"+hydra.callbacks.hold.seconds={seconds}",
-        f"hydra.sweep.dir={tmp_path / 'sweep'}",
-        f"paths.experiments={tmp_path / 'exp'}",
-    ]
+    )
 
 
 def _when_both_started(proc: subprocess.Popen, sweep_dir: Path) -> list[int]:

@@ -19,8 +19,9 @@ from tests.compose import TOY
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
 
 
-def sweep(tmp_path: Path, *args: str, name: str = "sweep") -> subprocess.CompletedProcess:
-    cmd = [
+def sweep_command(tmp_path: Path, *args: str, name: str = "sweep") -> list[str]:
+    """``rag-lab evaluate -m`` on the toy dataset, its sweep folder ``tmp_path / name``."""
+    return [
         sys.executable,
         "-m",
         "rag_lab.cli",
@@ -34,6 +35,10 @@ def sweep(tmp_path: Path, *args: str, name: str = "sweep") -> subprocess.Complet
         f"paths.experiments={tmp_path / 'exp'}",
         *args,
     ]
+
+
+def sweep(tmp_path: Path, *args: str, name: str = "sweep") -> subprocess.CompletedProcess:
+    cmd = sweep_command(tmp_path, *args, name=name)
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
 
 
