@@ -64,6 +64,20 @@ class _Pending:
         self.since = time.monotonic()
 
 
+def _reserve(index: Any, rows: int) -> None:
+    """Size the vector buffer of ``index`` (flat, or HNSW's flat storage) for ``rows`` more
+    vectors at once. faiss grows it on every ``add``, re-allocating and copying what it holds:
+    1M 256-d rows added in 16 slices took a median 1.71 s, against 1.20 s reserved first (5
+    alternating runs each)."""
+    import faiss
+
+    flat = faiss.downcast_index(index.storage) if isinstance(index, faiss.IndexHNSW) else index
+    if isinstance(flat, faiss.IndexFlatCodes):
+        held = flat.ntotal * flat.code_size
+        flat.codes.resize(held + rows * flat.code_size)  # std::vector: the capacity stays
+        flat.codes.resize(held)
+
+
 class DenseRetriever:
     """Args:
         embedder: the query/document encoder.
@@ -75,7 +89,10 @@ class DenseRetriever:
             segments of this many rows, one graph each, searched one after the other and merged
             by score (``faiss.IndexShards``), as Lucene indexes vectors per segment: the build
             costs ``n log(segment)``, linear in the corpus, where one graph costs ``n log n``;
-            a query costs one graph search per segment. ``null``: one graph at any size.
+            a query costs one graph search per segment. The default 20,000 keeps a 256-d
+            graph (vectors and links, ~25 MB) inside a 32 MB last-level cache, where an insert
+            costs the same at any graph size (README, scale curve). ``null``: one graph at any
+            size.
         nlist, nprobe, train_size: IVF centroids, lists searched per query, and how many vectors
             (a seeded uniform sample; all when the corpus is smaller) train the k-means.
         store: ``memory`` keeps the corpus' embedding matrix in RAM; ``memmap`` streams it to a
@@ -101,7 +118,7 @@ class DenseRetriever:
         hnsw_m: int = 32,
         ef_construction: int = 40,
         ef_search: int = 128,
-        hnsw_segment_rows: int | None = 100_000,
+        hnsw_segment_rows: int | None = 20_000,
         nlist: int = 256,
         nprobe: int = 16,
         train_size: int = 65536,
@@ -162,6 +179,7 @@ class DenseRetriever:
         """Add ``vecs`` (an array or a memmap of any float dtype), in ``SLICE_ROWS`` slices unless
         it is one float32 array."""
         if isinstance(vecs, np.memmap) or vecs.dtype != np.float32:
+            _reserve(index, len(vecs))
             for part in matrix_store.float32_slices(vecs):
                 index.add(part)
         else:

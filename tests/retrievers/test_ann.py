@@ -95,7 +95,7 @@ def test_hnsw_segments_build_one_graph_each_and_search_as_one(embedder, chunks, 
 
 
 def test_a_corpus_within_one_segment_is_one_graph(embedder, chunks, queries, tmp_path):
-    one = DenseRetriever(embedder, index_type="hnsw")  # default segment: 100,000 rows
+    one = DenseRetriever(embedder, index_type="hnsw")  # default segment: 20,000 rows
     unsegmented = DenseRetriever(embedder, index_type="hnsw", hnsw_segment_rows=None)
     one.index(chunks)
     unsegmented.index(chunks)
@@ -182,3 +182,31 @@ def test_invalid_ann_options(embedder):
         DenseRetriever(embedder, hnsw_segment_rows=0)
     with pytest.raises(OptionError, match="train_size=10: must be >= 39"):
         DenseRetriever(embedder, train_size=10)
+
+
+@pytest.mark.parametrize("index_type", ["flat", "hnsw"])
+def test_slices_added_into_a_reserved_buffer_match_one_add(index_type):
+    from rag_lab.retrievers.dense import _reserve
+
+    vecs = np.random.default_rng(3).standard_normal((3000, 16)).astype(np.float32)
+
+    def make():
+        if index_type == "flat":
+            return faiss.IndexFlatIP(16)
+        return faiss.IndexHNSWFlat(16, 8, faiss.METRIC_INNER_PRODUCT)
+
+    whole, sliced = make(), make()
+    whole.add(vecs)
+    sliced.add(vecs[:500])  # vectors already held survive the reservation
+    _reserve(sliced, 2500)
+    flat = faiss.downcast_index(sliced.storage) if index_type == "hnsw" else sliced
+    buffer = int(flat.codes.data())
+    for start in range(500, 3000, 700):
+        sliced.add(vecs[start : start + 700])
+    assert int(flat.codes.data()) == buffer  # never re-allocated (it moves without the reserve)
+    assert sliced.ntotal == 3000 and flat.codes.size() == 3000 * 16 * 4
+    assert np.array_equal(
+        faiss.rev_swig_ptr(flat.codes.data(), flat.codes.size()), vecs.view(np.uint8).ravel()
+    )
+    if index_type == "flat":
+        assert np.array_equal(whole.search(vecs[:20], 5)[1], sliced.search(vecs[:20], 5)[1])
