@@ -15,9 +15,19 @@ R = TypeVar("R")
 USAGE_ERROR = 2  # argparse's status for a bad command line; ours for any refusal
 
 
+def _never(message: str) -> bool:
+    return False
+
+
+# Whether another process of the same command already printed ``message``: the fork launcher's
+# workers set it, so jobs refused for the same reason at once print one line, not one each.
+printed_elsewhere: Callable[[str], bool] = _never
+
+
 def fail(message: str, more: str = "") -> NoReturn:
     """``error: <message>`` on stderr (then ``more``, e.g. a usage text) and exit status 2."""
-    print(f"error: {message}" + (f"\n\n{more}" if more else ""), file=sys.stderr)
+    if not printed_elsewhere(message):
+        print(f"error: {message}" + (f"\n\n{more}" if more else ""), file=sys.stderr)
     raise SystemExit(USAGE_ERROR) from None
 
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib
 import logging
 import os
@@ -58,9 +59,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from rag_lab import threads
+from rag_lab.cli import _errors
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 STOP_GRACE_S = 10.0  # an interrupted worker's time to close its runs before SIGTERM
+SAID_SLOTS = 64  # distinct error lines a sweep's workers print once each
 
 # named as the plugin, not rag_lab.*: like Hydra's basic launcher's, its INFO lines (the jobs'
 # overrides) reach the console only with verbose=true (rag_lab.console)
@@ -158,6 +161,20 @@ def _after_fork(w: int, shared: Any) -> None:
     threads.share(running, lock, usable_cpus())
 
 
+def _said_before(said: Any, lock: Any, message: str) -> bool:
+    """Whether a worker of this sweep already printed ``message`` (then this one prints nothing);
+    records it otherwise. Distinct messages past ``SAID_SLOTS`` all print."""
+    digest = hashlib.blake2b(message.encode(), digest_size=8).digest()
+    key = int.from_bytes(digest, "little", signed=True) or 1  # 0 marks a free slot
+    with lock:
+        if key in said[:]:
+            return True
+        free = [i for i, k in enumerate(said) if k == 0]
+        if free:
+            said[free[0]] = key
+        return False
+
+
 def _portable(ret: Any) -> bytes:
     """``ret`` pickled, its exception replaced by a ``RuntimeError`` with the same text when it
     does not survive the round trip (an exception whose ``__init__`` wants other arguments)."""
@@ -175,9 +192,10 @@ def _worker(w: int, shared: Any, conn: Connection, job: Any) -> None:
     """Compose this worker's block of jobs, wait until every worker has (a bad override stops
     them all before any job runs), then run jobs until none is left or one exits (``SystemExit``:
     rag_lab's one-line user errors), which stops every worker from starting another."""
-    bounds, lock, go, abort, running, running_lock, flags, parent = shared
+    bounds, lock, go, abort, running, running_lock, flags, parent, said = shared
     _die_with(parent)
     _after_fork(w, (running, running_lock, flags))
+    _errors.printed_elsewhere = functools.partial(_said_before, said, lock)
     try:
         try:
             for own in range(bounds[2 * w], bounds[2 * w + 1]):
@@ -280,7 +298,8 @@ def run_forked(job: _Jobs, n_workers: int) -> list[Any]:
     go = ctx.Event()
     busy = ctx.RawValue("i", n_workers)  # workers neither done nor waiting on a claim
     interrupted = ctx.RawArray("b", n_workers)  # set by a worker that got SIGINT
-    shared = (bounds, ctx.Lock(), go, abort, busy, ctx.Lock(), interrupted, os.getpid())
+    said = ctx.RawArray("q", SAID_SLOTS)  # hashes of the error lines the workers printed
+    shared = (bounds, ctx.Lock(), go, abort, busy, ctx.Lock(), interrupted, os.getpid(), said)
     task_name = str(job.launcher.config.hydra.job.name)
     results: dict[int, Any] = {}
     running: dict[Connection, tuple[Any, int | None]] = {}

@@ -175,3 +175,18 @@ def test_a_sweep_that_ignores_sigint_has_workers_that_ignore_it(tmp_path):
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-3000:]
     assert sorted(_jobs(tmp_path / "sweep")) == ["0", "1", "2", "3"]
+
+
+def test_workers_print_an_identical_error_line_once():
+    import multiprocessing as mp
+
+    from rag_lab.sweep.launcher import SAID_SLOTS, _said_before
+
+    ctx = mp.get_context("fork")
+    said, lock = ctx.RawArray("q", SAID_SLOTS), ctx.Lock()
+    assert not _said_before(said, lock, "optimized_metric=noise_ratio@5: add a floor")
+    assert _said_before(said, lock, "optimized_metric=noise_ratio@5: add a floor")
+    assert not _said_before(said, lock, "dataset.split=test: not a selection split")
+    for i in range(SAID_SLOTS):  # full: every further distinct line still prints
+        _said_before(said, lock, f"line {i}")
+    assert not _said_before(said, lock, "one more") and not _said_before(said, lock, "one more")
