@@ -98,8 +98,12 @@ class DenseRetriever:
         store: ``memory`` keeps the corpus' embedding matrix in RAM; ``memmap`` streams it to a
             memory-mapped file in the cache, one encode block at a time, and builds the index
             from it in slices (``rag_lab.embedder.store``): the encode holds one block, not the
-            corpus. The faiss index itself still holds every vector (flat, HNSW, IVF-flat).
-        store_dtype: ``float32`` or ``float16`` (half the bytes; scores move by ~1e-3).
+            corpus. A ``flat`` index over a ``float32`` matrix is that file, memory-mapped and
+            searched in place: no build, no copy, and the vectors in the kernel's file cache,
+            not the process' memory (the stage cache replaces an entry, never rewrites it, so a
+            searched file does not change). HNSW and IVF-flat hold a copy of every vector.
+        store_dtype: ``float32`` or ``float16`` (half the bytes; scores move by ~1e-3; a flat
+            index over it holds a float32 copy).
         cache_dir: deprecated and ignored (configs written before 0.2 set it): the pipeline
             hands the retriever a view of the stage cache's ``embeddings`` namespace instead.
 
@@ -211,6 +215,9 @@ class DenseRetriever:
             return parts
         index: faiss.Index
         if self.index_type == "flat":
+            path = matrix_store.flat_index_file(vecs)
+            if path is not None:  # the stored matrix is an IndexFlatIP file: searched in place
+                return [faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)]
             index = faiss.IndexFlatIP(d)
         else:
             sample = matrix_store.sample_rows(vecs, self.train_size)
@@ -275,9 +282,8 @@ class DenseRetriever:
         remove once the index is built (``None`` when the matrix lives in the cache)."""
         spec = (len(texts), self.embedder.dimension, self.store_dtype)
         if self._cache is not None:
-            key = content_key(
-                {"embedder": self.embedder.identity, "dtype": self.store_dtype}, texts
-            )
+            layout = {"dtype": self.store_dtype, "file": matrix_store.FILE_NAMES[self.store_dtype]}
+            key = content_key({"embedder": self.embedder.identity, **layout}, texts)
             entry = self._cache.get_dir(key)
             if entry is not None:
                 try:

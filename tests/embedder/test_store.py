@@ -10,8 +10,10 @@ import pytest
 from rag_lab.cache import StageCache
 from rag_lab.embedder import HashingEmbedder
 from rag_lab.embedder.store import (
-    FILE_NAME,
+    FILE_NAMES,
     MemmapWriter,
+    flat_header,
+    flat_index_file,
     float32_slices,
     open_matrix,
     sample_rows,
@@ -67,10 +69,8 @@ def test_writer_round_trips_block_by_block(tmp_path):
     half.write(rows)
     half.close()
     h = open_matrix(tmp_path / "h", 6, 2, "float16")
-    assert (
-        h.dtype == np.float16
-        and (tmp_path / "h" / FILE_NAME).stat().st_size < (tmp_path / FILE_NAME).stat().st_size
-    )
+    half_bytes = (tmp_path / "h" / FILE_NAMES["float16"]).stat().st_size - h.offset
+    assert h.dtype == np.float16 and 2 * half_bytes == back.nbytes == 48
     assert np.allclose(h.astype(np.float32), rows, atol=1e-3) and not np.array_equal(h, rows)
 
 
@@ -83,6 +83,53 @@ def test_writer_refuses_overflow_and_short_matrices(tmp_path):
         w.close()
     with pytest.raises(ValueError, match="not \\(3, 4\\) float32"):
         open_matrix(tmp_path, 3, 4, "float32")
+
+
+@pytest.mark.parametrize(("rows", "dimension"), [(0, 4), (2, 4), (7, 129)])
+def test_a_float32_matrix_file_is_the_faiss_flat_index_file(tmp_path, rows, dimension):
+    """Byte for byte what faiss writes for an IndexFlatIP of those rows, and read back by faiss
+    memory-mapped, not copied."""
+    faiss = pytest.importorskip("faiss")
+    vecs = np.random.default_rng(rows).standard_normal((rows, dimension), dtype=np.float32)
+    index = faiss.IndexFlatIP(dimension)
+    index.add(vecs)
+    written = faiss.serialize_index(index).tobytes()
+    assert written == flat_header(rows, dimension) + vecs.tobytes()
+    if not rows:
+        return
+    w = MemmapWriter(tmp_path, rows, dimension, "float32")
+    w.write(vecs)
+    w.close()
+    assert (tmp_path / FILE_NAMES["float32"]).read_bytes() == written
+    path = flat_index_file(open_matrix(tmp_path, rows, dimension, "float32"))
+    mapped = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
+    assert not faiss.downcast_index(mapped).codes.is_owned
+    q = vecs[:2] + 0.5
+    assert [a.tolist() for a in mapped.search(q, 3)] == [a.tolist() for a in index.search(q, 3)]
+
+
+def test_only_a_whole_stored_float32_matrix_is_searched_in_place(tmp_path):
+    rows = np.ones((6, 2), dtype=np.float32)
+    for dtype in ("float32", "float16"):
+        (tmp_path / dtype).mkdir()
+        w = MemmapWriter(tmp_path / dtype, 6, 2, dtype)
+        w.write(rows)
+        w.close()
+    whole = open_matrix(tmp_path / "float32", 6, 2, "float32")
+    assert flat_index_file(whole) == tmp_path / "float32" / FILE_NAMES["float32"]
+    assert flat_index_file(whole[:3]) is None and flat_index_file(whole[:, :1]) is None
+    assert flat_index_file(open_matrix(tmp_path / "float16", 6, 2, "float16")) is None
+    assert flat_index_file(np.asarray(whole)) is None
+
+
+def test_a_forged_flat_header_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / FILE_NAMES["float32"]
+    path.write_bytes(flat_header(1000, 2) + bytes(16))  # claims 1000 rows, holds 2
+    with pytest.raises(ValueError, match=r"vectors\.faiss: its header and size do not describe"):
+        open_matrix(tmp_path, 1000, 2, "float32")
+    path.write_bytes(b"\x93NUMPY" + bytes(60))
+    with pytest.raises(ValueError, match="not a faiss flat inner-product index file"):
+        open_matrix(tmp_path, 2, 2, "float32")
 
 
 def test_sample_rows_is_seeded_uniform_and_all_rows_when_small():
@@ -156,7 +203,25 @@ def test_memmap_encodes_block_by_block_and_leaves_no_temporary(
     assert list(tmp_path.iterdir()) == []  # the matrix of an uncached run is removed
     ref = DenseRetriever(embedder)
     ref.index(chunks)
-    assert mm.retrieve(queries, 10) == ref.retrieve(queries, 10)
+    assert mm.retrieve(queries, 10) == ref.retrieve(queries, 10)  # searched in the unlinked file
+
+
+def test_a_flat_index_over_the_stored_matrix_is_the_file_and_exports(
+    embedder, chunks, queries, tmp_path
+):
+    faiss = pytest.importorskip("faiss")
+    mm = DenseRetriever(embedder, store="memmap")
+    mm.attach_cache(StageCache(tmp_path / "cache").view("embeddings"))
+    mm.index(chunks)
+    assert not faiss.downcast_index(mm._parts[0]).codes.is_owned  # mapped, not copied
+    mem = DenseRetriever(embedder)
+    mem.index(chunks)
+    assert faiss.downcast_index(mem._parts[0]).codes.is_owned
+    (tmp_path / "export").mkdir()
+    mm.save_index(tmp_path / "export")  # a copy of its own: the cache may be cleared
+    back = DenseRetriever(embedder, store="memmap")
+    back.load_index(tmp_path / "export")
+    assert back.retrieve(queries, 10) == mem.retrieve(queries, 10)
 
 
 def test_memmap_matrix_is_cached_reused_and_rebuilt_when_damaged(
@@ -167,13 +232,18 @@ def test_memmap_matrix_is_cached_reused_and_rebuilt_when_damaged(
     first.attach_cache(cache.view("embeddings"))
     first.index(chunks)
     assert first.stats["embedded_chunks"] == len(chunks)
-    files = list((tmp_path / "embeddings").glob(f"*/*/{FILE_NAME}"))
+    files = list((tmp_path / "embeddings").glob(f"*/*/{FILE_NAMES['float32']}"))
     assert len(files) == 1
     again = DenseRetriever(embedder, store="memmap", index_type="ivf", nlist=8)
     again.attach_cache(cache.view("embeddings"))
     again.index(chunks)  # another index type: the same matrix, nothing encoded
     assert again.stats["embedded_chunks"] == 0
-    files[0].write_bytes(files[0].read_bytes()[:200])  # truncated
+    # truncated, as a new file: the cache replaces entries, never rewrites one in place (the
+    # flat index of ``first`` searches the file it mapped, and a file shrunk under a mapping
+    # would fault it)
+    damaged = files[0].with_name("damaged")
+    damaged.write_bytes(files[0].read_bytes()[:200])
+    damaged.replace(files[0])
     third = DenseRetriever(embedder, store="memmap")
     third.attach_cache(cache.view("embeddings"))
     third.index(chunks)  # rebuilt from the per-text table: still nothing encoded
