@@ -45,3 +45,48 @@ def toy_queries():
     from rag_lab.dataset import read_queries
 
     return read_queries(TOY / "queries.jsonl")
+
+
+# -- MLflow SQLite stores: the schema copied, not migrated ------------------------------------
+# A fresh MLflow SQLite store runs MLflow's Alembic migrations (~2.5 s here), and the suite opens
+# dozens of fresh stores. Once a test has imported MLflow's store code, a fresh store in this
+# process gets the schema by SQLite's backup API from one store migrated the same way: the same
+# tables and Alembic version, so the store then behaves as a migrated one. Other databases
+# (PostgreSQL) and other processes (the CLI run as a subprocess) migrate as usual.
+_SCHEMA: dict[str, object] = {}
+
+
+def _copy_migrated_schema(engine) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    from sqlalchemy import create_engine
+
+    migrate = _SCHEMA["migrate"]
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        return migrate(engine)
+    template = _SCHEMA.get("template")
+    if template is None:
+        template = Path(_SCHEMA["folder"]) / "schema.db"
+        migrate(create_engine(f"sqlite:///{template}"))
+        _SCHEMA["template"] = template
+    raw = engine.raw_connection()
+    try:
+        with closing(sqlite3.connect(template)) as source:
+            source.backup(raw.driver_connection)
+    finally:
+        raw.close()
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    import sys
+    import tempfile
+
+    db_utils = sys.modules.get("mlflow.store.db.utils")
+    if db_utils is None or "migrate" in _SCHEMA:
+        return
+    _SCHEMA["migrate"] = db_utils._initialize_tables
+    _SCHEMA["folder"] = tempfile.mkdtemp(prefix="rag_lab_mlflow_schema_")
+    db_utils._initialize_tables = _copy_migrated_schema

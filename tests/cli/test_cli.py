@@ -30,7 +30,12 @@ def toy_copy(tmp_path: Path) -> Path:
     return dst
 
 
-def run_toy(path: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+def run_toy(
+    path: Path, tmp_path: Path, *extra: str, tracking: bool = False
+) -> subprocess.CompletedProcess:
+    """``rag-lab evaluate`` on ``path``; without MLflow unless ``tracking`` (a fresh store's
+    migrations cost a subprocess ~7 s of its ~10; a failing run with tracking on:
+    tests/tracking/test_evaluation.py)."""
     return rag_lab(
         "evaluate",
         "dataset=beir",
@@ -39,12 +44,13 @@ def run_toy(path: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProc
         "retrievers=[bm25]",
         f"hydra.run.dir={tmp_path / 'run'}",
         f"paths.experiments={tmp_path / 'exp'}",
+        *([] if tracking else ["tracking=none"]),
         *extra,
     )
 
 
 def test_cli_end_to_end_writes_metrics_and_mlflow_run(tmp_path):
-    proc = run_toy(TOY, tmp_path, "retrievers=[dense,bm25]", "embedder=hashing")
+    proc = run_toy(TOY, tmp_path, "retrievers=[dense,bm25]", "embedder=hashing", tracking=True)
     assert proc.returncode == 0, proc.stderr
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["n_queries"] == 8 and metrics["hit_rate_at_5"] >= 0.85
