@@ -63,6 +63,10 @@ from rag_lab.cli import _errors
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 STOP_GRACE_S = 10.0  # an interrupted worker's time to close its runs before SIGTERM
+# The sweep process waits on its workers' pipes at most this long at a time: the kernel may hand a
+# Ctrl-C to another of its threads (MLflow's, a library's), and then nothing wakes the main
+# thread's wait to run Python's handler; it runs at the next timeout instead.
+POLL_S = 0.25
 SAID_SLOTS = 64  # distinct error lines a sweep's workers print once each
 
 # named as the plugin, not rag_lab.*: like Hydra's basic launcher's, its INFO lines (the jobs'
@@ -316,7 +320,7 @@ def run_forked(job: _Jobs, n_workers: int) -> list[Any]:
         running[reader] = (proc, None)
     try:
         while running:
-            for ready in wait(list(running)):
+            for ready in wait(list(running), timeout=POLL_S):
                 reader = cast(Connection, ready)
                 proc, pos = running[reader]
                 try:

@@ -46,4 +46,8 @@ class HoldJob(Callback):
         import time
 
         (Path(config.hydra.sweep.dir) / f"started.{os.getpid()}").touch()
-        time.sleep(self.seconds)
+        # in short sleeps, as a job computes: a signal the kernel gives another thread of this
+        # process does not wake a long sleep, and Python's handler runs only when it ends
+        deadline = time.monotonic() + self.seconds
+        while time.monotonic() < deadline:
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
