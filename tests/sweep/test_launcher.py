@@ -142,9 +142,15 @@ def test_ctrl_c_stops_every_worker_and_marks_the_sweep_killed(tmp_path):
     from tests.sweep.test_sweep_cli import runs
 
     cmd = _held_sweep(tmp_path, 60)
-    # a new session, as a terminal's foreground job: Ctrl-C is SIGINT to the whole group
+    # a new session, as a terminal's foreground job: Ctrl-C is SIGINT to the whole group, and
+    # SIGINT is not ignored (it is when pytest itself was started as a background job: `cmd &`)
     proc = subprocess.Popen(
-        cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        cmd,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     workers = _when_both_started(proc, tmp_path / "sweep")
     t0 = time.monotonic()
