@@ -62,8 +62,8 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from rag_lab.build import instantiate
     from rag_lab.distributed import RayShardedEmbedder
+    from rag_lab.pipeline.build import instantiate
     from tests.distributed.cluster import local_ray_cluster
 
     texts = chunk_texts(args.data, args.docs)

@@ -30,8 +30,8 @@ def index(overrides: list[str], work: Path) -> tuple[float, dict[str, float], in
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
 
-    from rag_lab.build import build_dataset, build_pipeline
     from rag_lab.paths import CONFIG_DIR
+    from rag_lab.pipeline.build import build_dataset, build_pipeline
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose("evaluate", overrides=overrides)

@@ -120,7 +120,7 @@ def untrained_cross_encoder(out: Path) -> str:
     import torch
     from sentence_transformers import CrossEncoder
 
-    from rag_lab.models import resolve_model
+    from rag_lab.models.resolve import resolve_model
 
     torch.manual_seed(0)
     CrossEncoder(resolve_model(MINILM), num_labels=1, device="cpu").save(str(out))

@@ -317,7 +317,7 @@ def _evaluate(overrides: list[str], work: Path) -> Any:
 def retrieval(work: Path) -> dict[str, Any]:
     import numpy as np
 
-    from rag_lab.stats import paired_bootstrap_diff_ci
+    from rag_lab.analysis.stats import paired_bootstrap_diff_ci
 
     base = ["tracking=none", f"cache.dir={work / 'cache'}"]
     runs = {

@@ -6,12 +6,13 @@
 
 Runs the default pipeline (plus ``--base`` overrides) and each variant on ``--split``, then for
 every category and overall: the mean of each ``--metric`` for base and variant, and the paired
-bootstrap 95% CI of variant - base (``rag_lab.stats``). A stage that does nothing shows as 0.
-Each side's ``cost`` is what its stages report per query in metrics.json (``<stage>/ms_per_query``,
-``Measured``) and the query latency percentiles; its ``refusals`` the retrieval-level refusal rates
-(``refusal_rate_unanswerable``, ``wrong_refusal_rate``, ``empty_result_rate``) and, with a fallback
-chain (``fallback=chain``), how many queries each level answered, overall and per category
-(``fallback/level_<n>``, ``per_query.parquet``'s ``fallback_level``).
+bootstrap 95% CI of variant - base (``rag_lab.analysis.stats``). A stage that does nothing shows as
+0. Each side's ``cost`` is what its stages report per query in metrics.json
+(``<stage>/ms_per_query``, ``Measured``) and the query latency percentiles; its ``refusals`` the
+retrieval-level refusal rates (``refusal_rate_unanswerable``, ``wrong_refusal_rate``,
+``empty_result_rate``) and, with a fallback chain (``fallback=chain``), how many queries each level
+answered, overall and per category (``fallback/level_<n>``, ``per_query.parquet``'s
+``fallback_level``).
 
 ``--sweep DIR`` records a finished sweep beside the comparison (its ``report/leaderboard.csv`` and
 ``winner.json``: the dev leaderboard and the winner's report-split metrics), e.g. the stacked
@@ -72,7 +73,7 @@ def run(overrides: list[str], out: Path, cache: Path) -> tuple[Any, dict[str, An
 def compare(base: Any, variant: Any, metrics: list[str]) -> dict[str, Any]:
     import numpy as np
 
-    from rag_lab.stats import paired_bootstrap_diff_ci
+    from rag_lab.analysis.stats import paired_bootstrap_diff_ci
 
     out: dict[str, Any] = {}
     for cat in [*sorted(base["category"].dropna().unique()), "all"]:

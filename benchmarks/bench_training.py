@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_lab.stats import paired_bootstrap_diff_ci, randomization_test
+from rag_lab.analysis.stats import paired_bootstrap_diff_ci, randomization_test
 
 RAG_LAB = [sys.executable, "-m", "rag_lab.cli"]
 

@@ -1,4 +1,4 @@
-"""Meta-evaluation of the offline faithfulness judges (see ``rag_lab.judge.meta``).
+"""Meta-evaluation of the offline faithfulness judges (see ``rag_lab.judge.evaluation.meta``).
 
     python benchmarks/judge_meta_eval.py --out benchmarks/results/judge_meta_eval.json
     python benchmarks/judge_meta_eval.py --tune                      # threshold sweep, dev split
@@ -30,10 +30,10 @@ from typing import Any
 from peak import peak_rss_mib  # benchmarks/peak.py (scripts run from benchmarks/)
 
 from rag_lab.dataset import read_qrels, read_queries
-from rag_lab.io import read_jsonl
+from rag_lab.io.files import read_jsonl
 from rag_lab.judge import LexicalJudge, NLIJudge
 from rag_lab.judge.base import Judge
-from rag_lab.judge.meta import Pair, build_pairs, judge_pairs, read_pairs, summarise
+from rag_lab.judge.evaluation.meta import Pair, build_pairs, judge_pairs, read_pairs, summarise
 
 SUITES = Path(__file__).resolve().parents[1] / "datasets" / "judge_meta"
 NO_NLI = (

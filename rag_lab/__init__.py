@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rag_lab import _deprecated
 from rag_lab.paths import register_resolvers
 
 if TYPE_CHECKING:
     import os
 
-    from rag_lab.export import ExportedPipeline
+    from rag_lab.export.load import ExportedPipeline
 
-__version__ = "0.4.0"  # the one place the version is written (pyproject reads it)
+__version__ = "0.5.0"  # the one place the version is written (pyproject reads it)
 
 register_resolvers()
+_deprecated.install()  # old import paths of modules moved in 0.5, with a warning
 
 
 def load_pipeline(path: str | os.PathLike[str]) -> ExportedPipeline:
-    """Load an export folder (see ``rag_lab.export.load_pipeline``); imported lazily so that
+    """Load an export folder (see ``rag_lab.export.load.load_pipeline``); imported lazily so that
     ``import rag_lab`` stays light."""
-    from rag_lab.export import load_pipeline as _load
+    from rag_lab.export.load import load_pipeline as _load
 
     return _load(path)
 

@@ -18,15 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rag_lab import build, console, outputs, report
-from rag_lab.answers import answer_queries
+from rag_lab import report
+from rag_lab.analysis.runs import Labels
 from rag_lab.cache import ON_ERROR, open_cache
 from rag_lab.errors import ConfigError
-from rag_lab.fallback import refusal_metrics
-from rag_lab.ingest import ingest_metrics
+from rag_lab.io import run_folder as outputs
 from rag_lab.metrics.attribution import attribute, attribution_metrics, with_attribution
 from rag_lab.metrics.relevance import to_document_run
-from rag_lab.metrics.runtime import runtime_metrics
 from rag_lab.metrics.score import (
     annotation_metrics,
     check_labels,
@@ -35,9 +33,14 @@ from rag_lab.metrics.score import (
     with_annotations,
     with_answers,
 )
+from rag_lab.pipeline import build
+from rag_lab.pipeline.answers import answer_queries
+from rag_lab.pipeline.fallback import refusal_metrics
+from rag_lab.pipeline.ingest import ingest_metrics
+from rag_lab.pipeline.runtime import runtime_metrics
 from rag_lab.postprocess.conflicts import notes_by_query
 from rag_lab.protocols import Annotating, Remote
-from rag_lab.report.data import Labels
+from rag_lab.report import console
 from rag_lab.sweep.context import check_sweep, sweep_context
 from rag_lab.tracking.evaluation import evaluation_run, log_evaluation
 from rag_lab.validate import OptionError, boolean, choice, integer
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from rag_lab.dataset.base import LabelledQueries
-    from rag_lab.pipeline import Pipeline
+    from rag_lab.pipeline.pipeline import Pipeline
     from rag_lab.protocols import TrackedRun
     from rag_lab.types import Run
 
@@ -215,7 +218,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         table = with_annotations(table, result.annotations, names)
         metrics.update(annotation_metrics(result.annotations, data.queries, names))
         metrics.update(refusal_metrics(result.final, data.qrels))
-        if result.fallback_level:  # the level that answered each query (rag_lab.fallback)
+        if result.fallback_level:  # the level that answered each query (rag_lab.pipeline.fallback)
             table = table.assign(fallback_level=table["query_id"].map(dict(result.fallback_level)))
         # a conflict flag reaches the generator as a note before the context
         notes = notes_by_query(result.annotations, queries)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rag_lab import build
 from rag_lab.dataset.synthesis import read_review, synthesize, write_review, write_split
 from rag_lab.errors import ConfigError
+from rag_lab.pipeline import build
 from rag_lab.validate import OptionError, boolean, integer
 
 REVIEW_FILE = "review.jsonl"

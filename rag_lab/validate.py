@@ -1,10 +1,10 @@
 """Checks of a stage's constructor arguments (numbers, choices, flags), one line per mistake.
 
 A stage does not know where in the config it sits, so an :class:`OptionError` names the argument
-as written (``k=-10.5: must be >= 0``). It is a ``ValueError``, so ``rag_lab.build.instantiate``
-reports it as ``cannot build fusion: OptionError: k=-10.5: must be >= 0`` (the stage and the
-argument: ``fusion.k``); :meth:`OptionError.at` gives the ``ConfigError`` with the full key
-(``fusion.k=-10.5: must be >= 0``) where the caller knows it.
+as written (``k=-10.5: must be >= 0``). It is a ``ValueError``, so
+``rag_lab.pipeline.build.instantiate`` reports it as ``cannot build fusion: OptionError: k=-10.5:
+must be >= 0`` (the stage and the argument: ``fusion.k``); :meth:`OptionError.at` gives the
+``ConfigError`` with the full key (``fusion.k=-10.5: must be >= 0``) where the caller knows it.
 
 The value must already be of the right kind: Hydra passes ``retrievers.bm25.k1=abc`` on as the
 string ``'abc'`` (plain YAML has no types), and that is refused, not coerced. Booleans are not

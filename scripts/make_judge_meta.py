@@ -8,7 +8,7 @@ Seeds (``datasets/judge_meta/seeds.jsonl``, one JSON object a line): ``id``, ``l
 ``passage``, ``answer`` (several sentences, written from the passage), ``edits`` (``{kind:
 [[old, new], ...]}`` for number, code, unit, date, entity: ``old`` is replaced once in the answer,
 ``new`` must not be in the passage) and ``outside`` (a sentence the passage does not support).
-The pairs and their kinds: ``rag_lab.judge.meta.suite_pairs``.
+The pairs and their kinds: ``rag_lab.judge.evaluation.meta.suite_pairs``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from rag_lab.judge.meta import read_seeds, suite_pairs
+from rag_lab.judge.evaluation.meta import read_seeds, suite_pairs
 
 ROOT = Path(__file__).resolve().parents[1] / "datasets" / "judge_meta"
 

@@ -184,8 +184,8 @@ def test_notes_reach_the_generator_prompt_and_the_llm_distiller_runs(tmp_path, m
     """answer_queries(notes=...) puts a query's notes before its context; context=[llm_distill]
     sends one distillation request per query through the fake endpoint, then the answer prompt
     reads the cited facts; a rerun makes no request."""
-    from rag_lab import build
-    from rag_lab.answers import answer_queries
+    from rag_lab.pipeline import build
+    from rag_lab.pipeline.answers import answer_queries
     from rag_lab.ranking import ranked
     from tests.fake_openai import FakeOpenAI, last_user_text
 

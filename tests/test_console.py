@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from wcwidth import wcswidth
 
-from rag_lab import console
+from rag_lab.report import console
 from tests.cli.helpers import rag_lab
 
 

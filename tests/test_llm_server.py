@@ -1,4 +1,4 @@
-"""``rag_lab.llm_server`` (FastAPI on uvicorn) in-process with a stand-in model: the OpenAI routes
+"""``rag_lab.llm.server`` (FastAPI on uvicorn) in-process with a stand-in model: the OpenAI routes
 and reply shape, errors in OpenAI's shape, the request checks, the optional bearer key, server
 errors (retried by the client), the endpoint generator and the openai SDK talking to it."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from rag_lab.generator import OpenAIGenerator
 from rag_lab.generator.transformers import ChatOutput
-from rag_lab.llm_client import EndpointError
-from rag_lab.llm_server import BadRequest, parse_request, serve
+from rag_lab.llm.client import EndpointError
+from rag_lab.llm.server import BadRequest, parse_request, serve
 from rag_lab.types import Chunk
 
 EN = Chunk("hx#0", "hx", "Fault E102 means low oil pressure.", 0, 34)

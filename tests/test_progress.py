@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_lab import progress
 from rag_lab.errors import ConfigError
+from rag_lab.runtime import progress
 
 
 class Tty(io.StringIO):

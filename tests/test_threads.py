@@ -1,4 +1,4 @@
-"""``rag_lab.threads``: a sweep worker's share of the cores follows how many workers run."""
+"""``rag_lab.runtime.threads``: a sweep worker's share of the cores follows how many workers run."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ SCRIPT = """
 import json, multiprocessing as mp, os
 import numpy  # an OpenBLAS pool threadpoolctl can limit
 from threadpoolctl import threadpool_info
-from rag_lab import threads
+from rag_lab.runtime import threads
 
 def pools():
     return sorted({p["num_threads"] for p in threadpool_info()})

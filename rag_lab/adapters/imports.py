@@ -3,7 +3,7 @@
 A foreign component is named by an import path in a *plain string* argument (``factory:
 langchain_community.retrievers.BM25Retriever.from_documents``), never by a ``_target_``: Hydra
 does not build it, the adapter does, after this module has checked it. Two checks, as
-``rag_lab.build.check_targets`` does for ``_target_``:
+``rag_lab.pipeline.build.check_targets`` does for ``_target_``:
 
 - the path starts with an allowed package (``ALLOWED_IMPORT_PREFIXES``: LangChain's and
   LlamaIndex's own packages and rag_lab), or one of the prefixes the config lists in
@@ -11,8 +11,8 @@ does not build it, the adapter does, after this module has checked it. Two check
 - what it resolves to is *defined* in such a package (``module.os.system`` starts with an allowed
   name, yet is ``os``'s).
 
-``allow_imports`` is a code-loading argument (``rag_lab.build.CODE_LOADING_ARGUMENTS``): a config
-read from disk (an export) that sets it is refused unless the user says they trust it.
+``allow_imports`` is a code-loading argument (``rag_lab.pipeline.build.CODE_LOADING_ARGUMENTS``): a
+config read from disk (an export) that sets it is refused unless the user says they trust it.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def _defined_in(obj: Any) -> str:
 def resolve(path: Any, name: str, allow: Sequence[str] = ()) -> Any:
     """The callable ``path`` names (``pkg.module.Class``, ``pkg.module.Class.method``,
     ``pkg.module.function``), after the allow-list checks; ``OptionError`` naming ``name``
-    otherwise (``rag_lab.build.instantiate`` turns it into a one-line ``ConfigError`` with the
-    full key: ``retrievers.langchain.factory='os.system': not allowed ...``)."""
+    otherwise (``rag_lab.pipeline.build.instantiate`` turns it into a one-line ``ConfigError`` with
+    the full key: ``retrievers.langchain.factory='os.system': not allowed ...``)."""
     if not isinstance(path, str) or not path.strip():
         raise OptionError(name, path, "expected an import path (package.module.Name)")
     prefixes = _prefixes(allow)

@@ -1,7 +1,7 @@
 """Input-file fingerprints reused while the files are provably unchanged.
 
-``rag_lab.io.fingerprint_files`` reads every byte it hashes; a corpus is fingerprinted by every
-job (it keys the parse, chunk and embed stages), even one whose every stage is then read back.
+``rag_lab.io.files.fingerprint_files`` reads every byte it hashes; a corpus is fingerprinted by
+every job (it keys the parse, chunk and embed stages), even one whose every stage is then read back.
 ``fingerprint`` returns the same value, reading the files only when their ``stat`` differs from
 the one recorded with a previous value: the key is each file's absolute path, size, mtime_ns,
 ctime_ns, inode and device (ctime cannot be set back by a writer, so an edit that restores
@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from rag_lab.io import fingerprint_files
+from rag_lab.io.files import fingerprint_files
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +103,8 @@ def attach(path: str | os.PathLike | None) -> None:
 
 
 def fingerprint(paths: Iterable[Path], digest_size: int = 16, root: Path | None = None) -> str:
-    """``rag_lab.io.fingerprint_files(paths, digest_size, root)``, read back from a record when
-    every file's stat is the one it was recorded with."""
+    """``rag_lab.io.files.fingerprint_files(paths, digest_size, root)``, read back from a record
+    when every file's stat is the one it was recorded with."""
     files = [Path(p) for p in paths]
     rel = [Path(p).relative_to(root).as_posix() for p in files] if root is not None else None
     before = [_signature(p) for p in files]

@@ -47,9 +47,9 @@ try:
 except ImportError:  # Windows: claims are no-ops
     fcntl = None  # type: ignore[assignment]
 
-from rag_lab import threads
 from rag_lab.cache import fingerprints
 from rag_lab.errors import RagLabError
+from rag_lab.runtime import threads
 
 log = logging.getLogger(__name__)
 

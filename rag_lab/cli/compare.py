@@ -1,6 +1,6 @@
 """``rag-lab compare RUN_A RUN_B``: paired differences ``B - A`` of the headline metrics with
 bootstrap CIs, and the queries that got better or worse with both runs' retrieved chunks side by
-side, on the console and in an HTML file (:mod:`rag_lab.compare`).
+side, on the console and in an HTML file (:mod:`rag_lab.analysis.compare`).
 
     rag-lab compare experiments/runs/base experiments/runs/candidate --html compare.html
     rag-lab compare 3f2a...c1 9be0...77 --tracking-uri sqlite:///experiments/mlflow.db
@@ -58,9 +58,9 @@ def parser() -> argparse.ArgumentParser:
 @user_errors
 def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-    from rag_lab.compare import check_same_data, compare, render_console
+    from rag_lab.analysis.compare import check_same_data, compare, render_console
+    from rag_lab.analysis.runs import load_run, with_labels
     from rag_lab.report.compare_page import write_compare_report
-    from rag_lab.report.data import load_run, with_labels
 
     a = load_run(args.run_a, args.tracking_uri)
     b = load_run(args.run_b, args.tracking_uri)

@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 
 from rag_lab.cli._compose import speed_up_compositions
 from rag_lab.cli._errors import user_errors
-from rag_lab.llm_client import check_overrides
+from rag_lab.llm.client import check_overrides
 from rag_lab.metrics.names import objective_value
 from rag_lab.paths import CONFIG_DIR
 from rag_lab.sweep.plugin import register_fork_launcher

@@ -1,5 +1,5 @@
 """``rag-lab gate --baseline A --candidate B --max-drop m=t --max-rise m=t``: exit 1 on a
-regression. The rules are :mod:`rag_lab.gate`'s (and docs/ci_gate.md).
+regression. The rules are :mod:`rag_lab.analysis.gate`'s (and docs/ci_gate.md).
 
 Exit codes: 0 no regression (warnings allowed), 1 at least one regression, 2 refusal or usage
 error (unresolvable side, fingerprint mismatch, unknown or non-finite checked metric, bad flag,
@@ -14,9 +14,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from rag_lab.analysis.gate import GateError, gate, render_junit, render_markdown
 from rag_lab.cli._errors import exit_status, user_errors
 from rag_lab.cli._options import tracking_uri_option
-from rag_lab.gate import GateError, gate, render_junit, render_markdown
 from rag_lab.metrics.names import canonical_key
 
 

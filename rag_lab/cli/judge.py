@@ -1,6 +1,6 @@
 """``rag-lab judge --input LOGS [LOGS ...] --out scores.jsonl [--judge [LABEL=]NAME ...]
 [--set [LABEL.]KEY=VALUE ...] [--cache DIR] [--labels FILE] [--threshold 0.5]
-[--report-dir DIR]``: score logged answers (:mod:`rag_lab.judge.logs`).
+[--report-dir DIR]``: score logged answers (:mod:`rag_lab.judge.evaluation.logs`).
 
 Each input is a JSONL file or a run folder of ``rag-lab evaluate`` with a generator (its
 ``answers.jsonl``). Each input line is a JSON object ``{"query", "retrieved_contexts": [str,
@@ -27,15 +27,15 @@ judge failures are printed per judge and input.
 
 Reports, in ``--report-dir`` (default: the folder of ``--out``):
 
-- with ``--labels FILE`` (human 0/1 verdicts, :mod:`rag_lab.judge.labels`): each judge's
+- with ``--labels FILE`` (human 0/1 verdicts, :mod:`rag_lab.judge.evaluation.labels`): each judge's
   agreement with them (accuracy and Cohen's κ of its verdicts: its own rule when it has one, the
   lexical judge's ``verdict_threshold`` + facts, else ``score >= --threshold``; AUROC of the score)
   and each input's faithful share estimated by prediction-powered inference (the judge on all
-  answers corrected by the labelled ones, :mod:`rag_lab.judge.calibration`) with its CI, next to
-  the judged mean and the labels alone: printed and written to ``judge_labels.json``;
+  answers corrected by the labelled ones, :mod:`rag_lab.judge.evaluation.calibration`) with its CI,
+  next to the judged mean and the labels alone: printed and written to ``judge_labels.json``;
 - with several judges: ``judges_side_by_side.csv`` (every answer, every judge's score and
   verdict) and ``judges_side_by_side.md`` (pairwise agreement, disagreements with examples;
-  :mod:`rag_lab.judge.compare`).
+  :mod:`rag_lab.judge.evaluation.compare`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from typing import Any
 
 from rag_lab.cli._errors import exit_status, user_errors
 from rag_lab.errors import ConfigError
-from rag_lab.judge.logs import (
+from rag_lab.judge.evaluation.logs import (
     LoggedAnswers,
     build_runner,
     judge_names,
@@ -192,7 +192,7 @@ def labels_report(
     alpha: float,
 ) -> dict[str, Any]:
     """Agreement (pooled and per input) and per-input PPI faithfulness of every judge."""
-    from rag_lab.judge.calibration import agreement, ppi_faithfulness
+    from rag_lab.judge.evaluation.calibration import agreement, ppi_faithfulness
 
     report: dict[str, Any] = {
         "verdicts": rules,
@@ -260,7 +260,7 @@ def print_labels_report(report: dict[str, Any]) -> None:
 
 @user_errors
 def main(argv: Sequence[str] | None = None) -> None:
-    from rag_lab.judge.calibration import DEFAULT_THRESHOLD, verdict
+    from rag_lab.judge.evaluation.calibration import DEFAULT_THRESHOLD, verdict
     from rag_lab.judge.runner import JudgeFailedError
 
     args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     inputs = read_inputs(args.input)
     labels: dict[Item, int] = {}
     if args.labels is not None:
-        from rag_lab.judge.labels import match_labels, read_labels
+        from rag_lab.judge.evaluation.labels import match_labels, read_labels
 
         labels = match_labels(read_labels(args.labels), inputs)
 
@@ -348,7 +348,7 @@ def write_side_by_side(
     skipped: dict[str, str],
     report_dir: Path,
 ) -> None:
-    from rag_lab.judge.compare import disagreement_markdown, pairwise, side_by_side
+    from rag_lab.judge.evaluation.compare import disagreement_markdown, pairwise, side_by_side
 
     items: dict[Item, dict[str, Any]] = {
         (i, lineno): {

@@ -1,5 +1,5 @@
-"""``rag-lab llm-server --model PATH [--port 8000]`` (also ``python -m rag_lab.llm_server``): serve
-a local causal LM behind an OpenAI-compatible endpoint (:func:`rag_lab.llm_server.serve`), so
+"""``rag-lab llm-server --model PATH [--port 8000]`` (also ``python -m rag_lab.llm.server``): serve
+a local causal LM behind an OpenAI-compatible endpoint (:func:`rag_lab.llm.server.serve`), so
 ``generator=openai`` and ``judge=ragas`` can run against a model on this machine. The model is
 loaded (and warmed up) before the port opens; Ctrl-C stops the server.
 """
@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s"
     )
     from rag_lab.generator.transformers import TransformersGenerator  # torch loads here
-    from rag_lab.llm_server import serve
+    from rag_lab.llm.server import serve
 
     model = TransformersGenerator(
         args.model, gguf_file=args.gguf_file, device=args.device, num_threads=args.threads
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         model, name, args.host, args.port, args.max_tokens, args.temperature, args.api_key_env
     )
     host, port = server.server_address[:2]
-    print(f"rag_lab.llm_server: serving {name} at http://{host!s}:{port}/v1", flush=True)
+    print(f"rag_lab.llm.server: serving {name} at http://{host!s}:{port}/v1", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -1,5 +1,5 @@
 """``rag-lab serve EXPORT [--tracking-uri URI] [--register NAME]``: log an export folder as an
-MLflow pyfunc model (:func:`rag_lab.serve.log_export`) and print how to serve it.
+MLflow pyfunc model (:func:`rag_lab.export.pyfunc.log_export`) and print how to serve it.
 
 Exit codes: 0 logged, 2 refusal (a broken export, an unreachable store) or usage error.
 """
@@ -26,7 +26,7 @@ def log_model(
 ) -> str:
     """Log ``export_dir`` at ``uri`` (registered as ``register`` when given); prints the model URI
     and the ``mlflow models serve`` line. Also ``rag-lab export --log-model``."""
-    from rag_lab.serve import log_export  # mlflow loads here
+    from rag_lab.export.pyfunc import log_export  # mlflow loads here
 
     model_uri = log_export(
         export_dir, uri, register, verify=verify, trust_remote_code=trust_remote_code

@@ -32,7 +32,7 @@ def reranker(cfg: DictConfig) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``rag-lab train <task> ...`` (what the old ``rag_lab.train.cli.main`` was): the command
+    """``rag-lab train <task> ...`` (what the old ``rag_lab.cli.train.main`` was): the command
     table picks the task."""
     import sys
 

@@ -1,7 +1,7 @@
 """``rag-lab walk [--walk NAME|FILE] [--out DIR] [--svg FILE] [override ...]``: walk from one
 pipeline to another a stage at a time, each step kept or dropped on the select split, every step
-reported on the report split (:mod:`rag_lab.walk`), then write the walk's ``report.html`` with
-its waterfall (:mod:`rag_lab.report.waterfall`).
+reported on the report split (:mod:`rag_lab.analysis.walk`), then write the walk's ``report.html``
+with its waterfall (:mod:`rag_lab.report.waterfall`).
 
     rag-lab walk                                        # conf/walk/tutorial_to_production.yaml
     rag-lab walk --svg docs/waterfall.svg tracking=none       # + the README's figure, no MLflow
@@ -72,14 +72,14 @@ def plan_path(walk: str) -> Path:
 @user_errors
 def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    from rag_lab.analysis.walk import evaluate_step, load_plan, read_result, run_walk
     from rag_lab.report.waterfall import write_walk_report, write_waterfall_svg
-    from rag_lab.walk import evaluate_step, load_plan, read_result, run_walk
 
     if args.report is not None:
         result = read_result(args.report)
         out = args.report
     else:
-        from rag_lab.llm_client import check_overrides
+        from rag_lab.llm.client import check_overrides
         from rag_lab.paths import experiments_dir
 
         check_overrides(args.overrides)  # no credential on the command line

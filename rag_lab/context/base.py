@@ -1,6 +1,7 @@
 """Context-stage protocol: what happens to a query's top chunks between retrieval and the
 generator (ordering, near-duplicate removal, the token budget, distillation), composed as a
-list: ``context=[order,dedupe,distill]``; applied by the answer stage (``rag_lab.answers``)."""
+list: ``context=[order,dedupe,distill]``; applied by the answer stage
+(``rag_lab.pipeline.answers``)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from typing import Any, cast
 from rag_lab.cache.keys import canonical
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.errors import ConfigError, DataError
-from rag_lab.io import fingerprint_files
+from rag_lab.io.files import fingerprint_files
 from rag_lab.parser.base import ON_EMPTY
 from rag_lab.paths import experiments_dir
 from rag_lab.types import Qrels, Query

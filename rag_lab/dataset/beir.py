@@ -16,7 +16,7 @@ from rag_lab.cache.fingerprints import fingerprint
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.dataset.conversations import resolve_history
 from rag_lab.errors import ConfigError, DataError
-from rag_lab.io import read_jsonl, read_lines, require_file, require_key
+from rag_lab.io.files import read_jsonl, read_lines, require_file, require_key
 from rag_lab.parser.base import ON_EMPTY
 from rag_lab.types import Qrels, Query
 

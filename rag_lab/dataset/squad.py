@@ -25,7 +25,7 @@ from typing import Any
 from rag_lab.dataset._records import check_on_empty, labelled_split
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.errors import DataError
-from rag_lab.io import read_text
+from rag_lab.io.files import read_text
 from rag_lab.types import Query
 
 

@@ -28,10 +28,10 @@ _BUILT: dict[str, Any] = {}  # in a worker process: embedder config (JSON) -> th
 
 def _encode_shard(config: str, texts: list[str]) -> np.ndarray:
     """A Ray task: ``texts`` encoded by the embedder ``config`` describes, built once per worker
-    process (through the allow-list of ``rag_lab.build``)."""
+    process (through the allow-list of ``rag_lab.pipeline.build``)."""
     embedder = _BUILT.get(config)
     if embedder is None:
-        from rag_lab.build import instantiate
+        from rag_lab.pipeline.build import instantiate
 
         embedder = _BUILT[config] = instantiate(json.loads(config), "embedder")
     return np.asarray(embedder.encode_documents(texts), dtype=np.float32)
@@ -43,7 +43,7 @@ TARGET = "rag_lab.distributed.RayShardedEmbedder"
 def unwrap_sharded(node: dict[str, Any]) -> dict[str, Any]:
     """The embedder config a :class:`RayShardedEmbedder` config wraps (``node`` itself for any
     other): how the corpus was encoded does not change the vectors, so it does not key the dense
-    retriever's index and runs (``rag_lab.build.build_pipeline``)."""
+    retriever's index and runs (``rag_lab.pipeline.build.build_pipeline``)."""
     return node["embedder"] if node.get("_target_") == TARGET else node
 
 
@@ -83,7 +83,7 @@ class RayShardedEmbedder:
     def local(self) -> Any:
         """The wrapped embedder in this process (queries, identity, small calls)."""
         if self._local is None:
-            from rag_lab.build import instantiate
+            from rag_lab.pipeline.build import instantiate
 
             self._local = instantiate(self.config, "embedder")
         return self._local

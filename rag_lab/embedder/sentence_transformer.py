@@ -8,10 +8,10 @@ from functools import cached_property
 
 import numpy as np
 
-from rag_lab import progress
 from rag_lab.errors import ConfigError
-from rag_lab.models import resolve_model, weights_hash
-from rag_lab.onnx_backend import attach, backend_identity, check_backend
+from rag_lab.models.onnx import attach, backend_identity, check_backend
+from rag_lab.models.resolve import resolve_model, weights_hash
+from rag_lab.runtime import progress
 from rag_lab.validate import OptionError, integer
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ class SentenceTransformerEmbedder:
     device: ``cpu``, ``cuda``, ``mps`` or ``None`` (sentence-transformers picks).
     max_seq_length: truncate inputs to this many model tokens (``None`` = the model's own limit).
     backend: ``torch`` or ``onnx`` (ONNX Runtime runs the transformer; exported once into the
-        model cache, see ``rag_lab.onnx_backend``). CPU only.
+        model cache, see ``rag_lab.models.onnx``). CPU only.
     quantize: ``none`` or ``int8`` (dynamic int8 weights; ``backend=onnx`` only).
     threads: ONNX Runtime intra-op threads (``None``: one per physical core); torch keeps its
         own setting.
@@ -74,7 +74,7 @@ class SentenceTransformerEmbedder:
         try:
             st = SentenceTransformer(path, device="cpu" if self.backend == "onnx" else self.device)
         except Exception as exc:  # network failure, bad path, incompatible checkpoint
-            from rag_lab.models import _offline_help
+            from rag_lab.models.resolve import _offline_help
 
             raise ConfigError(
                 f"cannot load sentence-transformers model {self.model_name!r} "

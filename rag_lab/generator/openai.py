@@ -1,9 +1,9 @@
 """Generator for any OpenAI-compatible chat-completions endpoint: vLLM, Ollama, llama.cpp server,
-``python -m rag_lab.llm_server`` (a local transformers model), or OpenAI itself.
+``python -m rag_lab.llm.server`` (a local transformers model), or OpenAI itself.
 
 The prompt is ``PROMPTS[language]`` (Chinese or English, from the query unless ``language`` is
 set) around ``build_context``'s numbered, source-tagged blocks. The API key is read from the
-environment variable named by ``api_key_env`` when a request is made (``rag_lab.llm_client``): the
+environment variable named by ``api_key_env`` when a request is made (``rag_lab.llm.client``): the
 config, and so the MLflow params, hold only the variable's name.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag_lab.generator._helper import PromptedGenerator, check_language
-from rag_lab.llm_client import ChatClient
+from rag_lab.llm.client import ChatClient
 
 
 class OpenAIGenerator(PromptedGenerator):

@@ -3,7 +3,7 @@ HF cache when offline), or a GGUF file (dequantised by transformers; needs the `
 
 The prompt is the same as the endpoint generator's (``PROMPTS`` + ``build_context``), rendered
 with the tokenizer's chat template when it has one, else as ``system\\n\\nuser\\n``. Decoding is
-greedy unless ``temperature > 0``. ``chat`` is also what ``python -m rag_lab.llm_server`` serves.
+greedy unless ``temperature > 0``. ``chat`` is also what ``python -m rag_lab.llm.server`` serves.
 """
 
 from __future__ import annotations
@@ -119,8 +119,8 @@ class TransformersGenerator(PromptedGenerator):
     def weights(self) -> str:
         """Hash of what decides the output besides the messages: the GGUF file, or a folder's weight
         files plus its tokenizer / chat template / generation config; the id for a hub model."""
-        from rag_lab.io import fingerprint_files
-        from rag_lab.models import weights_hash
+        from rag_lab.io.files import fingerprint_files
+        from rag_lab.models.resolve import weights_hash
 
         root = Path(self.path)
         if self.gguf_file and (root / self.gguf_file).is_file():

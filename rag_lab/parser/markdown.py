@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from rag_lab.errors import DataError
-from rag_lab.io import read_text
+from rag_lab.io.files import read_text
 from rag_lab.parser.base import relative_id
 from rag_lab.types import Document, Section
 

@@ -579,7 +579,7 @@ class PdfParser:
         many rendered images wait in memory."""
         from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-        from rag_lab import progress
+        from rag_lab.runtime import progress
 
         pages: list[_Page | None] = []
         running: list[tuple[int, Future[_Page]]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from rag_lab.io import read_text
+from rag_lab.io.files import read_text
 from rag_lab.parser.base import relative_id
 from rag_lab.types import Document
 

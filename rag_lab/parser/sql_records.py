@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_lab.errors import ConfigError, DataError
-from rag_lab.io import read_text
+from rag_lab.io.files import read_text
 from rag_lab.parser._records import FieldMap, is_empty, json_value, source_of
 from rag_lab.types import Document
 from rag_lab.validate import OptionError, integer

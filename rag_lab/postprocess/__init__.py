@@ -1,12 +1,11 @@
 """Post-retrieval stages, run in order on the fused run: ``postprocess=[cross_encoder,freshness]``.
-Rerankers (``rag_lab.reranker``) are post-processors too."""
+Rerankers (``rag_lab.reranker``: cross-encoder, rules) are post-processors too."""
 
 from rag_lab.postprocess.base import PostProcessor
 from rag_lab.postprocess.conflicts import ConflictDetector
 from rag_lab.postprocess.credibility import CredibilityFilter
 from rag_lab.postprocess.freshness import FreshnessFilter
 from rag_lab.postprocess.metadata_filter import MetadataFilter
-from rag_lab.postprocess.rules import RuleReranker
 
 __all__ = [
     "ConflictDetector",
@@ -14,5 +13,4 @@ __all__ = [
     "FreshnessFilter",
     "MetadataFilter",
     "PostProcessor",
-    "RuleReranker",
 ]

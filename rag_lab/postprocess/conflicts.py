@@ -5,7 +5,7 @@ What counts (each rule is one function below):
 
 - **statement**: a table row (a line starting with ``|``), or a sentence of prose (ended by
   。！？；; or ". ", or a line break).
-- **value**: a number with a unit (``rag_lab.judge.facts``: "3000 h" == "3000小时" == "3,000
+- **value**: a number with a unit (``rag_lab.text.facts``: "3000 h" == "3000小时" == "3,000
   hours", "8 MPa" == "8兆帕"), grouped by unit group; in a table row also a cell that is a code
   alone (a part number: ``HX-RF10``), group ``code``. Bare numbers and dates are not values (list
   numbers, release dates).
@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from rag_lab.judge.facts import extract_facts, normalise_facts_text
 from rag_lab.ranking import ranked
 from rag_lab.text import STOPWORDS
+from rag_lab.text.facts import extract_facts, normalise_facts_text
 from rag_lab.text.patterns import TOKEN
 from rag_lab.types import Chunk, Run
 from rag_lab.validate import OptionError, boolean, integer
@@ -261,7 +261,7 @@ def notes_by_query(
     annotations: Mapping[str, Mapping[str, Any]], queries: Mapping[str, str]
 ) -> dict[str, list[str]]:
     """``conflict_notes`` of every annotated query, in the language of its text: what the answer
-    stage's ``notes`` take (``rag_lab.answers.answer_queries``)."""
+    stage's ``notes`` take (``rag_lab.pipeline.answers.answer_queries``)."""
     from rag_lab.generator.prompts import detect_language
 
     out = {}

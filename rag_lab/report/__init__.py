@@ -6,8 +6,8 @@
 
 ``figures`` is the one place plots get their backend and CJK font; ``data`` reads a run (folder
 or MLflow id) and the labels its drill-down shows; ``html`` holds the escaped building blocks.
-Imports are lazy: ``rag_lab.sweep.report`` imports ``rag_lab.report.figures``, and the sweep page
-imports ``rag_lab.sweep.report``.
+Imports are lazy: ``rag_lab.report.leaderboard`` imports ``rag_lab.report.figures``, and the sweep
+page imports ``rag_lab.report.leaderboard``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from rag_lab.report import html as h
 from rag_lab.report.run_page import query_details
 
 if TYPE_CHECKING:
-    from rag_lab.compare import Comparison, QueryChange
+    from rag_lab.analysis.compare import Comparison, QueryChange
 
 
 def _metrics(result: Comparison) -> str:

@@ -13,10 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rag_lab.metrics.names import metric_key
-from rag_lab.outputs import REPORT_FILE
-from rag_lab.report import html as h
-from rag_lab.report.data import (
+from rag_lab.analysis.runs import (
     Labels,
     RunView,
     as_float,
@@ -26,8 +23,11 @@ from rag_lab.report.data import (
     metric_cis,
     with_labels,
 )
+from rag_lab.analysis.stats import paired_bootstrap_ci
+from rag_lab.io.run_folder import REPORT_FILE
+from rag_lab.metrics.names import metric_key
+from rag_lab.report import html as h
 from rag_lab.report.figures import png_data_uri, subplots
-from rag_lab.stats import paired_bootstrap_ci
 
 DEPTH = 10  # retrieved chunks shown per query
 MISS_COLUMNS = ("miss_reason_at_5", "evidence_miss_reason_at_5")
@@ -249,7 +249,7 @@ def drilldown_section(run: RunView, primary: str, names: Sequence[str]) -> str:
 
 
 def render_run(run: RunView, title: str | None = None) -> str:
-    """The whole page of ``run`` (its labels should be set: :func:`rag_lab.report.data.
+    """The whole page of ``run`` (its labels should be set: :func:`rag_lab.analysis.runs.
     with_labels`)."""
     names = headline(run.metrics, run.per_query)
     primary = primary_metric(run, names)
@@ -296,7 +296,7 @@ def write_run_report(run_dir: Path, labels: Labels | None = None) -> Path:
     """Write ``<run_dir>/report.html`` and return its path.
 
     ``labels`` (chunks, queries, qrels) are what ``evaluate`` already holds; without them they
-    are rebuilt from ``config_resolved.yaml`` (:func:`rag_lab.report.data.with_labels`)."""
+    are rebuilt from ``config_resolved.yaml`` (:func:`rag_lab.analysis.runs.with_labels`)."""
     run_dir = Path(run_dir)
     run = with_labels(load_run(run_dir), labels)
     path = run_dir / REPORT_FILE

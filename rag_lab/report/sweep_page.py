@@ -15,14 +15,13 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from rag_lab.analysis.runs import as_float, load_run, with_labels
+from rag_lab.analysis.stats import align
 from rag_lab.errors import ConfigError
 from rag_lab.metrics.names import higher_is_better, metric_key
 from rag_lab.report import html as h
-from rag_lab.report.data import as_float, load_run, with_labels
 from rag_lab.report.figures import png_data_uri
-from rag_lab.report.run_page import REPORT_FILE, is_miss, query_details
-from rag_lab.stats import align
-from rag_lab.sweep.report import (
+from rag_lab.report.leaderboard import (
     STAT_COLUMNS,
     Trial,
     config_label,
@@ -31,6 +30,7 @@ from rag_lab.sweep.report import (
     plot_by_category,
     plot_metric_vs_params,
 )
+from rag_lab.report.run_page import REPORT_FILE, is_miss, query_details
 
 TOP = 8  # configurations in the category table and the per-query columns
 DEFAULT_METRIC = "ndcg_at_10"
@@ -126,8 +126,8 @@ _BOARD_FIXED = {"rank", "name", *STAT_COLUMNS}
 
 
 def plots_section(trials: list[Trial], metric: str, pngs: list[Path] | None = None) -> str:
-    """The sweep plots inline: ``pngs`` (those ``rag_lab.sweep.report.write_report`` wrote at the
-    sweep's end) or, when none are given, drawn here."""
+    """The sweep plots inline: ``pngs`` (those ``rag_lab.report.leaderboard.write_report`` wrote at
+    the sweep's end) or, when none are given, drawn here."""
     if pngs is not None:
         figures = [h.figure(png_data_uri(p), p.stem.replace("_", " ")) for p in pngs]
     else:
@@ -233,8 +233,8 @@ def render_sweep(
     """The page's HTML. ``trials``, ``board`` and ``plots``: what the sweep's end has already
     computed (the callback, ``rag_lab.sweep.callback``), used instead of reading the jobs again
     (``trials``: as :func:`sweep_trials` reads them), ranking them again (``board``: their
-    :func:`~rag_lab.sweep.report.leaderboard` on the sweep's metric at ``alpha``, no floors) or
-    drawing the plots again (``plots``: the PNGs of ``<sweep>/report``)."""
+    :func:`~rag_lab.report.leaderboard.leaderboard` on the sweep's metric at ``alpha``, no floors)
+    or drawing the plots again (``plots``: the PNGs of ``<sweep>/report``)."""
     if trials is None:
         trials = sweep_trials(sweep_dir)
     metric = str(board.attrs["metric"]) if board is not None else sweep_metric(sweep_dir)

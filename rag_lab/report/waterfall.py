@@ -1,4 +1,5 @@
-"""The walk's page (``<walk folder>/report.html``) and its waterfall figure (:mod:`rag_lab.walk`).
+"""The walk's page (``<walk folder>/report.html``) and its waterfall figure
+(:mod:`rag_lab.analysis.walk`).
 
 The waterfall is inline SVG written here (no plotting library, no script): step 0's value on the
 report split as a bar from the axis, then one floating bar per step from the kept state's value
@@ -19,10 +20,10 @@ from pathlib import Path
 from typing import NamedTuple
 from xml.sax.saxutils import escape as _xml_escape
 
+from rag_lab.analysis.walk import ALWAYS, Diff, StepResult, WalkResult, gain
 from rag_lab.errors import ConfigError
 from rag_lab.metrics.names import higher_is_better, metric_key
 from rag_lab.report import html as h
-from rag_lab.walk import ALWAYS, Diff, StepResult, WalkResult, gain
 
 REPORT_FILE = "report.html"
 _W, _H = 760, 360

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_lab import progress, threads
 from rag_lab.cache.keys import model_table, pair_key
 from rag_lab.errors import ConfigError
-from rag_lab.models import resolve_model, weights_hash
-from rag_lab.onnx_backend import attach, backend_identity, check_backend
+from rag_lab.models.onnx import attach, backend_identity, check_backend
+from rag_lab.models.resolve import resolve_model, weights_hash
 from rag_lab.ranking import minmax, ranked
+from rag_lab.runtime import progress, threads
 from rag_lab.types import Chunk, Run
 from rag_lab.validate import OptionError, integer, number
 
@@ -55,7 +55,7 @@ class CrossEncoderReranker:
         hands the reranker a view of the stage cache's ``rerank_scores`` namespace.
     device: ``cpu``, ``cuda``, ``mps`` or ``None`` (auto).
     backend: ``torch`` or ``onnx`` (ONNX Runtime runs the transformer, exported once into the
-        model cache; see ``rag_lab.onnx_backend``). CPU only.
+        model cache; see ``rag_lab.models.onnx``). CPU only.
     quantize: ``none`` or ``int8`` (dynamic int8 weights; ``backend=onnx`` only).
     threads: ONNX Runtime intra-op threads (``None``: one per physical core).
 

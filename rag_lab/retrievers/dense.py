@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_lab import threads
 from rag_lab.cache.keys import content_key, model_table, text_key
 from rag_lab.embedder import store as matrix_store
 from rag_lab.embedder.base import Embedder
 from rag_lab.retrievers.base import topk_to_run
+from rag_lab.runtime import threads
 from rag_lab.types import Chunk, Run
 from rag_lab.validate import choice, integer
 

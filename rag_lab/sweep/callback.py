@@ -31,8 +31,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rag_lab.errors import ConfigError
+from rag_lab.io.run_folder import read_metrics
 from rag_lab.metrics.names import canonical_key, higher_is_better, objective_value
-from rag_lab.outputs import read_metrics
 from rag_lab.sweep.context import PARENT_FILE, check_direction, selection_refusal, sweep_floors
 from rag_lab.sweep.parent import ParentGuard, close_stale_parent
 from rag_lab.sweep.winner import WINNER_FILE, job_dir
@@ -76,7 +76,7 @@ def sweep_params(config: DictConfig, report_split: str) -> dict[str, Any]:
     written), ``fixed.<key>`` (the other command-line overrides, typed and unescaped), the
     objective (``optimized_metric``, ``direction``), the sweeper and launcher (class, trials, jobs,
     sampler and seed) and the splits."""
-    from rag_lab.sweep.report import parse_overrides
+    from rag_lab.report.leaderboard import parse_overrides
 
     swept = set(swept_keys(config))
     search: dict[str, Any] = {}
@@ -116,7 +116,7 @@ def load_trials(sweep_dir: Path) -> list:
     objects."""
     import pandas as pd
 
-    from rag_lab.sweep.report import Trial, parse_overrides
+    from rag_lab.report.leaderboard import Trial, parse_overrides
 
     trials = []
     done = (
@@ -137,7 +137,7 @@ def load_trials(sweep_dir: Path) -> list:
 
 def varying(trials: list) -> list:
     """Trials with only the params whose values differ between them (the swept ones)."""
-    from rag_lab.sweep.report import Trial
+    from rag_lab.report.leaderboard import Trial
 
     keys = {k for t in trials for k in t.params}
     swept = sorted(k for k in keys if len({str(t.params.get(k)) for t in trials}) > 1)
@@ -167,7 +167,7 @@ class MlflowSweepCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         info: dict[str, Any] = {"split": split, "swept": swept_keys(config)}
-        from rag_lab.build import build_tracker
+        from rag_lab.pipeline.build import build_tracker
 
         tracker = build_tracker(config)
         if tracker is not None:
@@ -187,7 +187,7 @@ class MlflowSweepCallback(Callback):
         (sweep_dir / PARENT_FILE).write_text(json.dumps(info))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from rag_lab.sweep.report import report_files
+        from rag_lab.report.leaderboard import report_files
 
         sweep_dir = Path(config.hydra.sweep.dir)
         metric = canonical_key(config.optimized_metric)
@@ -236,7 +236,7 @@ class MlflowSweepCallback(Callback):
         print((sweep_dir / "report" / "leaderboard.md").read_text())
         parent = sweep_dir / PARENT_FILE
         info = json.loads(parent.read_text()) if parent.exists() else {}
-        from rag_lab.build import build_tracker
+        from rag_lab.pipeline.build import build_tracker
 
         tracker = build_tracker(config) if info.get("run_id") else None
         if tracker is not None:

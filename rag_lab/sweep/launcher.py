@@ -12,7 +12,7 @@ jobs' configs already composed (the sweeper composed each one to validate the ba
   launcher does (no fork).
 - **Threads:** each worker's OpenMP / BLAS pools, torch and faiss get ``CPUs // running`` threads,
   ``running`` being the workers neither finished nor waiting for another's claim
-  (``rag_lab.threads``): together they use the cores once, not ``workers`` times over, and a
+  (``rag_lab.runtime.threads``): together they use the cores once, not ``workers`` times over, and a
   worker that computes a stage the others wait for gets every core.
 - **Scheduling:** the jobs are split into one contiguous block per worker, in the sweep's order
   (Hydra varies the last override fastest, so neighbouring jobs share their parse, chunk and
@@ -58,8 +58,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, cast
 
-from rag_lab import threads
 from rag_lab.cli import _errors
+from rag_lab.runtime import threads
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 STOP_GRACE_S = 10.0  # an interrupted worker's time to close its runs before SIGTERM
@@ -70,7 +70,7 @@ POLL_S = 0.25
 SAID_SLOTS = 64  # distinct error lines a sweep's workers print once each
 
 # named as the plugin, not rag_lab.*: like Hydra's basic launcher's, its INFO lines (the jobs'
-# overrides) reach the console only with verbose=true (rag_lab.console)
+# overrides) reach the console only with verbose=true (rag_lab.report.console)
 log = logging.getLogger("hydra_plugins.rag_lab_launcher")
 
 

@@ -1,9 +1,9 @@
 """``tokenizer=auto``: jieba for a Chinese corpus, the English analyser otherwise.
 
 The choice is made once per corpus from the share of Han characters among the letters of a
-sample (``rag_lab.tokenizer.script``). ``rag_lab.build.build_pipeline`` makes it from the corpus
-files before anything is built, and puts the chosen option's config in place of this one, so the
-stage cache is keyed by the resolved choice (``tokenizer=auto`` on a Chinese corpus shares
+sample (``rag_lab.tokenizer.script``). ``rag_lab.pipeline.build.build_pipeline`` makes it from the
+corpus files before anything is built, and puts the chosen option's config in place of this one, so
+the stage cache is keyed by the resolved choice (``tokenizer=auto`` on a Chinese corpus shares
 ``tokenizer=jieba``'s entries) and the run log says which was chosen. An instance built some other
 way (a generator's tokenizer) decides on the texts of its first call instead.
 """

@@ -1,8 +1,8 @@
 """The script of a corpus: the share of CJK (Han) characters among the letters of a sample.
 
 One number decides ``tokenizer=auto`` (jieba for a Chinese corpus) and the warning given when a
-Chinese corpus meets an analyser that does not segment Chinese (``rag_lab.build``). A tokenizer
-class that segments Chinese says so with ``segments_chinese = True``.
+Chinese corpus meets an analyser that does not segment Chinese (``rag_lab.pipeline.build``). A
+tokenizer class that segments Chinese says so with ``segments_chinese = True``.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rag_lab.outputs import (
+from rag_lab.io.run_folder import (
     ANSWERS_FILE,
     CONFIG_FILE,
     INGEST_REPORT_FILE,
@@ -167,8 +167,8 @@ def single_run_name(cfg: DictConfig | Mapping[str, Any]) -> str:
 
 def swept_params(sweep: Mapping[str, Any]) -> dict[str, Any]:
     """The overrides a sweep job's sweep varies, ``{key: typed value}`` (unescaped, no ``+``/``~``;
-    Hydra's own grammar: ``rag_lab.sweep.report.parse_overrides``)."""
-    from rag_lab.sweep.report import parse_overrides
+    Hydra's own grammar: ``rag_lab.report.leaderboard.parse_overrides``)."""
+    from rag_lab.report.leaderboard import parse_overrides
 
     given = parse_overrides(sweep.get("overrides", []))
     swept = sweep.get("swept")
@@ -178,7 +178,7 @@ def swept_params(sweep: Mapping[str, Any]) -> dict[str, Any]:
 def child_run_name(sweep: Mapping[str, Any]) -> str:
     """``fusion.k=37 fusion.weights.dense=0.1915``: the swept overrides only; ``trial <n>`` when
     the sweep varies nothing this job sets."""
-    from rag_lab.sweep.report import format_value
+    from rag_lab.report.leaderboard import format_value
 
     params = swept_params(sweep)
     if not params:

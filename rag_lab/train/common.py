@@ -20,13 +20,13 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from transformers import TrainerCallback
 
-from rag_lab import progress
-from rag_lab.build import build_pipeline, build_tracker, instantiate
 from rag_lab.dataset.base import LabelledQueries, SplitAware
 from rag_lab.errors import ConfigError
 from rag_lab.metrics.names import metric_key
 from rag_lab.metrics.score import score
-from rag_lab.pipeline import Pipeline
+from rag_lab.pipeline.build import build_pipeline, build_tracker, instantiate
+from rag_lab.pipeline.pipeline import Pipeline
+from rag_lab.runtime import progress
 from rag_lab.train.data import (
     TrainingExample,
     build_examples,

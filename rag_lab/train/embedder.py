@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig
 
-from rag_lab.build import instantiate
 from rag_lab.embedder.sentence_transformer import SentenceTransformerEmbedder
 from rag_lab.errors import ConfigError
+from rag_lab.pipeline.build import instantiate
 from rag_lab.ranking import ranked
 from rag_lab.train.common import (
     DevSelection,

@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig
 
-from rag_lab import progress
 from rag_lab.errors import ConfigError
-from rag_lab.models import resolve_model
+from rag_lab.models.resolve import resolve_model
 from rag_lab.ranking import ranked
 from rag_lab.reranker.cross_encoder import RERANKER_META, interpolate
+from rag_lab.runtime import progress
 from rag_lab.train import common
 from rag_lab.train.common import DevSelection, TrainingSetup
 from rag_lab.types import Run

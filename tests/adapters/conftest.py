@@ -39,7 +39,7 @@ def run_sample(sample_cache: Path, tmp_path: Path):
 @pytest.fixture(scope="session")
 def sample_chunks(sample_cache: Path):
     """The sample's corpus as the default evaluate config chunks it (recursive, 800 chars)."""
-    from rag_lab import build
+    from rag_lab.pipeline import build
     from tests.compose import compose_evaluate as compose
 
     cfg = compose([*SAMPLE, "retrievers=[bm25]"], sample_cache / "chunks_run")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag_lab.build import instantiate
 from rag_lab.chunker import LangChainChunker, LlamaIndexChunker
 from rag_lab.errors import ConfigError
+from rag_lab.pipeline.build import instantiate
 from rag_lab.types import Document
 
 

@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-from rag_lab.gate import gate
+from rag_lab.analysis.gate import gate
 from tests.adapters.foreign import STRAY
 
 E2E = ["retrievers=[foreign_pipeline]", "generator=foreign_pipeline", "judge=lexical"]

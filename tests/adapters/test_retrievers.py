@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rag_lab.build import check_code_loading, instantiate
 from rag_lab.cache import open_cache
 from rag_lab.embedder import HashingEmbedder
 from rag_lab.errors import ConfigError
+from rag_lab.pipeline.build import check_code_loading, instantiate
 from rag_lab.ranking import ranked
 from rag_lab.retrievers import DenseRetriever, LangChainRetriever, LlamaIndexRetriever
 from rag_lab.tokenizer import JiebaTokenizer

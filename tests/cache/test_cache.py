@@ -256,7 +256,7 @@ SCIFACT = (
 @pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").is_file(), reason="SciFact not on this machine")
 def test_editing_one_scifact_document_reembeds_only_its_chunks(tmp_path):
     """Per-chunk-text embedding cache on a real corpus: 5,183 abstracts, recursive chunks."""
-    from rag_lab.build import build_dataset, build_pipeline
+    from rag_lab.pipeline.build import build_dataset, build_pipeline
 
     data_dir = tmp_path / "scifact"
     shutil.copytree(SCIFACT, data_dir)

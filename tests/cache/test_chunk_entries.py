@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rag_lab.cache import StageCache
 from rag_lab.chunker import FixedSizeChunker
-from rag_lab.pipeline import _chunk_columns, _chunk_entry
+from rag_lab.pipeline.pipeline import _chunk_columns, _chunk_entry
 from rag_lab.types import chunk_to_dict
 
 

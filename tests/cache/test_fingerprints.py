@@ -10,7 +10,7 @@ import pytest
 from rag_lab.cache import fingerprints, open_cache
 from rag_lab.cache import store as store_mod
 from rag_lab.dataset import BeirDataset
-from rag_lab.io import fingerprint_files
+from rag_lab.io.files import fingerprint_files
 from tests.compose import TOY
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_lab.build import build_dataset, build_pipeline
 from rag_lab.pipeline import Pipeline
+from rag_lab.pipeline.build import build_dataset, build_pipeline
 from tests.compose import TOY_OVERRIDES, compose_evaluate
 
 

@@ -8,10 +8,9 @@ import pytest
 from hydra.utils import get_object
 from omegaconf import OmegaConf
 
-from rag_lab.build import build_parser
 from rag_lab.errors import ConfigError
 from rag_lab.paths import CONFIG_DIR
-from rag_lab.pipeline import build_pipeline, check_targets, instantiate
+from rag_lab.pipeline.build import build_parser, build_pipeline, check_targets, instantiate
 from tests.compose import TOY, compose_evaluate
 
 CONF = Path(CONFIG_DIR)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from rag_lab import build
 from rag_lab.context import ContextStage
 from rag_lab.errors import ConfigError
 from rag_lab.paths import CONFIG_DIR
+from rag_lab.pipeline import build
 from tests.compose import TOY_OVERRIDES, compose_evaluate
 
 OPTIONS = sorted(p.stem for p in (Path(CONFIG_DIR) / "context").glob("*.yaml"))

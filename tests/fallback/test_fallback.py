@@ -1,6 +1,6 @@
-"""The fallback chain (rag_lab/fallback.py): acceptance, the walk down the levels, refusal metrics,
-and the chain inside a real evaluation (a second corpus, BM25 alone over the main corpus through
-the same cached run, a refusal)."""
+"""The fallback chain (rag_lab/pipeline/fallback.py): acceptance, the walk down the levels, refusal
+metrics, and the chain inside a real evaluation (a second corpus, BM25 alone over the main corpus
+through the same cached run, a refusal)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import pytest
 from rag_lab.errors import ConfigError
 from rag_lab.evaluate import evaluate
 from rag_lab.export import export_pipeline
-from rag_lab.fallback import (
+from rag_lab.pipeline import RetrievalResult
+from rag_lab.pipeline.fallback import (
     Acceptance,
     FallbackChain,
     FallbackLevel,
@@ -24,7 +25,6 @@ from rag_lab.fallback import (
     refusal_metrics,
     zscore,
 )
-from rag_lab.pipeline import RetrievalResult
 from rag_lab.types import Run
 from tests.compose import TOY, compose_evaluate
 
@@ -218,7 +218,7 @@ def test_second_corpus_sharing_chunk_ids_is_refused(toy_with_standards, tmp_path
 
 
 def test_stacked_experiment_builds_its_levels_from_the_main_config(tmp_path):
-    from rag_lab.build import build_pipeline
+    from rag_lab.pipeline.build import build_pipeline
 
     cfg = compose_evaluate(["experiment=stacked", "embedder=hashing", "tracking=none"], tmp_path)
     pipe = build_pipeline(cfg)
@@ -241,7 +241,7 @@ def test_stacked_experiment_builds_its_levels_from_the_main_config(tmp_path):
 
 
 def test_a_chain_is_not_restored_from_saved_indexes(tmp_path):
-    from rag_lab.build import build_pipeline
+    from rag_lab.pipeline.build import build_pipeline
 
     cfg = compose_evaluate(["fallback=chain", "embedder=hashing", "tracking=none"], tmp_path)
     with pytest.raises(ConfigError, match="fallback: a pipeline with a fallback chain cannot"):

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rag_lab.analysis.gate import GateError, gate, render_markdown, resolve_side
 from rag_lab.cli.gate import run
 from rag_lab.evaluate import evaluate
-from rag_lab.gate import GateError, gate, render_markdown, resolve_side
 from rag_lab.metrics.names import HEADLINE
 from tests.cli.helpers import rag_lab
 from tests.compose import TOY_OVERRIDES, compose_evaluate

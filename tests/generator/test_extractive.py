@@ -73,7 +73,7 @@ def test_bad_arguments(kw):
 
 
 def test_conf_option_instantiates_with_the_top_level_tokenizer(tmp_path):
-    from rag_lab.build import instantiate
+    from rag_lab.pipeline.build import instantiate
     from tests.compose import TOY, compose_evaluate
 
     cfg = compose_evaluate(

@@ -117,7 +117,7 @@ def test_unloadable_model_is_a_config_error(tmp_path):
 
 
 def test_conf_option_instantiates(model_dirs, tmp_path):
-    from rag_lab.build import instantiate
+    from rag_lab.pipeline.build import instantiate
     from tests.compose import TOY, compose_evaluate
 
     cfg = compose_evaluate(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_lab.judge.calibration import agreement, ppi_faithfulness, verdict
-from rag_lab.stats import normal_mean_ci, ppi_mean_ci
+from rag_lab.analysis.stats import normal_mean_ci, ppi_mean_ci
+from rag_lab.judge.evaluation.calibration import agreement, ppi_faithfulness, verdict
 
 
 def verdicts(scores, threshold=0.5):

@@ -1,11 +1,11 @@
-"""Facts and their support (``rag_lab.judge.facts``): every case of issue 16 in both directions —
+"""Facts and their support (``rag_lab.text.facts``): every case of issue 16 in both directions —
 a correct fact written differently is found, a changed one is not."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag_lab.judge.facts import extract_facts, normalise_facts_text, slot_names
+from rag_lab.text.facts import extract_facts, normalise_facts_text, slot_names
 
 
 def facts(answer: str, names: bool = True) -> list[tuple[str, str]]:
@@ -130,7 +130,7 @@ def test_a_changed_fact_is_not_found(answer, context, missing):
 
 
 def test_chinese_numbers():
-    from rag_lab.judge.facts import chinese_number, chinese_numerals
+    from rag_lab.text.facts import chinese_number, chinese_numerals
 
     values = {"二十五": 25, "十五": 15, "一百零五": 105, "两万五千": 25000, "三点五": 3.5,
               "二〇一八": 2018, "三亿": 3e8}  # fmt: skip
@@ -231,7 +231,7 @@ def test_judge16_false_alarms_and_their_changed_values(answer, context, missing)
 
 
 def test_chinese_function_words_carry_no_claim():
-    from rag_lab.judge.facts import function_words
+    from rag_lab.text.facts import function_words
 
     assert {"如果", "比"} <= function_words("如果屏幕显示E1，比发行价高出约202%。")
     assert not {"屏幕", "发行价", "高出"} & function_words("如果屏幕显示E1，比发行价高出约202%。")

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_lab.analysis.stats import ppi_mean_ci
 from rag_lab.cli.judge import run
 from rag_lab.errors import DataError
-from rag_lab.judge.labels import match_labels, read_labels
-from rag_lab.judge.logs import read_inputs
-from rag_lab.stats import ppi_mean_ci
+from rag_lab.judge.evaluation.labels import match_labels, read_labels
+from rag_lab.judge.evaluation.logs import read_inputs
 
 CTX = [
     "Fault E102 means low oil pressure. Check the oil level and the pump.",

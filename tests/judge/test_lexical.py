@@ -7,7 +7,7 @@ import pytest
 
 from rag_lab.generator import REFUSALS
 from rag_lab.judge import Judge, JudgeResult, LexicalJudge
-from rag_lab.judge.facts import extract_facts
+from rag_lab.text.facts import extract_facts
 
 EN = [
     "The HX-200 pump runs at 70 °C maximum. Replace the seal every 3,000 h. "

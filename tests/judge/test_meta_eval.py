@@ -12,7 +12,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from rag_lab.judge import JudgeResult, LexicalJudge
-from rag_lab.judge.meta import (
+from rag_lab.judge.evaluation.meta import (
     KINDS,
     Pair,
     auroc,

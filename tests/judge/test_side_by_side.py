@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rag_lab.cli.judge import run
-from rag_lab.judge.compare import pairwise, side_by_side
+from rag_lab.judge.evaluation.compare import pairwise, side_by_side
 from tests.judge.test_labels import ANSWERS, write, write_logs
 
 

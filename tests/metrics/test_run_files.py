@@ -1,5 +1,5 @@
-"""The run folder as other tools read it (``rag_lab.outputs``): ``metrics.json`` is strict JSON
-(undefined values ``null``, counts integers), and ``run.trec`` + ``qrels.trec`` are all ranx
+"""The run folder as other tools read it (``rag_lab.io.run_folder``): ``metrics.json`` is strict
+JSON (undefined values ``null``, counts integers), and ``run.trec`` + ``qrels.trec`` are all ranx
 (or trec_eval, ir_measures) needs to reproduce rag_lab's numbers."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from rag_lab.evaluate import evaluate
-from rag_lab.outputs import read_metrics, strict_metrics, write_scores
+from rag_lab.io.run_folder import read_metrics, strict_metrics, write_scores
 from tests.compose import TOY_OVERRIDES, compose_evaluate
 
 
@@ -84,7 +84,7 @@ def test_ranx_reads_run_and_qrels_files_and_reproduces_the_metrics(toy_run):
 def test_ingest_report_and_config_files_are_the_plain_dumps(tmp_path):
     from omegaconf import OmegaConf
 
-    from rag_lab.outputs import write_config, write_ingest_report
+    from rag_lab.io.run_folder import write_config, write_ingest_report
 
     reports = [
         {"totals": {"n_files": 1}, "documents": [{"doc_id": "d1", "seconds": 2.5e-05}]},

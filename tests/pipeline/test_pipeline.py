@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from omegaconf import open_dict
 
-from rag_lab import build
-from rag_lab.build import build_dataset, build_pipeline
 from rag_lab.errors import ConfigError
-from rag_lab.pipeline import Pipeline, RetrievalResult
+from rag_lab.pipeline import Pipeline, RetrievalResult, build
+from rag_lab.pipeline.build import build_dataset, build_pipeline
 from rag_lab.ranking import ranked
 from tests.compose import TOY_OVERRIDES, compose_evaluate
 
@@ -153,10 +152,3 @@ def test_allow_list_is_rag_lab_only(tmp_path):
     with pytest.raises(ConfigError, match=r"retrievers.bm25.tokenizer._target_=.* is not allowed"):
         build_pipeline(cfg)
     assert build.ALLOWED_TARGET_PREFIXES == ("rag_lab.",)
-
-
-def test_old_import_paths_resolve_to_the_build_module():
-    import rag_lab.pipeline as old
-
-    for name in ("build_pipeline", "check_targets", "instantiate", "ALLOWED_TARGET_PREFIXES"):
-        assert getattr(old, name) is getattr(build, name)

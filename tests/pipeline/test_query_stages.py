@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from rag_lab.build import build_dataset, build_pipeline
 from rag_lab.cache import keys
 from rag_lab.pipeline import Pipeline
+from rag_lab.pipeline.build import build_dataset, build_pipeline
 from rag_lab.types import Chunk, Run
 from tests.compose import compose_evaluate
 

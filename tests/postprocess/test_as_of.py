@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from rag_lab.errors import DataError
-from rag_lab.postprocess import MetadataFilter, RuleReranker
+from rag_lab.postprocess import MetadataFilter
 from rag_lab.protocols import QueryMetadataAware
+from rag_lab.reranker import RuleReranker
 from rag_lab.types import Chunk
 from rag_lab.validate import OptionError
 

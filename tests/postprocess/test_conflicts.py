@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from rag_lab import build
 from rag_lab.chunker import RecursiveChunker
 from rag_lab.metrics.score import annotation_metrics, with_annotations
 from rag_lab.parser.base import parse_file
 from rag_lab.parser.markdown import MarkdownParser
 from rag_lab.parser.pdf import PdfParser
 from rag_lab.paths import CONFIG_DIR
-from rag_lab.pipeline import Pipeline
+from rag_lab.pipeline import Pipeline, build
 from rag_lab.postprocess import ConflictDetector, PostProcessor
 from rag_lab.postprocess.conflicts import conflict_notes, notes_by_query, statements
 from rag_lab.protocols import Annotating, Measured

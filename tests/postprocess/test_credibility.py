@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from rag_lab import build
 from rag_lab.chunker import RecursiveChunker
 from rag_lab.parser import JsonlRecordsParser
 from rag_lab.parser.base import parse_file
 from rag_lab.parser.pdf import PdfParser
 from rag_lab.paths import CONFIG_DIR
+from rag_lab.pipeline import build
 from rag_lab.postprocess import CredibilityFilter, PostProcessor
 from rag_lab.protocols import Measured
 from rag_lab.ranking import ranked

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rag_lab.build import build_dataset, build_pipeline
 from rag_lab.errors import ConfigError
 from rag_lab.pipeline import Pipeline
+from rag_lab.pipeline.build import build_dataset, build_pipeline
 from rag_lab.protocols import QueryMetadataAware
 from rag_lab.query_transforms import LLMHistoryRewrite, QueryTransform, RuleHistoryRewrite
 from tests.compose import TOY_OVERRIDES, compose_evaluate

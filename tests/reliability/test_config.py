@@ -3,7 +3,7 @@ the value, never a traceback, never a silent zero score.
 
 The CLI cases run ``rag-lab evaluate dataset=beir dataset.path=<toy> embedder=hashing
 tracking=none cache.dir=null`` in a fresh interpreter, as a user does. Each stage checks its
-own arguments in its constructor (``rag_lab.validate``); ``rag_lab.build`` names the stage.
+own arguments in its constructor (``rag_lab.validate``); ``rag_lab.pipeline.build`` names the stage.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from rag_lab import build
 from rag_lab.chunker import FixedSizeChunker, RecursiveChunker
 from rag_lab.embedder import HashingEmbedder
 from rag_lab.errors import ConfigError
 from rag_lab.evaluate import check_config
 from rag_lab.fusion import RRFFusion, WeightedFusion
+from rag_lab.pipeline import build
 from rag_lab.query_transforms import NormaliseQueries
 from rag_lab.reranker import CrossEncoderReranker
 from rag_lab.retrievers import BM25Retriever, DenseRetriever
@@ -47,7 +47,7 @@ def evaluate_cli(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
 
 def assert_names(line: str, where: str, rest: str) -> None:
     """The one error line names the stage and the argument with its value: today
-    ``cannot build fusion: OptionError: k=-10.5: must be >= 0`` (rag_lab.build wraps the
+    ``cannot build fusion: OptionError: k=-10.5: must be >= 0`` (rag_lab.pipeline.build wraps the
     stage's ValueError); ``fusion.k=-10.5: must be >= 0`` once build prefixes ``where``."""
     assert line in (f"error: {where}.{rest}", f"error: cannot build {where}: OptionError: {rest}")
 

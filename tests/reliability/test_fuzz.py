@@ -25,7 +25,7 @@ from rag_lab.chunker import (
 from rag_lab.chunker.base import Chunker
 from rag_lab.dataset import read_qrels, read_queries
 from rag_lab.errors import RagLabError
-from rag_lab.io import read_jsonl
+from rag_lab.io.files import read_jsonl
 from rag_lab.parser import JsonlRecordsParser, MarkdownParser, PlainTextParser, parse_corpus
 from rag_lab.parser.markdown import heading_sections
 from rag_lab.text.patterns import TOKEN

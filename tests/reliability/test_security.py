@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rag_lab.build import build_pipeline
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.evaluate import evaluate
 from rag_lab.export import evaluate_exported, export_pipeline, load_pipeline
-from rag_lab.llm_client import check_overrides
-from rag_lab.manifest import MANIFEST_FILE, write_manifest
+from rag_lab.export.manifest import MANIFEST_FILE, write_manifest
+from rag_lab.llm.client import check_overrides
+from rag_lab.pipeline.build import build_pipeline
 from tests.cli.helpers import ENV, error_line, rag_lab
 from tests.compose import TOY, TOY_OVERRIDES, compose_evaluate
 
@@ -234,7 +234,7 @@ def test_the_manifest_lists_every_file_of_an_export(hybrid):
 
 def test_an_export_without_manifest_loads_with_one_warning(tmp_path, caplog):
     copy = shutil.copytree(OLD_EXPORT, tmp_path / "export_v0_1")
-    with caplog.at_level(logging.WARNING, logger="rag_lab.export"):
+    with caplog.at_level(logging.WARNING, logger="rag_lab.export.load"):
         load_pipeline(copy)
         load_pipeline(copy)
     warned = [r for r in caplog.records if "cannot be verified" in r.getMessage()]

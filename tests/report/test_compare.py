@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rag_lab.analysis.compare import compare
+from rag_lab.analysis.runs import load_run, with_labels
 from rag_lab.cli.compare import run as compare_cli
-from rag_lab.compare import compare
 from rag_lab.errors import ConfigError
-from rag_lab.report.data import load_run, with_labels
 from tests.compose import compose_evaluate
 from tests.report.conftest import SCRIPT, Runs
 

@@ -53,8 +53,8 @@ def test_the_sweep_end_hands_the_page_what_it_computed(sweep: Path, tmp_path: Pa
     import base64
 
     from rag_lab.metrics.names import higher_is_better
+    from rag_lab.report.leaderboard import report_files
     from rag_lab.report.sweep_page import render_sweep, sweep_metric, sweep_trials
-    from rag_lab.sweep.report import report_files
 
     trials, metric = sweep_trials(sweep), sweep_metric(sweep)
     board, files = report_files(

@@ -160,7 +160,7 @@ def test_defaults_are_the_exact_flat_index(embedder, chunks, queries, tmp_path):
     ],
 )
 def test_every_option_composes_builds_and_keys_the_index_stage(tmp_path, option, value):
-    from rag_lab.build import build_pipeline
+    from rag_lab.pipeline.build import build_pipeline
     from tests.compose import TOY_OVERRIDES, compose_evaluate
 
     def dense_key(overrides: list[str]) -> tuple[str, DenseRetriever]:

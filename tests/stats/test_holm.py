@@ -1,5 +1,5 @@
-"""rag_lab.stats.holm by its definition, written out: the j-th smallest p times (m - j + 1), made
-monotone and capped at 1."""
+"""rag_lab.analysis.stats.holm by its definition, written out: the j-th smallest p times (m - j +
+1), made monotone and capped at 1."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from rag_lab.stats import holm
+from rag_lab.analysis.stats import holm
 
 
 def test_holm_known_values() -> None:

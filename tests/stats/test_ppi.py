@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from rag_lab.stats import normal_mean_ci, ppi_mean_ci
+from rag_lab.analysis.stats import normal_mean_ci, ppi_mean_ci
 
 Z95 = norm.ppf(0.975)
 

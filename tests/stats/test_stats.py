@@ -1,4 +1,4 @@
-"""rag_lab.stats: bootstrap CIs and the sign-flip test, cross-checked against scipy.stats
+"""rag_lab.analysis.stats: bootstrap CIs and the sign-flip test, cross-checked against scipy.stats
 (bootstrap, permutation_test) on fixed samples, plus coverage, NaN handling and determinism."""
 
 from __future__ import annotations
@@ -10,7 +10,12 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from rag_lab.stats import align, paired_bootstrap_ci, paired_bootstrap_diff_ci, randomization_test
+from rag_lab.analysis.stats import (
+    align,
+    paired_bootstrap_ci,
+    paired_bootstrap_diff_ci,
+    randomization_test,
+)
 
 
 def test_constant_sample_gives_degenerate_ci() -> None:
@@ -128,7 +133,7 @@ def test_seed_determinism() -> None:
 
 def test_chunked_draws_match_a_single_block(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunking only bounds memory; forcing tiny chunks must not change the answer's scale."""
-    import rag_lab.stats as st
+    import rag_lab.analysis.stats as st
 
     rng = np.random.default_rng(14)
     a, b = rng.random(64), rng.random(64) - 0.05

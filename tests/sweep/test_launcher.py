@@ -64,7 +64,7 @@ def test_forked_jobs_match_the_jobs_run_in_one_process(tmp_path):
         if workers == 1:  # Hydra's basic launcher: every job in the sweep's process
             assert pids == {sweep_pid}
         else:  # two forked workers, each with its share of the cores' threads (all of them
-            # once the other has finished: rag_lab.threads)
+            # once the other has finished: rag_lab.runtime.threads)
             assert len(pids) == 2 and sweep_pid not in pids
             assert {p["ppid"] for p in procs} == {sweep_pid}
             shares = {str(max(1, usable_cpus() // 2)), str(usable_cpus())}

@@ -1,5 +1,5 @@
-"""rag_lab.sweep.report on four synthetic trials over 60 queries in two categories: A clearly best,
-B = A plus tiny zero-mean noise (indistinguishable), C and D clearly worse."""
+"""rag_lab.report.leaderboard on four synthetic trials over 60 queries in two categories: A clearly
+best, B = A plus tiny zero-mean noise (indistinguishable), C and D clearly worse."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_lab.sweep.report import (
+from rag_lab.report.leaderboard import (
     Trial,
     leaderboard,
     plot_by_category,
@@ -229,6 +229,6 @@ def test_direction_defaults_to_the_metrics_own(trials: list[Trial]) -> None:
     assert "lower is better" in to_markdown(board, key)
     # the headline columns are the one list in rag_lab.metrics.names
     from rag_lab.metrics.names import HEADLINE
-    from rag_lab.sweep import report
+    from rag_lab.report import leaderboard as report
 
     assert report.HEADLINE is HEADLINE

@@ -16,14 +16,14 @@ import pytest
 import yaml
 
 from rag_lab.report.figures import cjk_family
-from rag_lab.sweep.callback import load_trials, varying
-from rag_lab.sweep.report import (
+from rag_lab.report.leaderboard import (
     Trial,
     config_label,
     parse_overrides,
     plot_by_category,
     plot_metric_vs_params,
 )
+from rag_lab.sweep.callback import load_trials, varying
 
 METRIC = "ndcg_at_10"
 N = 40

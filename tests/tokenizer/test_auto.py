@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from rag_lab import build
 from rag_lab.evaluate import evaluate
 from rag_lab.paths import SAMPLE_DIR
+from rag_lab.pipeline import build
 from rag_lab.tokenizer import AutoTokenizer, EnglishTokenizer, JiebaTokenizer
 from rag_lab.tokenizer.auto import choose
 from rag_lab.tokenizer.script import cjk_share, corpus_sample, segments_chinese
@@ -117,7 +117,7 @@ def built_tokenizer(cfg) -> tuple[dict, object]:
 def test_build_resolves_auto_to_the_options_config(request, tmp_path, caplog, which, expected):
     folder = request.getfixturevalue(which)
     base = ["dataset=beir", f"dataset.path={folder}", "retrievers=[bm25]", "tracking=none"]
-    with caplog.at_level(logging.INFO, logger="rag_lab.build"):
+    with caplog.at_level(logging.INFO, logger="rag_lab.pipeline.build"):
         auto_cfg, auto_bm25 = built_tokenizer(compose_evaluate([*base, "tokenizer=auto"], tmp_path))
     option = "jieba" if expected == "Jieba" else "english"
     plain_cfg, _ = built_tokenizer(compose_evaluate([*base, f"tokenizer={option}"], tmp_path))
@@ -144,7 +144,7 @@ def test_english_analyser_on_a_chinese_corpus_is_warned(chinese_set, english_set
             tmp_path,
         )
         data = build.build_dataset(cfg).load()
-        with caplog.at_level(logging.WARNING, logger="rag_lab.build"):
+        with caplog.at_level(logging.WARNING, logger="rag_lab.pipeline.build"):
             build.build_pipeline(cfg, data)
         return [r.getMessage() for r in caplog.records if "segment Chinese" in r.getMessage()]
 

@@ -98,7 +98,7 @@ def test_precision_reaches_the_training_arguments_and_a_typo_is_refused(tmp_path
 def test_attention_dropout_is_set_on_every_attention_layer_and_nothing_else():
     from sentence_transformers import SentenceTransformer
 
-    from rag_lab.models import resolve_model
+    from rag_lab.models.resolve import resolve_model
     from rag_lab.train.common import set_attention_dropout
 
     st = SentenceTransformer(resolve_model("sentence-transformers/all-MiniLM-L6-v2"), device="cpu")
@@ -156,7 +156,7 @@ def test_activation_checkpointing_gives_the_plain_backward_pass_gradients():
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.losses import MultipleNegativesRankingLoss
 
-    from rag_lab.models import resolve_model
+    from rag_lab.models.resolve import resolve_model
     from rag_lab.train.embedder import checkpoint_activations
 
     def grads(checkpoint: bool) -> dict[str, torch.Tensor]:

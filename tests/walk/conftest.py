@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_lab.walk import plan_from_dict, run_walk
+from rag_lab.analysis.walk import plan_from_dict, run_walk
 
 N = 20
 IDS = [f"q{i:02d}" for i in range(N)]

@@ -8,9 +8,15 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from rag_lab.analysis.walk import (
+    Step,
+    load_plan,
+    missing_requirements,
+    plan_from_dict,
+    state_overrides,
+)
 from rag_lab.errors import ConfigError
 from rag_lab.paths import CONFIG_DIR
-from rag_lab.walk import Step, load_plan, missing_requirements, plan_from_dict, state_overrides
 from tests.compose import compose_evaluate
 
 PLAN = Path(CONFIG_DIR) / "walk" / "tutorial_to_production.yaml"

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import yaml
 
+from rag_lab.analysis.walk import decide, load_plan, read_result
 from rag_lab.cli.walk import run as walk_cli
 from rag_lab.errors import ConfigError
 from rag_lab.paths import CONFIG_DIR
 from rag_lab.report.waterfall import waterfall_svg, write_walk_report, write_waterfall_svg
-from rag_lab.walk import decide, load_plan, read_result
 from tests.compose import TOY_OVERRIDES
 from tests.report.test_chromium import BROWSER, chromium
 

@@ -1,7 +1,7 @@
 """The walk's greedy rule against an evaluator whose per-query numbers are written down here: the
 select split decides (never the report split), later steps build on kept steps only, exact ties
 go to the tie-breakers, a step missing its requirement is skipped, and every step's paired
-differences and CIs are the ones rag_lab.stats computes from the two tables."""
+differences and CIs are the ones rag_lab.analysis.stats computes from the two tables."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from rag_lab.analysis.stats import paired_bootstrap_diff_ci, randomization_test
+from rag_lab.analysis.walk import ALWAYS, Diff, decide, plan_from_dict, read_result, run_walk
 from rag_lab.errors import ConfigError
-from rag_lab.stats import paired_bootstrap_diff_ci, randomization_test
-from rag_lab.walk import ALWAYS, Diff, decide, plan_from_dict, read_result, run_walk
 from tests.walk.conftest import Fake, N
 
 

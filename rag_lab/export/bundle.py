@@ -1,0 +1,466 @@
+"""Export a finished pipeline as a self-contained folder (loaded back by ``rag_lab.export.load``).
+
+An *export* is what a run (or a sweep's winner) selected, frozen so it can answer queries without
+the corpus files, the stage cache or Hydra::
+
+    <export>/
+      pipeline.yaml          resolved stage configs (no dataset/tracking/paths/hydra/sweep/cache),
+                             top-level ``retrieve_k`` and an ``export`` section (provenance,
+                             bundled model paths, corpus fingerprint)
+      chunks.json.gz         every chunk (``rag_lab.types.chunk_to_dict``)
+      indexes/<retriever>/   each retriever's persisted index (``save_index``)
+      model/                 the dense embedder's weights, only when they were a local folder that
+                             is not one of the offline model ids (``model/<retriever>/`` when
+                             several retrievers bundle one)
+      adapter/               a LoRA embedder's adapter folder (``embedder=lora``), when local
+      reranker/              a cross-encoder reranker's weights (``reranker=cross_encoder``),
+                             when local
+      metrics.json           the run's (dev/selection) metrics, ``per_query.parquet`` and
+      per_query.parquet      ``dataset_fingerprint`` beside them: ``rag-lab gate`` reads the
+      dataset_fingerprint    folder as a side
+      metrics_test.json      the report-split metrics, when a test run was given
+      card.md                human-readable summary
+      manifest.json          sha256 of every other file (``rag_lab.export.manifest``)
+
+Contracts:
+
+- ``export_pipeline`` never re-embeds what the run's stage cache holds (it builds the pipeline
+  from the run's resolved config, cache included) and refuses when the dataset on disk no longer
+  has the fingerprint the run recorded (the export's chunks would not be what was scored).
+- Every name that becomes a path (retrievers, post-processors) is one plain path component
+  (``rag_lab.io.safe_paths.plain_name``): nothing is written outside ``out_dir``. ``overwrite``
+  replaces only an export (a folder with ``pipeline.yaml``).
+- ``rag_lab.export.load`` says what loading checks and how an export ranks.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import OmegaConf
+
+from rag_lab._deprecated import upgrade_targets
+from rag_lab.errors import ConfigError, DataError
+from rag_lab.export.manifest import write_manifest
+from rag_lab.io.run_folder import (
+    FINGERPRINT_FILE,
+    METRICS_FILE,
+    PER_QUERY_FILE,
+    read_metrics,
+)
+from rag_lab.io.safe_paths import plain_name
+from rag_lab.metrics.names import HEADLINE
+from rag_lab.pipeline.build import (
+    build_dataset,
+    build_pipeline,
+    resolve_tokenizers,
+)
+from rag_lab.retrievers.base import PersistentRetriever
+from rag_lab.types import chunk_to_dict
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+PIPELINE_FILE = "pipeline.yaml"
+CHUNKS_FILE = "chunks.json.gz"
+INDEXES_DIR = "indexes"
+# sections of an evaluate config that describe where a run read and wrote, not the pipeline
+DROPPED_SECTIONS = ("dataset", "tracking", "paths", "hydra", "sweep", "cache")
+# what defines the rankings: compared between the exported run and its test run
+PIPELINE_SECTIONS = (
+    "parser",
+    "chunker",
+    "query_transforms",
+    "retrievers",
+    "fusion",
+    "reranker",
+    "postprocess",
+    "retrieve_k",
+)
+# distribution names tried in order for each package the card reports
+VERSIONED_PACKAGES: dict[str, tuple[str, ...]] = {
+    "rag_lab": ("rag_lab", "rag-lab"),
+    "sentence-transformers": ("sentence-transformers",),
+    "transformers": ("transformers",),
+    "torch": ("torch",),
+    "faiss": ("faiss-cpu", "faiss-gpu", "faiss"),
+    "bm25s": ("bm25s",),
+    "mlflow": ("mlflow", "mlflow-skinny"),
+    # the adapters' frameworks (a foreign component is rebuilt from its recipe, never unpickled)
+    "langchain-core": ("langchain-core",),
+    "langchain-text-splitters": ("langchain-text-splitters",),
+    "llama-index-core": ("llama-index-core",),
+}
+
+
+# ---------------------------------------------------------------- export
+
+
+def _read_resolved(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "config_resolved.yaml"
+    if not path.is_file():
+        raise ConfigError(
+            f"{run_dir}: no config_resolved.yaml (not a finished `rag-lab evaluate` run folder)"
+        )
+    for name in (METRICS_FILE, PER_QUERY_FILE, FINGERPRINT_FILE):
+        if not (run_dir / name).is_file():
+            raise ConfigError(
+                f"{run_dir}: no {name} (not a finished `rag-lab evaluate` run folder)"
+            )
+    resolved = yaml.safe_load(path.read_text())
+    if not isinstance(resolved, dict):
+        raise ConfigError(f"{path}: expected a mapping")
+    return upgrade_targets(resolved)  # a run of an earlier release may name moved classes
+
+
+def _check_same_pipeline(resolved: Mapping[str, Any], test_run_dir: Path) -> None:
+    """Refuse a test run whose stages differ from the exported run's (its metrics would describe
+    another pipeline). A test run folder without ``config_resolved.yaml`` is taken on trust."""
+    path = test_run_dir / "config_resolved.yaml"
+    if not path.is_file():
+        return
+    a, b = _pipeline_config(resolved), _pipeline_config(yaml.safe_load(path.read_text()))
+    differ = [k for k in PIPELINE_SECTIONS if a.get(k) != b.get(k)]
+    if differ:
+        raise ConfigError(
+            f"{test_run_dir} ran a different pipeline than the exported run ({', '.join(differ)} "
+            f"differ): its metrics cannot be the export's test metrics"
+        )
+
+
+def _run_split(run_dir: Path) -> str | None:
+    """The dataset split a run folder scored (from its ``config_resolved.yaml``), if known."""
+    path = run_dir / "config_resolved.yaml"
+    if not path.is_file():
+        return None
+    split = ((yaml.safe_load(path.read_text()) or {}).get("dataset") or {}).get("split")
+    return None if split is None else str(split)
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages an export depends on (``"not installed"`` when absent)."""
+    out: dict[str, str] = {}
+    for label, dists in VERSIONED_PACKAGES.items():
+        out[label] = "not installed"
+        for dist in dists:
+            try:
+                out[label] = importlib_metadata.version(dist)
+                break
+            except importlib_metadata.PackageNotFoundError:
+                continue
+    return out
+
+
+def _bundle_models(config: dict[str, Any], staging: Path) -> dict[str, str]:
+    """Copy every dense embedder whose ``model`` is a local folder (and not an offline id), every
+    LoRA ``adapter`` and a cross-encoder reranker's ``model`` folder into ``staging``; rewrite the
+    config to the export-relative path. Returns ``{config key: relative path}``
+    (``load_pipeline`` makes those absolute again)."""
+    from rag_lab.models.resolve import OFFLINE_MODELS
+
+    local: dict[str, Path] = {}
+    for name, rcfg in (config.get("retrievers") or {}).items():
+        emb = rcfg.get("embedder") if isinstance(rcfg, Mapping) else None
+        model = emb.get("model") if isinstance(emb, Mapping) else None
+        if (
+            isinstance(model, str)
+            and model not in OFFLINE_MODELS
+            and Path(model).expanduser().is_dir()
+        ):
+            local[name] = Path(model).expanduser().resolve()
+    bundled: dict[str, str] = {}
+    by_source: dict[Path, str] = {}
+    for name, src in local.items():
+        if src not in by_source:
+            rel = "model" if len(set(local.values())) == 1 else f"model/{name}"
+            shutil.copytree(
+                src, staging / rel, symlinks=False
+            )  # follow HF-cache symlinks: self-contained
+            by_source[src] = rel
+        original = config["retrievers"][name]["embedder"]["model"]
+        config["retrievers"][name]["embedder"]["model"] = by_source[src]
+        bundled[f"retrievers.{name}.embedder.model"] = by_source[src]
+        top = config.get("embedder")
+        if (
+            isinstance(top, dict) and top.get("model") == original
+        ):  # the group the retriever interpolated
+            top["model"] = by_source[src]
+            bundled["embedder.model"] = by_source[src]
+    # LoRA adapters (embedder=lora) and a cross-encoder's weights travel too
+    extra: list[tuple[str, dict[str, Any], str, str]] = []
+    for name, rcfg in (config.get("retrievers") or {}).items():
+        emb = rcfg.get("embedder") if isinstance(rcfg, dict) else None
+        if isinstance(emb, dict) and isinstance(emb.get("adapter"), str):
+            extra.append((f"retrievers.{name}.embedder.adapter", emb, "adapter", f"adapter/{name}"))
+    reranker = config.get("reranker")
+    if isinstance(reranker, dict) and isinstance(reranker.get("model"), str):
+        extra.append(("reranker.model", reranker, "model", "reranker"))
+    for name, node in (config.get("postprocess") or {}).items():  # e.g. a cross-encoder in the list
+        if isinstance(node, dict) and isinstance(node.get("model"), str):
+            extra.append((f"postprocess.{name}.model", node, "model", f"postprocess/{name}"))
+    adapters = {
+        str(Path(e[1]["adapter"]).expanduser().resolve()) for e in extra if e[2] == "adapter"
+    }
+    for dotted, node, key, rel in extra:
+        src = Path(node[key]).expanduser()
+        if node[key] in OFFLINE_MODELS or not src.is_dir():
+            continue
+        if key == "adapter" and len(adapters) == 1:
+            rel = "adapter"
+        if not (staging / rel).exists():
+            shutil.copytree(src.resolve(), staging / rel, symlinks=False)
+        original = node[key]
+        node[key] = rel
+        bundled[dotted] = rel
+        top = config.get("embedder")
+        if key == "adapter" and isinstance(top, dict) and top.get("adapter") == original:
+            top["adapter"] = rel
+            bundled["embedder.adapter"] = rel
+    return bundled
+
+
+def check_names(config: Mapping[str, Any], source: Path) -> None:
+    """Every retriever and post-processor name becomes a folder name in the export
+    (``indexes/<name>``, ``model/<name>``, ``postprocess/<name>``): refuse any that is not one
+    plain path component, naming ``source`` (the file the names came from)."""
+    for group, what in (("retrievers", "retriever"), ("postprocess", "post-processor")):
+        for name in config.get(group) or {}:
+            plain_name(name, f"{source}: {what} name")
+
+
+def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} exists and is not a folder")
+    if not any(out_dir.iterdir()):
+        return
+    if not overwrite:
+        raise ConfigError(f"{out_dir} exists and is not empty (pass overwrite=True / --overwrite)")
+    if not (out_dir / PIPELINE_FILE).is_file():
+        raise ConfigError(
+            f"{out_dir} is not empty and not an export (no {PIPELINE_FILE}): --overwrite "
+            "replaces only an export folder; choose an empty or new --out"
+        )
+
+
+def _pipeline_config(resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """The resolved config minus the run's I/O sections; retrievers no longer point at a cache."""
+    config = {k: v for k, v in resolved.items() if k not in DROPPED_SECTIONS}
+    config = json.loads(json.dumps(config))  # a deep, plain copy
+    stages = [
+        *(config.get("retrievers") or {}).values(),
+        config.get("reranker"),
+        *(config.get("postprocess") or {}).values(),
+    ]
+    for node in stages:  # runs before 0.2 named the cache in stages; an export has none
+        if isinstance(node, dict):
+            node.pop("cache_dir", None)
+    config["retrieve_k"] = int(resolved["evaluation"]["retrieve_k"])
+    return config
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _card(
+    config: Mapping[str, Any],
+    export: Mapping[str, Any],
+    dev: Mapping[str, Any],
+    test: Mapping[str, Any] | None,
+) -> str:
+    retrievers = config.get("retrievers") or {}
+    lines = [
+        "# rag_lab pipeline export",
+        "",
+        f"Created {export['created']} from `{export['source_run']}`.",
+        "",
+        "## Pipeline",
+        "",
+        f"- parser: `{(config.get('parser') or {}).get('_target_')}`",
+        f"- chunker: `{(config.get('chunker') or {}).get('_target_')}`",
+    ]
+    for name, rcfg in retrievers.items():
+        emb = rcfg.get("embedder") if isinstance(rcfg, Mapping) else None
+        extra = (
+            f" (embedder `{emb.get('_target_')}`, model `{emb.get('model', '-')}`)"
+            if isinstance(emb, Mapping)
+            else ""
+        )
+        lines.append(f"- retriever `{name}`: `{rcfg.get('_target_')}`{extra}")
+    fusion = config.get("fusion") if len(retrievers) > 1 else None
+    lines.append(
+        f"- fusion: `{fusion.get('_target_')}`" if isinstance(fusion, Mapping) else "- fusion: none"
+    )
+    reranker = config.get("reranker")
+    lines.append(
+        f"- reranker: `{reranker.get('_target_')}`"
+        if isinstance(reranker, Mapping)
+        else "- reranker: none"
+    )
+    lines += [
+        f"- retrieve_k: {config['retrieve_k']} (per retriever, before fusion)",
+        f"- chunks: {export['n_chunks']}",
+        "",
+        "## Data",
+        "",
+        f"- dataset: `{export['dataset']}` (selection split `{export['split']}`)",
+        f"- dataset fingerprint: `{export['dataset_fingerprint']}`",
+        f"- corpus fingerprint: `{export['corpus_fingerprint']}`",
+        "",
+    ]
+    dev_label = f"{export['split']} (selection)"
+    test_label = f"{export.get('test_split') or 'test'} (report)"
+    lines += [
+        "## Metrics",
+        "",
+        f"| metric | {dev_label} |" + (f" {test_label} |" if test else ""),
+        "|---|---:|" + ("---:|" if test else ""),
+    ]
+    for m in HEADLINE:
+        if m in dev or (test and m in test):
+            row = f"| {m} | {_fmt(dev.get(m, '-'))} |"
+            lines.append(row + (f" {_fmt(test.get(m, '-'))} |" if test else ""))
+    lines += ["", "## Versions", ""]
+    lines += [f"- {k}: {v}" for k, v in export["versions"].items()]
+    lines += ["", "Load with `rag_lab.load_pipeline(path)`; see docs/export.md.", ""]
+    return "\n".join(lines)
+
+
+def export_pipeline(
+    run_dir: Path, out_dir: Path, *, test_run_dir: Path | None = None, overwrite: bool = False
+) -> Path:
+    """Write the pipeline of the finished evaluate run ``run_dir`` into ``out_dir`` (layout in the
+    module docstring) and return ``out_dir``.
+
+    The run's dataset must still be on disk with the fingerprint the run recorded (else
+    ``DataError``); its stage cache, when present, spares re-parsing and re-embedding. Every
+    retriever must be persistable (``ConfigError`` otherwise, e.g. the ``rank_bm25`` backend).
+    ``out_dir`` must not exist or be empty unless ``overwrite``; the folder appears atomically
+    (written beside it, then renamed)."""
+    run_dir, out_dir = Path(run_dir), Path(out_dir)
+    resolved = _read_resolved(run_dir)
+    if test_run_dir is not None and not (Path(test_run_dir) / "metrics.json").is_file():
+        raise ConfigError(
+            f"{test_run_dir}: no metrics.json (test_run_dir must be a finished run folder)"
+        )
+    check_names(resolved, run_dir / "config_resolved.yaml")
+    if resolved.get("fallback"):  # refused now, not when the export is loaded
+        raise ConfigError(
+            f"{run_dir / 'config_resolved.yaml'}: fallback: a pipeline with a fallback chain "
+            "cannot be exported yet (its levels are not carried): export a run without fallback"
+        )
+    _check_out_dir(out_dir, overwrite)
+    if test_run_dir is not None:
+        _check_same_pipeline(resolved, Path(test_run_dir))
+    cfg = OmegaConf.create(resolved)
+    data = build_dataset(cfg).load()
+    recorded = (run_dir / FINGERPRINT_FILE).read_text().strip()
+    if data.fingerprint != recorded:
+        raise DataError(
+            f"the dataset at {cfg.dataset.get('path')} has fingerprint {data.fingerprint}, "
+            f"but the run {run_dir} scored {recorded}: the data changed since the run; "
+            "re-run evaluate, then export"
+        )
+    pipe = build_pipeline(cfg, data)
+    chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
+    pipe.index_all()
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; the export is an ordinary folder
+    try:
+        for name, retriever in pipe.retrievers.items():
+            target = staging / INDEXES_DIR / name
+            target.mkdir(parents=True)
+            if not isinstance(retriever, PersistentRetriever):
+                raise ConfigError(
+                    f"retriever {name!r} ({type(retriever).__name__}) cannot save its index"
+                )
+            try:
+                retriever.save_index(target)
+            except NotImplementedError as exc:
+                raise ConfigError(
+                    f"retriever {name!r} cannot be exported: {exc} "
+                    f"(e.g. retrievers.{name}.backend=bm25s)"
+                ) from None
+        with gzip.GzipFile(staging / CHUNKS_FILE, "wb", mtime=0) as fh:
+            fh.write(
+                json.dumps([chunk_to_dict(c) for c in chunks], ensure_ascii=False).encode("utf-8")
+            )
+        config = _pipeline_config(resolved)
+        # tokenizer=auto: record the choice made for this corpus (a loaded export has no corpus)
+        resolve_tokenizers(config.get("retrievers") or {}, "retrievers", data)
+        bundled = _bundle_models(config, staging)
+        for name in (METRICS_FILE, PER_QUERY_FILE, FINGERPRINT_FILE):
+            shutil.copy2(run_dir / name, staging / name)
+        test_metrics = None
+        if test_run_dir is not None:
+            shutil.copy2(Path(test_run_dir) / "metrics.json", staging / "metrics_test.json")
+            test_metrics = read_metrics(staging / "metrics_test.json")
+        export = {
+            "format_version": FORMAT_VERSION,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "source_run": str(run_dir.resolve()),
+            "test_run": str(Path(test_run_dir).resolve()) if test_run_dir is not None else None,
+            "test_split": _run_split(Path(test_run_dir)) if test_run_dir is not None else None,
+            "dataset": data.name,
+            "split": data.split,
+            "dataset_fingerprint": data.fingerprint,
+            "corpus_fingerprint": data.corpus_fingerprint,
+            "n_chunks": len(chunks),
+            "bundled_models": bundled,
+            "versions": package_versions(),
+        }
+        config["export"] = export
+        (staging / PIPELINE_FILE).write_text(
+            yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+        )
+        dev = read_metrics(run_dir / "metrics.json")
+        (staging / "card.md").write_text(_card(config, export, dev, test_metrics))
+        write_manifest(staging)  # last: it hashes every other file
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    log.info(
+        "exported %s (%d chunks, retrievers %s) to %s",
+        run_dir,
+        len(chunks),
+        list(pipe.retrievers),
+        out_dir,
+    )
+    return out_dir
+
+
+def export_sweep(sweep_dir: Path, out_dir: Path, *, overwrite: bool = False) -> Path:
+    """Export a sweep's winner: the job named by ``<sweep_dir>/winner.json``, with the winner's
+    report-split run (``winner_<sweep.report_split>``, default ``winner_test``) as the test metrics
+    when that folder holds a finished run."""
+    from rag_lab.sweep.winner import read_winner  # its job must be a folder inside sweep_dir
+
+    sweep_dir = Path(sweep_dir)
+    _, run_dir = read_winner(sweep_dir)
+    resolved = _read_resolved(run_dir)
+    report_split = (resolved.get("sweep") or {}).get("report_split", "test")
+    test_dir = sweep_dir / f"winner_{report_split}"
+    return export_pipeline(
+        run_dir,
+        out_dir,
+        overwrite=overwrite,
+        test_run_dir=test_dir if (test_dir / "metrics.json").is_file() else None,
+    )

@@ -1,0 +1,252 @@
+"""Load an export folder back (``load_pipeline``) behind the allow-list, and re-score it on a
+labelled split (``evaluate_exported``). The folder's layout and the contracts are in
+``rag_lab.export.bundle``.
+
+- ``load_pipeline`` refuses, before instantiating anything: any ``_target_`` outside
+  ``rag_lab.pipeline.build.ALLOWED_TARGET_PREFIXES`` anywhere in ``pipeline.yaml``; files that
+  differ from ``manifest.json`` (``verify=False`` skips the check; an export without one, written
+  by rag_lab 0.1, loads with a warning); code-loading arguments (``trust_remote_code: true`` ...,
+  ``rag_lab.pipeline.build.check_code_loading``) unless ``trust_remote_code=True``; bundled-model
+  and index paths outside the export; a stage whose class is not of its slot's protocol. It builds
+  the stages with ``build_pipeline`` and restores chunks and indexes from disk
+  (``Pipeline.restore``: no encoding of documents).
+- ``ExportedPipeline.retrieve*`` runs the same ``Pipeline.run`` as evaluation at ``retrieve_k``,
+  then cuts to ``k``: for ``k <= retrieve_k`` the ranking is the evaluation's ranking (ties by
+  ascending chunk id, rag_lab's one rule).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from rag_lab._deprecated import upgrade_targets
+from rag_lab.errors import ConfigError
+from rag_lab.export.bundle import CHUNKS_FILE, INDEXES_DIR, PIPELINE_FILE, check_names
+from rag_lab.export.manifest import MANIFEST_FILE, verify_manifest
+from rag_lab.io.run_folder import write_scores
+from rag_lab.io.safe_paths import inside
+from rag_lab.metrics.score import check_labels, score_split
+from rag_lab.pipeline.build import build_pipeline, check_code_loading, check_targets, instantiate
+from rag_lab.pipeline.pipeline import Pipeline
+from rag_lab.ranking import ranked
+from rag_lab.types import Chunk, chunk_from_dict
+
+log = logging.getLogger(__name__)
+
+
+
+@dataclass
+class ExportedPipeline:
+    """A loaded export: the built ``pipeline`` (chunks set, every retriever's index restored) and
+    the ``config`` it was built from. ``chunks`` maps chunk id → chunk (what ``score`` needs)."""
+
+    path: Path
+    config: DictConfig
+    pipeline: Pipeline
+
+    @property
+    def chunks(self) -> dict[str, Chunk]:
+        return self.pipeline.chunks
+
+    @property
+    def retrieve_k(self) -> int:
+        return self.pipeline.retrieve_k
+
+    def run(self, queries: Mapping[str, str], k: int | None = None) -> dict[str, dict[str, float]]:
+        """The fused run over ``queries`` at depth ``max(k, retrieve_k)`` (scores as
+        evaluation's)."""
+        depth = max(int(k or 0), self.pipeline.retrieve_k)
+        return self.pipeline.run(dict(queries), depth).final
+
+    def _rows(self, scores: Mapping[str, float], k: int) -> list[dict[str, Any]]:
+        out = []
+        for rank, cid in enumerate(ranked(scores)[:k], 1):
+            c = self.pipeline.chunks[cid]
+            out.append(
+                {
+                    "chunk_id": cid,
+                    "doc_id": c.doc_id,
+                    "text": c.text,
+                    "metadata": dict(c.metadata),
+                    "score": float(scores[cid]),
+                    "rank": rank,
+                }
+            )
+        return out
+
+    def retrieve_batch(
+        self, queries: Mapping[str, str] | Sequence[str], k: int = 10
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Top ``k`` chunks per query, best first: ``{qid: [{chunk_id, doc_id, text, metadata,
+        score, rank}, ...]}`` (rank is 1-based). A sequence of strings gets ids ``"0"``, ``"1"``,
+        ... A query matching nothing gets an empty list."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if isinstance(queries, str):
+            raise TypeError("retrieve_batch takes several queries; use retrieve(query) for one")
+        qmap = (
+            dict(queries)
+            if isinstance(queries, Mapping)
+            else {str(i): q for i, q in enumerate(queries)}
+        )
+        for qid, text in qmap.items():
+            if not isinstance(text, str):
+                raise TypeError(f"query {qid!r} is {type(text).__name__}, expected str")
+        if not qmap:
+            return {}
+        final = self.run(qmap, k)
+        return {qid: self._rows(final.get(qid, {}), k) for qid in qmap}
+
+    def retrieve(self, query: str, k: int = 10) -> list[dict[str, Any]]:
+        """Top ``k`` chunks for one query (same dicts as ``retrieve_batch``)."""
+        return self.retrieve_batch({"q": query}, k)["q"]
+
+
+def _set_key(config: DictConfig, dotted: str, value: str) -> None:
+    if OmegaConf.select(config, dotted, default=None) is not None:
+        OmegaConf.update(config, dotted, value, merge=False)
+
+
+_warned_unverified: set[Path] = set()
+
+
+def _verify(root: Path) -> None:
+    if not verify_manifest(root) and root not in _warned_unverified:
+        _warned_unverified.add(root)
+        log.warning(
+            "%s has no %s (written by rag_lab 0.1): its files cannot be verified; "
+            "load only exports you trust",
+            root,
+            MANIFEST_FILE,
+        )
+
+
+def load_pipeline(
+    path: str | os.PathLike[str], *, verify: bool = True, trust_remote_code: bool = False
+) -> ExportedPipeline:
+    """Load an export folder written by ``export_pipeline``.
+
+    Raises ``ConfigError`` (or ``DataError`` for a changed file), before anything is
+    instantiated, when ``pipeline.yaml`` is missing or malformed; names a ``_target_`` outside the
+    allow-list or not resolving to an allowed class (``check_targets``, on the whole file); with
+    ``verify``, when a file differs from ``manifest.json``, is missing from the folder or is not
+    in the manifest (an export without a manifest loads with one warning); unless
+    ``trust_remote_code``, when the file sets a code-loading argument (``check_code_loading``:
+    ``trust_remote_code: true`` anywhere, also inside ``model_kwargs``); when a retriever name is
+    not a plain name or a bundled model path leads outside the folder; when a stage's class does
+    not satisfy its slot's protocol (``build_pipeline``); or when an index is missing. Document
+    embeddings and BM25 statistics are read from ``indexes/``; only queries are encoded (the
+    dense model loads on the first query)."""
+    root = Path(path).expanduser().resolve()
+    cfg_path = root / PIPELINE_FILE
+    if not cfg_path.is_file():
+        raise ConfigError(f"{root}: no {PIPELINE_FILE} (not a rag_lab export folder)")
+    try:
+        raw = yaml.safe_load(cfg_path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{cfg_path}: not valid YAML ({exc})") from None
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("retrievers"), dict)
+        or "retrieve_k" not in raw
+    ):
+        raise ConfigError(f"{cfg_path}: expected a mapping with `retrievers` and `retrieve_k`")
+    raw = upgrade_targets(raw)  # an export of an earlier release may name moved classes
+    try:
+        check_targets(raw)
+        if not trust_remote_code:
+            check_code_loading(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{cfg_path}: refusing to load: {exc}") from None
+    check_names(raw, cfg_path)
+    if verify:
+        _verify(root)
+    config = OmegaConf.create(raw)
+    export = raw.get("export") or {}
+    bundled = export.get("bundled_models") or {}
+    if not isinstance(bundled, Mapping):
+        raise ConfigError(f"{cfg_path}: export.bundled_models must be a mapping")
+    for dotted, rel in bundled.items():
+        where = f"{cfg_path}: refusing to load: export.bundled_models.{dotted}"
+        _set_key(config, str(dotted), str(inside(root, str(rel), where)))
+    config.evaluation = config.get("evaluation") or {}
+    config.evaluation.retrieve_k = int(raw["retrieve_k"])
+    pipe = build_pipeline(config)  # cache.dir absent: no stage cache
+    with gzip.open(root / CHUNKS_FILE, "rt", encoding="utf-8") as fh:
+        chunks = [chunk_from_dict(d) for d in json.load(fh)]
+    indexes = {
+        name: inside(root, f"{INDEXES_DIR}/{name}", f"{cfg_path}: index of retriever {name!r}")
+        for name in pipe.retrievers
+    }
+    try:
+        pipe.restore(chunks, indexes)
+    except ConfigError as exc:
+        raise ConfigError(f"{root}: {exc}") from None
+    return ExportedPipeline(root, config, pipe)
+
+
+# ---------------------------------------------------------------- re-evaluate
+
+
+def evaluate_exported(
+    path: str | os.PathLike[str],
+    dataset: Mapping[str, Any] | DictConfig | None = None,
+    *,
+    out_dir: Path | None = None,
+    verify: bool = True,
+    trust_remote_code: bool = False,
+    **dataset_overrides: Any,
+) -> dict[str, float]:
+    """Score an export on a labelled split and return ``score``'s flat metrics (the quality
+    metrics of ``evaluate``, per category and counts, plus ``n_documents`` / ``n_chunks``; no
+    timings). ``dataset`` is a dataset config node (``_target_`` + arguments, allow-listed); by
+    default the export's own source run's dataset is re-read from
+    ``<source_run>/config_resolved.yaml``.
+    ``dataset_overrides`` replace its arguments (``split="test"``, ``path=...``). The run uses the
+    export's ``evaluation`` settings. With ``out_dir``, writes ``metrics.json``,
+    ``per_query.parquet`` and ``dataset_fingerprint`` there (a gate side). A corpus fingerprint
+    different from the export's is logged as a warning: the labels may not match the chunks.
+    ``verify`` and ``trust_remote_code`` are ``load_pipeline``'s."""
+    exported = load_pipeline(path, verify=verify, trust_remote_code=trust_remote_code)
+    export = OmegaConf.select(exported.config, "export", default=None) or {}
+    if dataset is None:
+        source = Path(str(export.get("source_run", ""))) / "config_resolved.yaml"
+        if not source.is_file():
+            raise ConfigError(
+                f"{path}: give a dataset config (the source run {source.parent} is gone)"
+            )
+        dataset = yaml.safe_load(source.read_text())["dataset"]
+    node: DictConfig = OmegaConf.create(
+        OmegaConf.to_container(dataset, resolve=True)  # type: ignore[assignment]
+        if isinstance(dataset, DictConfig)
+        else dict(dataset)
+    )
+    for key, value in dataset_overrides.items():
+        node[key] = value
+    data = instantiate(node, "dataset").load()
+    recorded = export.get("corpus_fingerprint")
+    if recorded and data.corpus_fingerprint != recorded:
+        log.warning(
+            "corpus fingerprint %s differs from the export's %s: scoring the export's chunks "
+            "against labels of another corpus",
+            data.corpus_fingerprint,
+            recorded,
+        )
+    check_labels(data, {c.doc_id for c in exported.chunks.values()})
+    final = exported.run({q: x.text for q, x in data.queries.items()})
+    metrics, table = score_split(final, exported.chunks, data, exported.config.evaluation)
+    metrics["n_documents"] = len({c.doc_id for c in exported.chunks.values()})
+    metrics["n_chunks"] = len(exported.chunks)
+    if out_dir is not None:
+        write_scores(Path(out_dir), metrics, table, data.fingerprint)
+    return metrics

