@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rag_lab import _deprecated
+from rag_lab._version import __version__
 from rag_lab.paths import register_resolvers
 
 if TYPE_CHECKING:
@@ -12,7 +13,6 @@ if TYPE_CHECKING:
 
     from rag_lab.export.load import ExportedPipeline
 
-__version__ = "0.5.0"  # the one place the version is written (pyproject reads it)
 
 register_resolvers()
 _deprecated.install()  # old import paths of modules moved in 0.5, with a warning

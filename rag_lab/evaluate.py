@@ -76,7 +76,6 @@ def check_config(cfg: DictConfig) -> None:
     check_metric_names(list(cfg.evaluation.metrics))
     ecfg = cfg.evaluation
     try:  # the numbers of the run itself (stages check their own when they are built)
-        integer(ecfg.retrieve_k, "retrieve_k", ge=1)
         integer(ecfg.latency_queries, "latency_queries", ge=0)
         integer(ecfg.report_depth, "report_depth", ge=0)
         integer(ecfg.answer_k, "answer_k", ge=1)
@@ -196,7 +195,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         queries = {q: x.text for q, x in data.queries.items()}
         result = pipe.run(
             queries,
-            int(ecfg.retrieve_k),
+            None,  # the pipeline's depth: evaluation.retrieve_k
             int(ecfg.latency_queries),
             query_metadata={q: x.metadata for q, x in data.queries.items()},  # as_of, ...
         )

@@ -27,7 +27,8 @@ def toy_path() -> Path:
 @pytest.fixture(scope="session")
 def toy_docs():
     """The toy corpus parsed with the strict BEIR record parser."""
-    from rag_lab.parser import BeirCorpusParser, parse_corpus
+    from rag_lab.parser import BeirCorpusParser
+    from rag_lab.pipeline.corpus import parse_corpus
 
     return parse_corpus(BeirCorpusParser(), [TOY / "corpus.jsonl"], TOY)
 

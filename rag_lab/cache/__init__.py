@@ -15,6 +15,7 @@ from rag_lab.cache.store import (
     clear,
     diff_stats,
     inventory,
+    memo,
     open_cache,
 )
 
@@ -30,6 +31,7 @@ __all__ = [
     "content_key",
     "diff_stats",
     "inventory",
+    "memo",
     "open_cache",
     "stage_key",
 ]

@@ -15,6 +15,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from rag_lab._version import __version__
+
 
 def canonical(obj: Any) -> bytes:
     """Key order, whitespace and non-ASCII spelling do not change the bytes; anything JSON cannot
@@ -36,8 +38,6 @@ def stage_key(stage: str, config: Any, *inputs: str) -> str:
     """Key of a stage: its name, its resolved config, the keys/fingerprints of its inputs and the
     rag_lab release (a new release's parser or chunker may cut the same config differently;
     per-item embeddings and pair scores, keyed by model identity, survive a release)."""
-    from rag_lab import __version__
-
     payload = {"stage": stage, "config": config, "inputs": list(inputs), "rag_lab": __version__}
     return hashlib.blake2b(canonical(payload), digest_size=20).hexdigest()
 

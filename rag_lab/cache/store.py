@@ -38,7 +38,7 @@ import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -52,6 +52,8 @@ from rag_lab.errors import RagLabError
 from rag_lab.runtime import threads
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 ON_ERROR = ("fail", "bypass")
 # a temporary whose writer cannot be asked (another host, a name without a pid) is stale after
@@ -199,6 +201,35 @@ class StageCache:
             os.close(fd)  # releases the lock
 
     # -- faults ------------------------------------------------------------------------------
+    def memo(
+        self,
+        namespace: str,
+        key: str,
+        compute: Callable[[], T],
+        read: Callable[[], T | None] | None = None,
+        write: Callable[[T], None] | None = None,
+    ) -> T:
+        """Entry ``key`` of ``namespace``: read back when present, else computed once and written.
+
+        The one read / claim / re-read / compute / write sequence every cached stage follows:
+        ``read()`` (default ``get_json``) returns the entry or ``None`` on a miss; on a miss the
+        entry is claimed (``claim``: parallel jobs that miss it compute it once, the others wait
+        and find it written), read again, and only then computed and stored with
+        ``write(value)`` (default ``put_json``). A ``read`` that cannot use what it finds (an
+        index that does not load) returns ``None`` and the entry is recomputed."""
+        read = read or (lambda: self.get_json(namespace, key))
+        write = write or (lambda value: self.put_json(namespace, key, value))
+        found = read()
+        if found is not None:
+            return found
+        with self.claim(namespace, key):
+            found = read()
+            if found is not None:
+                return found
+            value = compute()
+            write(value)
+            return value
+
     def failed(self, path: Path, exc: BaseException) -> None:
         """A write under ``path`` failed: ``CacheError`` (on_error=fail) or, with bypass, one
         warning and the cache is off for the rest of the run."""
@@ -233,6 +264,13 @@ class StageCache:
                 path.unlink(missing_ok=True)
         except OSError:
             pass  # a read-only cache: the next write says so
+        self.misses[namespace] += 1
+
+    def unusable(self, namespace: str) -> None:
+        """A read found an entry its reader cannot use (a format of an earlier release, a run with
+        too few timed queries): counted as the miss it is, not a hit. The caller recomputes it
+        and the write replaces it."""
+        self.hits[namespace] -= 1
         self.misses[namespace] += 1
 
     def prepare(self) -> None:
@@ -307,7 +345,8 @@ class StageCache:
         """``decode(get_json(namespace, key))``, kept in this process (the last
         ``DECODED_ENTRIES``) while the entry's file is the one it was decoded from (size, mtime,
         inode): a multirun's jobs that share a stage decode it once. Counted as ``get_json``
-        counts it; ``decode`` must return a value nobody mutates (frozen records in a tuple)."""
+        counts it; ``decode`` must return a value nobody mutates (frozen records in a tuple), or
+        ``None`` for an entry it cannot use (counted as a miss)."""
         p = self.path(namespace, key, "json.gz")
         memo_key = (str(p), f"{decode.__module__}.{decode.__qualname__}")
         if not self.bypassed and memo_key in _DECODED:
@@ -323,6 +362,9 @@ class StageCache:
         if raw is None:
             return None
         value = decode(raw)
+        if value is None:  # an entry the decoder cannot use (an earlier format): a miss
+            self.unusable(namespace)
+            return None
         if before is not None and before == _file_id(p):  # not replaced while it was read
             _DECODED[memo_key] = (before, value)
         while len(_DECODED) > DECODED_ENTRIES:
@@ -546,6 +588,18 @@ def open_cache(root: str | os.PathLike, on_error: str | None = None) -> StageCac
     elif on_error is not None:
         cache.on_error = on_error
     return cache
+
+
+def memo(
+    cache: StageCache | None,
+    namespace: str,
+    key: str,
+    compute: Callable[[], T],
+    read: Callable[[], T | None] | None = None,
+    write: Callable[[T], None] | None = None,
+) -> T:
+    """``cache.memo(...)``, or just ``compute()`` without a cache."""
+    return compute() if cache is None else cache.memo(namespace, key, compute, read, write)
 
 
 def diff_stats(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:

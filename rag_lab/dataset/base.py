@@ -21,7 +21,7 @@ class LabelledQueries:
     ``corpus_fingerprint`` the corpus sources alone (names and bytes), which is what keys the
     parse/chunk/embed stages, so editing labels never re-embeds.
     ``on_empty`` is the dataset's policy for documents with empty text (``skip`` or ``fail``),
-    for ``rag_lab.parser.parse_corpus``.
+    for ``rag_lab.pipeline.corpus.read_corpus``.
     """
 
     name: str

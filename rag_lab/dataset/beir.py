@@ -104,7 +104,8 @@ class BeirDataset:
         name: a label for logs and MLflow (defaults to the folder name).
         on_empty: what parsing does with a document whose text is empty or blank: ``skip`` it
             (counted: ``n_empty_documents`` in the warnings) or ``fail`` naming its file and line.
-            Carried on the loaded split (``LabelledQueries.on_empty``) for ``parse_corpus``.
+            Carried on the loaded split (``LabelledQueries.on_empty``) for the corpus read
+            (``rag_lab.pipeline.corpus``).
     """
 
     def __init__(

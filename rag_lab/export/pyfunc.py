@@ -114,7 +114,7 @@ def log_export(
     environment where rag_lab is installed (no environment is resolved or built).
     ``verify`` / ``trust_remote_code`` are ``load_pipeline``'s, for this check and for the served
     model's own load."""
-    from rag_lab import __version__
+    from rag_lab._version import __version__
     from rag_lab.export import load_pipeline
     from rag_lab.tracking.mlflow import MlflowTracker
 

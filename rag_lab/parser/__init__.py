@@ -1,7 +1,7 @@
 """Parsers: corpus files → :class:`~rag_lab.types.Document` under the metadata contract."""
 
 from rag_lab.parser.auto import AutoParser
-from rag_lab.parser.base import Parser, parse_corpus
+from rag_lab.parser.base import Parser
 from rag_lab.parser.beir_corpus import BeirCorpusParser
 from rag_lab.parser.csv_records import CsvRecordsParser
 from rag_lab.parser.docx import DocxParser
@@ -15,7 +15,6 @@ from rag_lab.parser.sql_records import SqlRecordsParser
 
 __all__ = [
     "Parser",
-    "parse_corpus",
     "AutoParser",
     "BeirCorpusParser",
     "CsvRecordsParser",

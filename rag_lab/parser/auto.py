@@ -13,7 +13,7 @@ from rag_lab.types import Document
 class AutoParser:
     """Args:
     parsers: suffix (``.md``) → parser. Files with other suffixes are skipped (and counted by
-        ``parse_corpus``'s empty-corpus check).
+        the corpus read (``rag_lab.pipeline.corpus``)'s empty-corpus check).
     """
 
     def __init__(self, parsers: Mapping[str, Parser]) -> None:

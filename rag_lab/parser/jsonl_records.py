@@ -46,7 +46,7 @@ class JsonlRecordsParser:
 
         A record that has none of the text fields is an error (wrong ``text_fields``); one whose
         text fields are present but empty or null gives a document with empty text, which
-        ``parse_corpus`` skips or refuses (``dataset.on_empty``)."""
+        the corpus read (``rag_lab.pipeline.corpus``) skips or refuses (``dataset.on_empty``)."""
         fields = FieldMap(
             self.id_field,
             self.text_fields,

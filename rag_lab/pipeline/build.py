@@ -23,6 +23,7 @@ from rag_lab.distributed.ray_embedder import unwrap_sharded
 from rag_lab.errors import ConfigError
 from rag_lab.parser.base import ON_ERROR
 from rag_lab.paths import CONFIG_DIR
+from rag_lab.pipeline.fallback import FallbackChain, FallbackLevel, FallbackPipeline, acceptance
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.validate import OptionError, boolean, choice
 
@@ -435,25 +436,29 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
         "retrievers": retriever_cfgs,
     }
     cache_dir = OmegaConf.select(cfg, "cache.dir", default=None)
+    # the retrieval depth: read here, once, and checked by the pipeline
     retrieve_k = OmegaConf.select(cfg, "evaluation.retrieve_k", default=None)
-    retrieve_k = cfg.get("retrieve_k") if retrieve_k is None else retrieve_k
     if retrieve_k is None:
         raise ConfigError("missing setting evaluation.retrieve_k")
-    pipe = Pipeline(
-        parser,
-        chunker,
-        retrievers,
-        fusion,
-        postprocessors,
-        transforms,
-        int(retrieve_k),
-        open_cache(cache_dir, on_error=OmegaConf.select(cfg, "cache.on_error", default=None))
+    chain = build_fallback(cfg)
+    stages: dict[str, Any] = {
+        "parser": parser,
+        "chunker": chunker,
+        "retrievers": retrievers,
+        "fusion": fusion,
+        "postprocessors": postprocessors,
+        "query_transforms": transforms,
+        "retrieve_k": retrieve_k,
+        "cache": open_cache(
+            cache_dir, on_error=OmegaConf.select(cfg, "cache.on_error", default=None)
+        )
         if cache_dir
         else None,
-        stage_configs,
-        contract=contract,
-        on_parse_error=on_parse_error,
-    )
+        "stage_configs": stage_configs,
+        "contract": contract,
+        "on_parse_error": on_parse_error,
+    }
+    pipe = Pipeline(**stages) if chain is None else FallbackPipeline(**stages, chain=chain)
     log.info(
         "pipeline: parser=%s chunker=%s query_transforms=%s retrievers=%s fusion=%s postprocess=%s",
         type(parser).__name__,
@@ -463,20 +468,17 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
         type(fusion).__name__ if fusion else None,
         {n: type(p).__name__ for n, p in postprocessors.items()},
     )
-    pipe.fallback = build_fallback(cfg)
     return pipe
 
 
 FALLBACK_LEVEL_KEYS = ("corpus", "retrievers", "query_transforms", "postprocess", "accept")
 
 
-def build_fallback(cfg: DictConfig) -> Any | None:
+def build_fallback(cfg: DictConfig) -> FallbackChain | None:
     """The ``fallback`` group's chain (``rag_lab.pipeline.fallback``), or ``None`` when it is off.
     Each level is a pipeline built here from the main config: the same stages, with ``retrievers``
     cut to the names it lists (``null``: all), the query transforms and post-processors (reranker
     included) kept or dropped, and its own ``corpus`` folder (``null``: the main corpus)."""
-    from rag_lab.pipeline.fallback import FallbackChain, FallbackLevel, acceptance
-
     node = _plain(cfg.get("fallback"))
     if not node:
         return None

@@ -18,26 +18,30 @@ whether its run is kept:
 
 Every level runs over the whole query set, through its pipeline's stage cache (the same keys as
 any pipeline: a BM25 level over the main corpus replays the main pipeline's BM25 run), so a
-threshold sweep re-runs no retriever. Built by ``rag_lab.pipeline.build.build_fallback``; run by
-``rag_lab.pipeline.Pipeline.run``.
+threshold sweep re-runs no retriever. ``FallbackPipeline`` is a pipeline wrapped in its chain:
+it runs itself, then the levels for the queries its acceptance refused. Built by
+``rag_lab.pipeline.build.build_fallback``.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from rag_lab.cache.fingerprints import fingerprint
 from rag_lab.errors import ConfigError
+from rag_lab.pipeline.pipeline import Pipeline
+from rag_lab.pipeline.result import RetrievalResult
 from rag_lab.ranking import ranked
 from rag_lab.validate import OptionError, choice, integer, number
 
 if TYPE_CHECKING:
-    from rag_lab.pipeline.pipeline import Pipeline
-    from rag_lab.pipeline.result import RetrievalResult
-    from rag_lab.types import Qrels, Run
+    from rag_lab.types import Chunk, Qrels, Run
 
 SCORES = ("zscore", "raw")
 
@@ -204,3 +208,126 @@ def acceptance(node: Mapping[str, Any] | None, where: str) -> Acceptance:
         return Acceptance(**node)
     except OptionError as exc:
         raise exc.at(where) from None
+
+
+@dataclass
+class FallbackPipeline(Pipeline):
+    """A pipeline with a fallback chain: ``run`` is the pipeline's own run (level 0), then the
+    chain's levels for the queries it refused (``FallbackChain.resolve``); ``load_corpus`` loads
+    each level's corpus after the main one."""
+
+    chain: FallbackChain | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.chain is None:
+            raise ConfigError("fallback: a fallback pipeline needs its chain")
+
+    @property
+    def levels(self) -> list[FallbackLevel]:
+        assert self.chain is not None
+        return self.chain.levels
+
+    def load_corpus(
+        self,
+        sources: Sequence[Path],
+        root: Path,
+        corpus_fingerprint: str,
+        on_empty: str = "skip",
+    ) -> list[Chunk]:
+        chunks = super().load_corpus(sources, root, corpus_fingerprint, on_empty)
+        for level in self.levels:
+            self._load_level(level, on_empty)
+        return chunks
+
+    def _load_level(self, level: FallbackLevel, on_empty: str) -> None:
+        """A level's corpus: the main chunks (and their cache key, so the level's runs share the
+        main pipeline's keys) or its own folder, parsed and chunked through the cache like the
+        main corpus; its chunk ids must not collide with the main corpus's."""
+        sub = level.pipeline
+        if level.corpus is None:
+            sub.set_chunks(list(self.chunks.values()), self.chunks_key)
+            return
+        root = Path(level.corpus)
+        files = (
+            sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+            if root.is_dir()
+            else []
+        )
+        if not files:
+            raise ConfigError(f"fallback.levels.{level.name}.corpus: no files in {root}")
+        sub.load_corpus(files, root, fingerprint(files, root=root), on_empty)
+        clash = sorted(set(sub.chunks) & set(self.chunks))
+        if clash:
+            raise ConfigError(
+                f"fallback.levels.{level.name}.corpus: {len(clash)} chunk id(s) also in the main "
+                f"corpus (first: {clash[0]}): give its documents other doc_ids"
+            )
+
+    @property
+    def all_chunks(self) -> dict[str, Chunk]:
+        """The main corpus's chunks plus those of every level with its own corpus: what a run
+        through the chain can return."""
+        out = dict(self.chunks)
+        for level in self.levels:
+            if level.corpus is not None:
+                out.update(level.pipeline.chunks)
+        return out
+
+    def restore(self, chunks: Sequence[Chunk], index_dirs: Mapping[str, Path]) -> None:
+        raise ConfigError(
+            "fallback: a pipeline with a fallback chain cannot be restored from saved indexes "
+            "(exports and servers do not carry its levels yet): export a run without fallback"
+        )
+
+    def run(
+        self,
+        queries: Mapping[str, str],
+        k: int | None = None,
+        latency_queries: int = 0,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> RetrievalResult:
+        """The pipeline's own run, then each level over the original query texts (its own
+        transforms, if it keeps them), through its cache, for the queries still refused."""
+        assert self.chain is not None
+        k = int(k or self.retrieve_k)
+        result = super().run(queries, k, latency_queries, query_metadata)
+        t0 = time.perf_counter()
+        level_results: dict[str, RetrievalResult] = {}
+
+        def run_level(level: FallbackLevel) -> RetrievalResult:
+            level_results[level.name] = level.pipeline.run(queries, k, 0, query_metadata)
+            return level_results[level.name]
+
+        chain = self.chain.resolve(result, run_level, list(queries))
+        # a level's own stage stats are kept under its name; the chain's counters as fallback/...
+        stats = dict(result.stats)
+        for name, sub in level_results.items():
+            stats.update({f"fallback/{name}/{k_}": v for k_, v in sub.stats.items()})
+        ms = 1000 * (time.perf_counter() - t0) / max(len(queries), 1)
+        stats.update({f"fallback/{k_}": v for k_, v in chain.stats.items()})
+        stats["fallback/ms_per_query"] = ms
+        seconds = {**result.seconds, "fallback": time.perf_counter() - t0}
+        # only the chain's outcome joins the stage runs: a level's run over another corpus is no
+        # step of this pipeline's (miss attribution reads the runs as a chain of stages)
+        runs = {**result.runs, "fallback": chain.final}
+        # each query's annotations come from the level that answered it (none when refused)
+        by_level = [result, *(level_results.get(lv.name) for lv in self.levels)]
+        notes = {
+            qid: source.annotations[qid]
+            for qid, n in chain.level.items()
+            if n < len(by_level)
+            and (source := by_level[n]) is not None
+            and qid in source.annotations
+        }
+        return RetrievalResult(
+            result.queries,
+            MappingProxyType(runs),
+            chain.final,
+            result.latency_ms,
+            result.from_cache,
+            MappingProxyType(seconds),
+            MappingProxyType(stats),
+            MappingProxyType(dict(chain.level)),
+            annotations=MappingProxyType(notes),
+        )

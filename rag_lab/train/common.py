@@ -99,7 +99,7 @@ def prepare(cfg: DictConfig) -> TrainingSetup:
     if dev is not None:
         queries.update({q: x.text for q, x in dev.queries.items()})
     # the configured first stage (retrievers, fusion, post-processors), its runs cached
-    mined = pipe.run(queries, int(cfg.evaluation.retrieve_k)).final
+    mined = pipe.run(queries).final  # at the pipeline's depth, evaluation.retrieve_k
     neg = tcfg.negatives
     examples = build_examples(
         train,

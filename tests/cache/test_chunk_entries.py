@@ -1,24 +1,25 @@
-"""Chunk-set entries: columns (format 2) and the older per-chunk dicts decode to the same frozen
-chunks; a multirun's jobs decode an entry once (``StageCache.get_decoded``)."""
+"""Chunk-set entries: columns (format 2) decode to the frozen chunks they were made from; an entry
+of an earlier format is a miss; a multirun's jobs decode an entry once
+(``StageCache.get_decoded``)."""
 
 from __future__ import annotations
 
 from rag_lab.cache import StageCache
 from rag_lab.chunker import FixedSizeChunker
-from rag_lab.pipeline.pipeline import _chunk_columns, _chunk_entry
+from rag_lab.pipeline.corpus import chunk_columns, chunk_entry
 from rag_lab.types import chunk_to_dict
 
 
-def test_columns_and_dicts_decode_to_the_same_chunks(toy_docs):
+def test_columns_decode_to_the_same_chunks_and_earlier_formats_are_misses(toy_docs):
     chunks = FixedSizeChunker(size=40, overlap=8).chunk(toy_docs)
     assert len({c.doc_id for c in chunks}) > 1 and any(c.metadata for c in chunks)
     ingest = {"totals": {"documents": len(toy_docs)}}
-    columns = {"format": 2, "columns": _chunk_columns(chunks), "ingest": ingest}
+    columns = {"format": 2, "columns": chunk_columns(chunks), "ingest": ingest}
     dicts = {"chunks": [chunk_to_dict(c) for c in chunks], "ingest": ingest}
     bare = [chunk_to_dict(c) for c in chunks]  # a 0.2 entry
-    for entry, report in ((columns, ingest), (dicts, ingest), (bare, {})):
-        got, got_report = _chunk_entry(entry)
-        assert list(got) == chunks and got_report == report
+    got, got_report = chunk_entry(columns)
+    assert list(got) == chunks and got_report == ingest
+    assert chunk_entry(dicts) is None and chunk_entry(bare) is None
     # one metadata value per document, not per chunk
     assert len(columns["columns"]["metadata"]) <= len(toy_docs) < len(chunks)
 

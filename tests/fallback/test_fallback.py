@@ -21,6 +21,7 @@ from rag_lab.pipeline.fallback import (
     Acceptance,
     FallbackChain,
     FallbackLevel,
+    FallbackPipeline,
     acceptance,
     refusal_metrics,
     zscore,
@@ -224,8 +225,8 @@ def test_stacked_experiment_builds_its_levels_from_the_main_config(tmp_path):
     pipe = build_pipeline(cfg)
     assert list(pipe.query_transforms) == ["synonyms"]
     assert list(pipe.postprocessors) == ["metadata_filter", "rules"]
-    assert pipe.fallback is not None
-    standards, bm25_only = pipe.fallback.levels
+    assert isinstance(pipe, FallbackPipeline)
+    standards, bm25_only = pipe.levels
     assert standards.corpus is not None and standards.corpus.name == "standards"
     assert list(standards.pipeline.retrievers) == ["bm25", "dense"]
     assert list(standards.pipeline.postprocessors) == ["metadata_filter", "rules"]
@@ -237,7 +238,7 @@ def test_stacked_experiment_builds_its_levels_from_the_main_config(tmp_path):
         "bm25": pipe.stage_configs["retrievers"]["bm25"]
     }
     off = compose_evaluate(["experiment=stacked", "fallback=off", "tracking=none"], tmp_path)
-    assert build_pipeline(off).fallback is None
+    assert not isinstance(build_pipeline(off), FallbackPipeline)
 
 
 def test_a_chain_is_not_restored_from_saved_indexes(tmp_path):

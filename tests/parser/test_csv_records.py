@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from rag_lab.errors import DataError
-from rag_lab.parser.base import LineLocated, parse_corpus
+from rag_lab.parser.base import LineLocated
 from rag_lab.parser.csv_records import CsvRecordsParser
+from rag_lab.pipeline.corpus import parse_corpus
 from rag_lab.validate import OptionError
 
 TICKETS = (

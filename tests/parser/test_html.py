@@ -10,8 +10,8 @@ import pytest
 
 from rag_lab.errors import DataError
 from rag_lab.parser._builder import markdown_tables
-from rag_lab.parser.base import parse_corpus
 from rag_lab.parser.html import HtmlParser
+from rag_lab.pipeline.corpus import parse_corpus
 from rag_lab.validate import OptionError
 
 PAGE = """<!DOCTYPE html>

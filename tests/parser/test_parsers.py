@@ -15,9 +15,9 @@ from rag_lab.parser import (
     JsonlRecordsParser,
     MarkdownParser,
     PlainTextParser,
-    parse_corpus,
 )
 from rag_lab.parser.markdown import heading_sections
+from rag_lab.pipeline.corpus import parse_corpus
 
 MD = """---
 doc_id: hx200-manual

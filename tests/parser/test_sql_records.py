@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from rag_lab.errors import ConfigError, DataError
-from rag_lab.parser.base import LineLocated, parse_corpus
+from rag_lab.parser.base import LineLocated
 from rag_lab.parser.sql_records import SqlRecordsParser
+from rag_lab.pipeline.corpus import parse_corpus
 from rag_lab.validate import OptionError
 
 QUERY = (

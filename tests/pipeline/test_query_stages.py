@@ -129,7 +129,8 @@ class DatedRetriever:
 
 def test_a_metadata_reading_retriever_is_cached_per_metadata(tmp_path, cache_dir):
     pipe, _ = loaded(tmp_path, cache_dir)
-    pipe.retrievers = {"dated": DatedRetriever()}  # type: ignore[dict-item]
+    pipe.retrievers.clear()  # the stages share the pipeline's dict
+    pipe.retrievers["dated"] = DatedRetriever()  # type: ignore[assignment]
     q = {"a": "E102"}
     assert not pipe.run(q, 5, query_metadata={"a": {"as_of": "2022-01-01"}}).from_cache["dated"]
     assert pipe.run(q, 5, query_metadata={"a": {"as_of": "2022-01-01"}}).from_cache["dated"]

@@ -11,7 +11,8 @@ import pytest
 from rag_lab.errors import ConfigError
 from rag_lab.generator import ExtractiveGenerator, TransformersGenerator
 from rag_lab.pipeline.build import build_dataset, build_pipeline
-from rag_lab.pipeline.pipeline import VARIANT_RRF_K, Pipeline
+from rag_lab.pipeline.pipeline import Pipeline
+from rag_lab.pipeline.query import VARIANT_RRF_K
 from rag_lab.query_transforms import HydeTransform, MultiQueryTransform, QueryVariants
 from rag_lab.ranking import top_k
 from tests.compose import TOY_OVERRIDES, compose_evaluate

@@ -17,8 +17,8 @@ import pytest
 
 from rag_lab.dataset import BeirDataset, read_qrels
 from rag_lab.errors import ConfigError, DataError
-from rag_lab.parser import JsonlRecordsParser, MarkdownParser, parse_corpus
-from rag_lab.parser.base import read_corpus
+from rag_lab.parser import JsonlRecordsParser, MarkdownParser
+from rag_lab.pipeline.corpus import parse_corpus, read_corpus
 from tests.cli.helpers import error_line, rag_lab
 from tests.compose import TOY
 

@@ -26,8 +26,9 @@ from rag_lab.chunker.base import Chunker
 from rag_lab.dataset import read_qrels, read_queries
 from rag_lab.errors import RagLabError
 from rag_lab.io.files import read_jsonl
-from rag_lab.parser import JsonlRecordsParser, MarkdownParser, PlainTextParser, parse_corpus
+from rag_lab.parser import JsonlRecordsParser, MarkdownParser, PlainTextParser
 from rag_lab.parser.markdown import heading_sections
+from rag_lab.pipeline.corpus import parse_corpus
 from rag_lab.text.patterns import TOKEN
 from rag_lab.types import Document
 

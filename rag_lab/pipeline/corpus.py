@@ -1,0 +1,359 @@
+"""The corpus side of a pipeline: files → documents → contract → chunks, each step through the
+stage cache.
+
+    files ──parse (per file: ``parsed_files``)──▶ documents ──contract──▶ (``documents``)
+          ──chunk──▶ chunks (``chunks``)
+
+``CorpusLoader.load`` returns a frozen ``LoadedCorpus``: the chunks, the key every downstream cache
+entry (indexes, runs) hangs from, the ingest report and the corpus warnings. Each step is read back
+when its key hits: a chunker sweep re-parses nothing, an edit of one file re-parses that file only.
+
+``read_corpus`` is the corpus-level loop over the files (duplicate ids, empty documents, files the
+parser refuses under ``parser.on_error=skip``); ``parse_corpus`` its documents with the warnings
+logged (tests and notebooks).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rag_lab.cache import StageCache, keys, memo
+from rag_lab.chunker.base import Chunker
+from rag_lab.contract.base import Contract
+from rag_lab.errors import ConfigError, DataError
+from rag_lab.io.files import fingerprint_files
+from rag_lab.parser.base import ON_EMPTY, ON_ERROR, ParsedCorpus, ParsedFile, Parser, parse_file
+from rag_lab.pipeline.ingest import ingest_report
+from rag_lab.protocols import Identified
+from rag_lab.runtime import progress
+from rag_lab.types import Chunk, Document, document_from_dict, document_to_dict
+
+log = logging.getLogger(__name__)
+
+def read_corpus(
+    parser: Parser,
+    sources: Iterable[Path],
+    root: Path,
+    on_empty: str = "skip",
+    on_error: str = "fail",
+    parse: Callable[[Path], ParsedFile] | None = None,
+) -> ParsedCorpus:
+    """Parse every source whose suffix the parser reads.
+
+    Refused (``DataError``): a repeated document id (both places named, ``file:line`` where the
+    parser knows lines); a corpus with no records (the empty file named); with
+    ``on_empty="fail"``, a document with empty or blank text; a corpus whose documents are all
+    empty. With ``on_empty="skip"`` (the default) empty documents are left out and counted.
+    A file the parser refuses (``DataError``: corrupt, encrypted, not the format its suffix says)
+    stops the read under ``on_error="fail"``; under ``skip`` it is left out whole, counted
+    (``n_skipped_files``) and named in the warnings. ``ConfigError`` (a missing OCR engine) is
+    never skipped. ``parse`` replaces ``parse_file`` (the loader's per-file cache).
+    """
+    if on_empty not in ON_EMPTY:
+        raise ConfigError(f"dataset.on_empty={on_empty!r}: use one of {', '.join(ON_EMPTY)}")
+    if on_error not in ON_ERROR:
+        raise ConfigError(f"parser.on_error={on_error!r}: use one of {', '.join(ON_ERROR)}")
+    parse_one = parse or (lambda p: parse_file(parser, p, root))
+    docs: list[Document] = []
+    origin: dict[str, str] = {}
+    empty: list[tuple[str, str]] = []
+    read: list[Path] = []
+    skipped: list[Path] = []
+    files: list[ParsedFile] = []
+    refused: list[tuple[str, str]] = []
+    shown = progress.bar(list(sources), desc="parse", unit="file")  # draws only for a slow read
+    for path in shown:
+        shown.set_postfix_str(path.name, refresh=False)
+        if path.suffix.lower() not in parser.suffixes:
+            skipped.append(path)
+            continue
+        read.append(path)
+        try:
+            parsed = parse_one(path)
+        except DataError as exc:
+            if on_error == "fail":
+                raise
+            refused.append((str(path), str(exc)))
+            log.warning("skipped (parser.on_error=skip): %s", exc)
+            continue
+        files.append(parsed)
+        for where, doc in parsed.documents:
+            if doc.doc_id in origin:
+                raise DataError(
+                    f"{where}: duplicate document id {doc.doc_id!r} (first at {origin[doc.doc_id]})"
+                )
+            origin[doc.doc_id] = where
+            if not doc.text.strip():
+                if on_empty == "fail":
+                    raise DataError(
+                        f"{where}: document {doc.doc_id!r} has empty text "
+                        "(dataset.on_empty=skip leaves such documents out)"
+                    )
+                empty.append((doc.doc_id, where))
+                continue
+            docs.append(doc)
+    if not docs:
+        raise DataError(_empty_corpus(root, parser, refused, empty, read, skipped))
+    warnings: list[str] = []
+    if empty:
+        warnings.append(
+            f"n_empty_documents={len(empty)}: documents with empty text left out of the corpus "
+            f"(e.g. {empty[0][0]!r} at {empty[0][1]}; dataset.on_empty=fail refuses them)"
+        )
+    if refused:
+        warnings.append(
+            f"n_skipped_files={len(refused)}: files the parser refused, left out under "
+            f"parser.on_error=skip (first: {refused[0][1]})"
+        )
+    return ParsedCorpus(tuple(docs), len(empty), tuple(warnings), tuple(files), tuple(refused))
+
+
+def _empty_corpus(
+    root: Path,
+    parser: Parser,
+    refused: Sequence[tuple[str, str]],
+    empty: Sequence[tuple[str, str]],
+    read: Sequence[Path],
+    skipped: Sequence[Path],
+) -> str:
+    """Why a corpus has no documents, in one line."""
+    if refused:
+        return (
+            f"empty corpus under {root}: every file was refused ({len(refused)} skipped "
+            f"under parser.on_error=skip; first: {refused[0][1]})"
+        )
+    if empty:
+        return (
+            f"empty corpus under {root}: all {len(empty)} documents have empty text "
+            f"(e.g. {empty[0][0]!r} at {empty[0][1]})"
+        )
+    if len(read) == 1:
+        return f"{read[0]}: no records (empty corpus file)"
+    if read:
+        return f"empty corpus under {root}: no records in any of {len(read)} files (e.g. {read[0]})"
+    what = (
+        f"{len(skipped)} files, none with a suffix in {sorted(parser.suffixes)}"
+        if skipped
+        else "no files"
+    )
+    return f"empty corpus under {root}: {what}"
+
+
+def parse_corpus(
+    parser: Parser, sources: Iterable[Path], root: Path, on_empty: str = "skip"
+) -> list[Document]:
+    """``read_corpus``'s documents; its warnings are logged."""
+    corpus = read_corpus(parser, sources, root, on_empty)
+    for w in corpus.warnings:
+        log.warning(w)
+    return list(corpus.documents)
+
+
+# -- the chunks entry: columns (format 2) ------------------------------------------------------
+_CHUNK_COLUMNS = ("chunk_id", "doc_id", "text", "start", "end", "title", "section", "metadata")
+
+
+def chunk_columns(chunks: Sequence[Chunk]) -> dict[str, list[Any]]:
+    """Chunks as columns (one list per field; metadata as an index into its distinct values):
+    decoded in about half the time of one object per chunk."""
+    cols: dict[str, list[Any]] = {f: [getattr(c, f) for c in chunks] for f in _CHUNK_COLUMNS[:-1]}
+    distinct: dict[str, int] = {}
+    metas: list[dict[str, Any]] = []
+    index = []
+    for c in chunks:
+        meta = dict(c.metadata)
+        spelled = json.dumps(meta, sort_keys=True, default=str)
+        if spelled not in distinct:
+            distinct[spelled] = len(metas)
+            metas.append(meta)
+        index.append(distinct[spelled])
+    return {**cols, "metadata": metas, "metadata_index": index}
+
+
+def chunk_entry(raw: Any) -> tuple[tuple[Chunk, ...], Mapping[str, Any]] | None:
+    """A ``chunks`` cache entry as frozen chunks and its ingest report; ``None`` (a miss) for an
+    entry of another format (written by rag_lab 0.1-0.2)."""
+    if not isinstance(raw, dict) or "columns" not in raw:
+        return None
+    cols = raw["columns"]
+    metas = [cols["metadata"][i] for i in cols["metadata_index"]]
+    rows = zip(*(cols[f] for f in _CHUNK_COLUMNS[:-1]), metas, strict=True)
+    return tuple(Chunk(*row) for row in rows), raw.get("ingest") or {}
+
+
+def _entry(cache: StageCache | None, namespace: str, key: str) -> dict[str, Any] | None:
+    """A JSON entry that is a mapping (the current formats); anything else (a list, written by
+    rag_lab 0.1) is a miss, recomputed and overwritten."""
+    if cache is None:
+        return None
+    raw = cache.get_json(namespace, key)
+    if raw is not None and not isinstance(raw, dict):
+        cache.unusable(namespace)
+        return None
+    return raw
+
+
+@dataclass(frozen=True)
+class LoadedCorpus:
+    """A corpus parsed, checked and chunked: ``key`` is the chunks' cache key (every index and run
+    entry downstream hangs from it; ``""`` without a cache); ``ingest`` the ingest report;
+    ``warnings`` the corpus warnings (empty documents, refused files, contract problems; an entry
+    read back from the cache brings none); ``seconds`` per step (``parse``, ``chunk``)."""
+
+    chunks: tuple[Chunk, ...]
+    key: str
+    ingest: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    seconds: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class CorpusLoader:
+    """Parser, contract and chunker over one corpus, through ``cache`` (``None``: no cache).
+
+    ``configs`` are the resolved stage configs that key the entries (``parser``, ``contract``,
+    ``chunker``): the policies that change the documents (``on_empty``, ``on_error``, the contract)
+    key their own entry, so a ``skip`` run's documents never let a ``fail`` run pass."""
+
+    parser: Parser
+    chunker: Chunker
+    contract: Contract | None = None
+    on_parse_error: str = "fail"
+    cache: StageCache | None = None
+    configs: Mapping[str, Any] = field(default_factory=dict)
+
+    def keys(self, corpus_fingerprint: str, on_empty: str) -> tuple[str, str]:
+        """``(documents key, chunks key)`` of a corpus with this fingerprint."""
+        parser_key: Any = self.configs.get("parser")
+        policy: dict[str, Any] = {"on_empty": on_empty} if on_empty != "skip" else {}
+        if self.on_parse_error != "fail":
+            policy["on_error"] = self.on_parse_error
+        if self.contract is not None:
+            policy["contract"] = self.configs.get("contract")
+        if policy:
+            parser_key = {"parser": parser_key, **policy}
+        docs_key = keys.documents_key(parser_key, corpus_fingerprint)
+        chunker_key: Any = self.configs.get("chunker")
+        if isinstance(self.chunker, Identified):  # an adapter's package versions key its chunks
+            chunker_key = {"chunker": chunker_key, "identity": self.chunker.identity}
+        return docs_key, keys.chunks_key(chunker_key, docs_key)
+
+    def load(
+        self, sources: Sequence[Path], root: Path, corpus_fingerprint: str, on_empty: str = "skip"
+    ) -> LoadedCorpus:
+        """Parse, check and chunk ``sources`` (files under ``root``); each step read back from
+        the cache when its key hits. ``on_empty``: documents with empty text are skipped
+        (counted in the warnings) or refused (``fail``)."""
+        t0 = time.perf_counter()
+        docs_key, chunks_key = self.keys(corpus_fingerprint, on_empty)
+        built: dict[str, Any] = {}
+
+        def chunk() -> tuple[tuple[Chunk, ...], Mapping[str, Any]]:
+            docs, ingest, warnings = self._documents(sources, root, docs_key, on_empty)
+            t1 = time.perf_counter()
+            chunks = tuple(self.chunker.chunk(docs))
+            built.update(
+                warnings=warnings, parse=t1 - t0, chunk=time.perf_counter() - t1, ingest=ingest
+            )
+            return chunks, ingest
+
+        def store(value: tuple[tuple[Chunk, ...], Mapping[str, Any]]) -> None:
+            if value[0] and self.cache is not None:  # no chunks: refused below, nothing stored
+                entry = {"format": 2, "columns": chunk_columns(value[0]), "ingest": value[1]}
+                self.cache.put_json("chunks", chunks_key, entry)
+
+        cache = self.cache
+        chunks, ingest = memo(
+            cache,
+            "chunks",
+            chunks_key,
+            chunk,
+            # decoded once per process: a multirun's jobs with one chunker share the chunk objects
+            read=lambda: cache.get_decoded("chunks", chunks_key, chunk_entry) if cache else None,
+            write=store,
+        )
+        seconds = {
+            "parse": built.get("parse", 0.0),
+            "chunk": built.get("chunk", time.perf_counter() - t0),
+        }
+        return LoadedCorpus(
+            chunks, chunks_key if self.cache else "", ingest, built.get("warnings", ()), seconds
+        )
+
+    def _documents(
+        self, sources: Sequence[Path], root: Path, key: str, on_empty: str
+    ) -> tuple[list[Document], Mapping[str, Any], tuple[str, ...]]:
+        """The checked documents, the ingest report and the warnings (``documents`` entry)."""
+
+        def parse() -> dict[str, Any]:
+            corpus = read_corpus(
+                self.parser, sources, root, on_empty, self.on_parse_error, self._parse_file(root)
+            )
+            docs, warnings = list(corpus.documents), list(corpus.warnings)
+            problems: tuple[Any, ...] = ()
+            if self.contract is not None:
+                where = {d.doc_id: w for f in corpus.files for w, d in f.documents}
+                checked = self.contract.check(docs, where)
+                docs, problems = list(checked.documents), checked.problems
+                if problems:
+                    warnings.append(
+                        f"n_contract_problems={len(problems)}: documents that break the metadata "
+                        f"contract (first: {problems[0]}; all in ingest_report.json; "
+                        "contract.mode=strict refuses them)"
+                    )
+            for w in warnings:
+                log.warning(w)
+            return {
+                "documents": [document_to_dict(d) for d in docs],
+                "warnings": warnings,
+                "ingest": ingest_report(corpus, docs, problems),
+            }
+
+        cache = self.cache
+        entry = memo(cache, "documents", key, parse, read=lambda: _entry(cache, "documents", key))
+        return (
+            [document_from_dict(d) for d in entry["documents"]],
+            dict(entry.get("ingest") or {}),
+            tuple(entry.get("warnings", ())),
+        )
+
+    def _parse_file(self, root: Path) -> Callable[[Path], ParsedFile]:
+        """``parse_file`` through the per-file cache entry (parser config + the file's name and
+        bytes): a chunker or contract sweep, or an edit of one file, never re-parses (or re-OCRs)
+        the others. An auto parser's file is keyed on its suffix's parser alone: changing the
+        HTML options keeps every PDF's OCR."""
+        cache, parser_cfg = self.cache, self.configs.get("parser")
+        by_suffix = {}
+        if isinstance(parser_cfg, dict) and isinstance(parser_cfg.get("parsers"), dict):
+            by_suffix = {f".{k.lower().lstrip('.')}": v for k, v in parser_cfg["parsers"].items()}
+
+        def parse(path: Path) -> ParsedFile:
+            if cache is None:
+                return parse_file(self.parser, path, root)
+            config = by_suffix.get(path.suffix.lower(), parser_cfg)
+            key = keys.parsed_file_key(config, fingerprint_files([path], root=root))
+            fresh: list[ParsedFile] = []
+
+            def compute() -> dict[str, Any]:
+                parsed = parse_file(self.parser, path, root)
+                fresh.append(parsed)
+                return {
+                    "documents": [[w, document_to_dict(d)] for w, d in parsed.documents],
+                    "seconds": parsed.seconds,
+                }
+
+            raw = cache.memo(
+                "parsed_files", key, compute, read=lambda: _entry(cache, "parsed_files", key)
+            )
+            if fresh:
+                return fresh[0]
+            docs = tuple((w, document_from_dict(d)) for w, d in raw["documents"])
+            return ParsedFile(str(path), docs, float(raw["seconds"]))
+
+        return parse

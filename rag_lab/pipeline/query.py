@@ -1,0 +1,257 @@
+"""The query side of a pipeline: query transforms → every retriever → fusion → post-processors.
+
+A retriever's run is read back from the stage cache when nothing it depends on changed: the whole
+run (``runs``, keyed by the retriever's config and identity, the depth, the chunks' key and the
+query texts) or, query by query, its rows of the per-query table (``query_runs``), so a query set
+that grew by one searches one query. A retriever is indexed (``Indexes.ensure``) only when some
+query must actually be searched.
+
+A ``QueryVariants`` transform (multi-query, HyDE) has a retriever run several texts per query;
+each query's lists are fused by reciprocal rank (``VARIANT_RRF_K``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rag_lab.cache import StageCache, keys
+from rag_lab.errors import ConfigError
+from rag_lab.fusion.base import Fusion, QueryConditioned
+from rag_lab.fusion.rrf import RRFFusion
+from rag_lab.pipeline.index import Indexes, identity
+from rag_lab.postprocess.base import PostProcessor
+from rag_lab.protocols import CachesOwnRuns, QueryMetadataAware
+from rag_lab.query_transforms.base import QueryTransform, QueryVariants
+from rag_lab.retrievers.base import Retriever
+from rag_lab.types import Run
+
+# reciprocal-rank offset fusing one retriever's lists over a query's variant texts (QueryVariants)
+VARIANT_RRF_K = 60.0
+
+# one retriever's output: its run, the per-query latencies (ms) of the timed queries, and
+# whether the run was read back from the cache
+RetrieverRun = tuple[Run, list[float], bool]
+
+
+class QuerySide:
+    """Transforms, retrievers, fusion and post-processors over one indexed corpus (``indexes``).
+
+    ``configs`` are the retrievers' resolved configs (cache keys); ``metadata`` each query's
+    metadata fields, as ``set_query_metadata`` received them."""
+
+    def __init__(
+        self,
+        retrievers: Mapping[str, Retriever],
+        indexes: Indexes,
+        fusion: Fusion | None = None,
+        postprocessors: Mapping[str, PostProcessor] | None = None,
+        query_transforms: Mapping[str, QueryTransform] | None = None,
+        cache: StageCache | None = None,
+        configs: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.retrievers = retrievers
+        self.indexes = indexes
+        self.fusion = fusion
+        self.postprocessors = dict(postprocessors or {})
+        self.query_transforms = dict(query_transforms or {})
+        self.cache = cache
+        self.configs = dict(configs or {})
+        self.metadata: dict[str, dict[str, Any]] = {}
+
+    def declared(self, stage: QueryMetadataAware) -> dict[str, dict[str, Any]]:
+        """The fields ``stage`` declares of each query's metadata (absent or null: left out)."""
+        fields = tuple(stage.query_metadata_fields)
+        return {
+            q: {f: m[f] for f in fields if m.get(f) is not None} for q, m in self.metadata.items()
+        }
+
+    def transform(self, queries: Mapping[str, str]) -> dict[str, str]:
+        out = dict(queries)
+        for transform in self.query_transforms.values():
+            out = dict(transform.transform(out))
+        return out
+
+    def variants(self, queries: Mapping[str, str], retriever: str) -> dict[str, list[str]]:
+        """Per query, the texts ``retriever`` runs when a ``QueryVariants`` transform asks for
+        more than the query (the ordered union of their lists); ``{}``: just the queries."""
+        out: dict[str, list[str]] = {}
+        for transform in self.query_transforms.values():
+            if isinstance(transform, QueryVariants):
+                for qid, texts in transform.variants(queries, retriever).items():
+                    have = out.setdefault(qid, [])
+                    have += [t for t in texts if t not in have]
+        return out
+
+    def retrieve(
+        self,
+        name: str,
+        queries: Mapping[str, str],
+        texts: Mapping[str, Sequence[str]],
+        k: int,
+        latency_queries: int,
+    ) -> RetrieverRun:
+        """Retriever ``name``'s run over ``queries`` (its variant ``texts`` where a transform
+        gave some), the latencies of the first ``latency_queries`` queries run one at a time,
+        and whether it came from the cache."""
+        if not texts:
+            return self._run(name, queries, k, latency_queries)
+        return self._variant_run(name, queries, texts, k, latency_queries)
+
+    def _variant_run(
+        self,
+        name: str,
+        queries: Mapping[str, str],
+        texts: Mapping[str, Sequence[str]],
+        k: int,
+        latency_queries: int,
+    ) -> RetrieverRun:
+        """``_run`` over every text of every query (ids: the query id, U+001F, the text's index),
+        each query's lists fused by reciprocal rank (one text: its own list). A query's latency
+        is the sum over its texts. ``RetrievalResult.queries`` keeps the query's own text (what a
+        reranker reads)."""
+        flat: dict[str, str] = {}
+        owner: dict[str, list[str]] = {}
+        for qid, text in queries.items():
+            for i, t in enumerate(texts.get(qid) or [text]):
+                flat[f"{qid}\x1f{i}"] = t
+                owner.setdefault(qid, []).append(f"{qid}\x1f{i}")
+        timed = [f for qid in list(queries)[:latency_queries] for f in owner[qid]]
+        run, lat, cached = self._run(name, flat, k, len(timed))
+        ms = dict(zip(timed, lat))
+        fuse = RRFFusion(VARIANT_RRF_K)
+        out: Run = {}
+        for qid, ids in owner.items():
+            lists = {f: {qid: run.get(f, {})} for f in ids}
+            out[qid] = (
+                dict(lists[ids[0]][qid]) if len(ids) == 1 else fuse.fuse(lists, k).get(qid, {})
+            )
+        latencies = [sum(ms.get(f, 0.0) for f in owner[q]) for q in list(queries)[:latency_queries]]
+        return out, latencies, cached
+
+    def _read(self, retriever: Retriever) -> dict[str, dict[str, Any]] | None:
+        """What a metadata-reading retriever reads of each query (it keys the cached runs)."""
+        return self.declared(retriever) if isinstance(retriever, QueryMetadataAware) else None
+
+    def _run(
+        self, name: str, queries: Mapping[str, str], k: int, latency_queries: int
+    ) -> RetrieverRun:
+        """One retriever's run, through the whole-run entry when the corpus is cached."""
+        retriever = self.retrievers[name]
+        # a stage that caches its own per-query output (CachesOwnRuns) is always called
+        cache = (
+            self.cache
+            if self.indexes.chunks_key and not isinstance(retriever, CachesOwnRuns)
+            else None
+        )
+        if cache is None:
+            return self._rows(name, queries, k, latency_queries, None)
+        key = keys.run_key(
+            self.configs.get(name),
+            identity(retriever),
+            k,
+            self.indexes.chunks_key,
+            queries,
+            self._read(retriever),
+        )
+        wanted = min(latency_queries, len(queries))
+        def read() -> RetrieverRun | None:
+            entry = cache.get_json("runs", key)
+            if entry is None:
+                return None
+            if len(entry["latency_ms"]) < wanted:  # too few queries timed: through the rows
+                cache.unusable("runs")
+                return None
+            return entry["run"], entry["latency_ms"][:latency_queries], True
+
+        def search() -> RetrieverRun:
+            return self._rows(name, queries, k, latency_queries, cache)
+
+        def store(value: RetrieverRun) -> None:
+            cache.put_json("runs", key, {"run": value[0], "latency_ms": value[1]})
+
+        return cache.memo("runs", key, search, read=read, write=store)
+
+    def _rows(
+        self,
+        name: str,
+        queries: Mapping[str, str],
+        k: int,
+        latency_queries: int,
+        cache: StageCache | None,
+    ) -> RetrieverRun:
+        """``queries`` through retriever ``name``, each query's result read back from its row of
+        the per-query table (``query_runs``) when an earlier run stored it: only the others are
+        searched (one batch). The first ``latency_queries`` queries are timed one at a time unless
+        their row holds a latency. The third value says whether nothing was searched."""
+        retriever = self.retrievers[name]
+        timed = list(queries)[:latency_queries]
+        rows: dict[str, dict[str, Any]] = {}
+        row_key: dict[str, str] = {}
+        table = ""
+        if cache is not None:
+            read = self._read(retriever)
+            table = keys.query_run_table(
+                self.configs.get(name), identity(retriever), k, self.indexes.chunks_key
+            )
+            row_key = {
+                q: keys.query_run_key(text, None if read is None else read.get(q, {}))
+                for q, text in queries.items()
+            }
+            found = cache.get_many("query_runs", table, list(row_key.values()))
+            rows = {q: json.loads(found[r]) for q, r in row_key.items() if r in found}
+        todo = [q for q in queries if q not in rows]
+        untimed = [q for q in timed if rows.get(q, {}).get("ms") is None]
+        if todo or untimed:
+            self.indexes.ensure(name)
+        fresh: Run = retriever.retrieve({q: queries[q] for q in todo}, k) if todo else {}
+        ms: dict[str, float] = {}
+        for qid in untimed:
+            t0 = time.perf_counter()
+            retriever.retrieve({qid: queries[qid]}, k)
+            ms[qid] = (time.perf_counter() - t0) * 1000
+        if rows:
+            run = {
+                q: rows[q]["run"] if q in rows else fresh[q]
+                for q in queries
+                if q in rows or q in fresh
+            }
+        else:  # nothing read back: the retriever's run as it returned it
+            run = fresh
+        if cache is not None and (todo or untimed):
+            cache.put_many(
+                "query_runs",
+                table,
+                {
+                    row_key[q]: json.dumps(
+                        {"run": run.get(q, {}), "ms": ms.get(q, rows.get(q, {}).get("ms"))}
+                    ).encode()
+                    for q in dict.fromkeys([*todo, *untimed])
+                },
+            )
+        latencies = [ms[q] if q in ms else float(rows[q]["ms"]) for q in timed]
+        return run, latencies, not (todo or untimed)
+
+    def after_retrieval(
+        self, queries: Mapping[str, str], runs: Mapping[str, Run], k: int
+    ) -> dict[str, Run]:
+        """Fusion (a no-op for one retriever) and each post-processor, in order: the run of each
+        stage that ran (``fusion``, then the post-processors by name)."""
+        out: dict[str, Run] = {}
+        if len(runs) == 1:
+            current = next(iter(runs.values()))
+        else:
+            if self.fusion is None:
+                raise ConfigError(
+                    f"{len(runs)} retrievers ({', '.join(runs)}) need a fusion method"
+                )
+            current = out["fusion"] = (
+                self.fusion.fuse_queries(queries, runs, k)  # a router: per-query weights
+                if isinstance(self.fusion, QueryConditioned)
+                else self.fusion.fuse(runs, k)
+            )
+        for name, stage in self.postprocessors.items():
+            current = out[name] = stage.process(queries, current, self.indexes.chunks)
+        return out
