@@ -43,7 +43,8 @@ MINILM = {
 
 def chunk_texts(data: Path, limit: int | None) -> list[str]:
     from rag_lab.chunker import NoneChunker
-    from rag_lab.parser import BeirCorpusParser, parse_corpus
+    from rag_lab.parser import BeirCorpusParser
+    from rag_lab.pipeline.corpus import parse_corpus
 
     docs = parse_corpus(BeirCorpusParser(), [data / "corpus.jsonl"], data)
     texts = [c.index_text for c in NoneChunker().chunk(docs)]

@@ -75,7 +75,8 @@ def load_scifact(data: Path):
     from rag_lab.chunker import NoneChunker
     from rag_lab.dataset import read_queries
     from rag_lab.dataset.beir import read_qrels
-    from rag_lab.parser import BeirCorpusParser, parse_corpus
+    from rag_lab.parser import BeirCorpusParser
+    from rag_lab.pipeline.corpus import parse_corpus
 
     root = data / "scifact"
     docs = parse_corpus(BeirCorpusParser(), [root / "corpus.jsonl"], root)

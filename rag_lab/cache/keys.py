@@ -51,6 +51,20 @@ ENDPOINT_FIELDS = frozenset(
 )
 
 
+# embedder configs that wrap another and change only which processes encode (encoding=ray): the
+# wrapped embedder's config keys the dense retriever's index and runs
+ENCODING_WRAPPERS = frozenset({"rag_lab.distributed.RayShardedEmbedder"})
+
+
+def embedder_key_config(node: Mapping[str, Any]) -> dict[str, Any]:
+    """An embedder's config as it keys the stages downstream of it: the embedder an encoding
+    wrapper wraps (``ENCODING_WRAPPERS``), without the ``ENDPOINT_FIELDS`` (a copy)."""
+    inner = node.get("embedder")
+    if node.get("_target_") in ENCODING_WRAPPERS and isinstance(inner, Mapping):
+        node = inner
+    return {k: v for k, v in node.items() if k not in ENDPOINT_FIELDS}
+
+
 def content_key(identity: Any, texts: Iterable[str]) -> str:
     """Key of an ordered list of texts under an encoder's identity."""
     return _digest(canonical(identity), *(t.encode("utf-8") for t in texts))

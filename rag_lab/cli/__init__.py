@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from rag_lab.cli._errors import fail
+from rag_lab.errors import fail
 
 
 class Command(NamedTuple):

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from rag_lab.cache import NAMESPACES, clear, inventory
-from rag_lab.cli._errors import user_errors
+from rag_lab.errors import user_errors
 from rag_lab.paths import experiments_dir
 
 

@@ -18,8 +18,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rag_lab.cli._errors import exit_status, user_errors
 from rag_lab.cli._options import tracking_uri_option
+from rag_lab.errors import exit_status, user_errors
 
 
 def _positive(text: str) -> int:

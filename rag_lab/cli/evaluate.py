@@ -17,7 +17,7 @@ import hydra
 from omegaconf import DictConfig
 
 from rag_lab.cli._compose import speed_up_compositions
-from rag_lab.cli._errors import user_errors
+from rag_lab.errors import user_errors
 from rag_lab.llm.client import check_overrides
 from rag_lab.metrics.names import objective_value
 from rag_lab.paths import CONFIG_DIR

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag_lab.analysis.gate import GateError, gate, render_junit, render_markdown
-from rag_lab.cli._errors import exit_status, user_errors
 from rag_lab.cli._options import tracking_uri_option
+from rag_lab.errors import exit_status, user_errors
 from rag_lab.metrics.names import canonical_key
 
 

@@ -48,8 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_lab.cli._errors import exit_status, user_errors
-from rag_lab.errors import ConfigError
+from rag_lab.errors import ConfigError, exit_status, user_errors
 from rag_lab.judge.evaluation.logs import (
     LoggedAnswers,
     build_runner,

@@ -1,5 +1,5 @@
-"""``rag-lab llm-server --model PATH [--port 8000]`` (also ``python -m rag_lab.llm.server``): serve
-a local causal LM behind an OpenAI-compatible endpoint (:func:`rag_lab.llm.server.serve`), so
+"""``rag-lab llm-server --model PATH [--port 8000]`` (also ``python -m rag_lab.cli llm-server``):
+serve a local causal LM behind an OpenAI-compatible endpoint (:func:`rag_lab.llm.server.serve`), so
 ``generator=openai`` and ``judge=ragas`` can run against a model on this machine. The model is
 loaded (and warmed up) before the port opens; Ctrl-C stops the server.
 """
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rag_lab.cli._errors import user_errors
+from rag_lab.errors import user_errors
 
 
 def parser() -> argparse.ArgumentParser:

@@ -11,8 +11,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rag_lab.cli._errors import user_errors
 from rag_lab.cli._options import tracking_uri_option
+from rag_lab.errors import user_errors
 from rag_lab.tracking.fetch import resolve_tracking_uri
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from rag_lab.cli._errors import user_errors
+from rag_lab.errors import user_errors
 from rag_lab.llm.client import check_overrides
 from rag_lab.paths import CONFIG_DIR
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from rag_lab.cli._errors import user_errors
+from rag_lab.errors import user_errors
 
 
 def parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import hydra
 from omegaconf import DictConfig
 
-from rag_lab.cli._errors import user_errors
+from rag_lab.errors import user_errors
 from rag_lab.paths import CONFIG_DIR
 
 

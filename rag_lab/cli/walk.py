@@ -24,8 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rag_lab.cli._errors import exit_status, user_errors
-from rag_lab.errors import ConfigError
+from rag_lab.errors import ConfigError, exit_status, user_errors
 
 
 def parser() -> argparse.ArgumentParser:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag_lab.generator.context import build_context
-from rag_lab.generator.prompts import detect_language
+from rag_lab.text.language import detect_language
 from rag_lab.types import Chunk
 from rag_lab.validate import integer
 

@@ -25,7 +25,7 @@ from rag_lab.cache import keys
 from rag_lab.errors import ConfigError
 from rag_lab.generator._helper import PromptedGenerator
 from rag_lab.generator.context import build_context
-from rag_lab.generator.prompts import detect_language
+from rag_lab.text.language import detect_language
 from rag_lab.types import Chunk
 from rag_lab.validate import integer
 

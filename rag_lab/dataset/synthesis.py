@@ -25,8 +25,8 @@ from typing import Any
 
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.generator._helper import PromptedGenerator
-from rag_lab.generator.prompts import detect_language
 from rag_lab.io.files import read_jsonl
+from rag_lab.text.language import detect_language
 from rag_lab.text.normalise import normalise_text
 from rag_lab.types import Chunk, Query
 

@@ -37,16 +37,6 @@ def _encode_shard(config: str, texts: list[str]) -> np.ndarray:
     return np.asarray(embedder.encode_documents(texts), dtype=np.float32)
 
 
-TARGET = "rag_lab.distributed.RayShardedEmbedder"
-
-
-def unwrap_sharded(node: dict[str, Any]) -> dict[str, Any]:
-    """The embedder config a :class:`RayShardedEmbedder` config wraps (``node`` itself for any
-    other): how the corpus was encoded does not change the vectors, so it does not key the dense
-    retriever's index and runs (``rag_lab.pipeline.build.build_pipeline``)."""
-    return node["embedder"] if node.get("_target_") == TARGET else node
-
-
 class RayShardedEmbedder:
     """Args:
     embedder: the config of the embedder to shard (``${embedder}``: its ``_target_`` and

@@ -2,9 +2,9 @@
 
 ``extractive`` is the model-free baseline; ``openai`` calls any OpenAI-compatible endpoint;
 ``transformers`` runs a local causal LM (folder, HF id or GGUF file). ``context`` renders retrieved
-chunks as the structured context a model reads; ``prompts`` holds the templates and refusal
-strings all generators share. ``foreign_pipeline`` hands on the answers of a foreign pipeline
-evaluated end to end (``retrievers=[foreign_pipeline]``).
+chunks as the structured context a model reads; ``prompts`` holds the templates all generators
+share (the refusal strings are ``rag_lab.text.refusals``). ``foreign_pipeline`` hands on the
+answers of a foreign pipeline evaluated end to end (``retrievers=[foreign_pipeline]``).
 """
 
 from rag_lab.generator.base import Cacheable, Generator
@@ -12,7 +12,7 @@ from rag_lab.generator.context import build_context
 from rag_lab.generator.extractive import ExtractiveGenerator
 from rag_lab.generator.foreign_pipeline import ForeignPipelineGenerator
 from rag_lab.generator.openai import OpenAIGenerator
-from rag_lab.generator.prompts import PROMPTS, REFUSALS, PromptTemplate, detect_language
+from rag_lab.generator.prompts import PROMPTS, PromptTemplate
 from rag_lab.generator.transformers import TransformersGenerator
 
 __all__ = [
@@ -24,7 +24,5 @@ __all__ = [
     "ForeignPipelineGenerator",
     "build_context",
     "PROMPTS",
-    "REFUSALS",
     "PromptTemplate",
-    "detect_language",
 ]

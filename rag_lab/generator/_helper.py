@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_lab.generator.context import build_context
-from rag_lab.generator.prompts import PROMPTS, REFUSALS, detect_language
+from rag_lab.generator.prompts import PROMPTS
+from rag_lab.text.language import detect_language
+from rag_lab.text.refusals import REFUSALS
 from rag_lab.types import Chunk
 
 

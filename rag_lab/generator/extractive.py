@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag_lab.generator.context import build_context
-from rag_lab.generator.prompts import REFUSALS, detect_language
 from rag_lab.text import ContentTerms, normalise_text, split_sentences
+from rag_lab.text.language import detect_language
+from rag_lab.text.refusals import REFUSALS
 from rag_lab.tokenizer.base import Tokenizer
 from rag_lab.types import Chunk
 

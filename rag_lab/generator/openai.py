@@ -1,5 +1,5 @@
 """Generator for any OpenAI-compatible chat-completions endpoint: vLLM, Ollama, llama.cpp server,
-``python -m rag_lab.llm.server`` (a local transformers model), or OpenAI itself.
+``python -m rag_lab.cli llm-server`` (a local transformers model), or OpenAI itself.
 
 The prompt is ``PROMPTS[language]`` (Chinese or English, from the query unless ``language`` is
 set) around ``build_context``'s numbered, source-tagged blocks. The API key is read from the

@@ -1,37 +1,15 @@
-"""Prompt templates (Chinese and English) and the refusal strings.
+"""Prompt templates (Chinese and English).
 
 Contract for every generator: answer only from the context; when the context does not contain the
-answer, reply with exactly ``REFUSALS[language]``, which ``rag_lab.metrics.answers.is_refusal``
-and the judges recognise.
+answer, reply with exactly ``REFUSALS[language]`` (``rag_lab.text.refusals``), which
+``is_refusal`` and the judges recognise.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-from rag_lab.text.patterns import CJK_CHAR, TOKEN
-
-Language = Literal["zh", "en"]
-
-REFUSALS: dict[str, str] = {
-    "en": "I cannot tell from the provided context.",
-    "zh": "根据所给资料无法回答。",
-}
-
-# Share of CJK characters among pre-tokens (CJK characters + words) from which a text is Chinese.
-# Below one half on purpose: Chinese technical questions carry English terms and codes.
-ZH_SHARE = 0.3
-
-
-def detect_language(text: str) -> Language:
-    """``"zh"`` when CJK characters make up at least ``ZH_SHARE`` of the pre-tokens (punctuation
-    ignored), else ``"en"`` (also for empty text)."""
-    toks = [t for t in TOKEN.findall(text) if t[0].isalnum() or t[0] == "_"]
-    if not toks:
-        return "en"
-    cjk = sum(1 for t in toks if CJK_CHAR.fullmatch(t))
-    return "zh" if cjk / len(toks) >= ZH_SHARE else "en"
+from rag_lab.text.refusals import REFUSALS
 
 
 @dataclass(frozen=True)

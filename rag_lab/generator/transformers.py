@@ -3,7 +3,8 @@ HF cache when offline), or a GGUF file (dequantised by transformers; needs the `
 
 The prompt is the same as the endpoint generator's (``PROMPTS`` + ``build_context``), rendered
 with the tokenizer's chat template when it has one, else as ``system\\n\\nuser\\n``. Decoding is
-greedy unless ``temperature > 0``. ``chat`` is also what ``python -m rag_lab.llm.server`` serves.
+greedy unless ``temperature > 0``. ``chat`` is also what ``python -m rag_lab.cli llm-server``
+serves.
 """
 
 from __future__ import annotations

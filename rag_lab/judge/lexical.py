@@ -62,7 +62,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_lab.judge.base import JudgeResult
-from rag_lab.metrics.answers import is_refusal, is_refusal_sentence
 from rag_lab.text import ContentTerms, TermSupport, has_cjk, split_sentences
 from rag_lab.text.facts import (
     extract_facts,
@@ -70,6 +69,7 @@ from rag_lab.text.facts import (
     normalise_facts_text,
     slot_names,
 )
+from rag_lab.text.refusals import is_refusal, is_refusal_sentence
 from rag_lab.tokenizer.base import Tokenizer
 
 # Both chosen on the dev split of datasets/judge_meta (benchmarks/judge_meta_eval.py --tune):

@@ -18,8 +18,8 @@ from typing import Any
 
 from rag_lab.errors import ConfigError
 from rag_lab.judge.base import JudgeResult
-from rag_lab.metrics.answers import is_refusal, is_refusal_sentence
 from rag_lab.text import split_sentences
+from rag_lab.text.refusals import is_refusal, is_refusal_sentence
 
 
 def supported_share(probs: Sequence[float], threshold: float) -> float:

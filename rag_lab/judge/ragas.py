@@ -27,7 +27,7 @@ from typing import Any
 from rag_lab.errors import ConfigError
 from rag_lab.judge.base import JudgeResult
 from rag_lab.llm.client import api_key, check_env_name, redact
-from rag_lab.metrics.answers import is_refusal
+from rag_lab.text.refusals import is_refusal
 
 
 class RagasJudge:

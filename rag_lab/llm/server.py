@@ -1,4 +1,4 @@
-"""``rag-lab llm-server --model PATH [--port 8000]`` (or ``python -m rag_lab.llm.server``; the
+"""``rag-lab llm-server --model PATH [--port 8000]`` (or ``python -m rag_lab.cli llm-server``; the
 command line is :mod:`rag_lab.cli.llm_server`): a small OpenAI-compatible server for a local
 causal LM (transformers: a model folder, an HF id in the local cache, or a GGUF file), so
 ``generator=openai`` and ``judge=ragas`` can run against a model on this machine.
@@ -224,9 +224,3 @@ def serve(
     """A bound (not yet serving) server; call ``serve_forever()`` on it. ``port=0`` picks a free
     port (``server.server_address[1]``)."""
     return Server(create_app(model, served_name, max_tokens, temperature, api_key_env), host, port)
-
-
-if __name__ == "__main__":  # ``python -m rag_lab.llm.server``: the command line is rag_lab.cli's
-    from rag_lab.cli.llm_server import main
-
-    main()

@@ -1,12 +1,14 @@
-"""Answer metrics: exact match, token F1, containment, refusal, context utilisation, and their
-aggregation over a set of answers (``aggregate_answers``).
+"""Answer metrics: exact match, token F1, containment, context utilisation, and their aggregation
+over a set of answers (``aggregate_answers``; the rows come from
+``rag_lab.pipeline.answers.score_response``). Refusals are recognised by
+``rag_lab.text.refusals``.
 
 English answers use SQuAD's normalisation (lower-case, drop punctuation and articles a/an/the,
 collapse whitespace) and bag-of-tokens F1. Chinese answers use CMRC 2018's: tokens are CJK
 characters and whole non-CJK words (pre-tokens, ``rag_lab.text.TOKEN``) without punctuation, and
 F1 is over the longest common *contiguous* token run, as the CMRC evaluation script computes it.
 The language is the gold answer's (``detect_language``). With several gold answers every metric
-takes the best one. (Moved from ``rag_lab.metrics.answers``, which stays importable.)
+takes the best one.
 """
 
 from __future__ import annotations
@@ -16,20 +18,16 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rag_lab.generator.prompts import REFUSALS, detect_language
-from rag_lab.text import TOKEN, ContentTerms, TermSupport, normalise_text, split_sentences
-
-if TYPE_CHECKING:
-    from rag_lab.judge.base import Judge
+from rag_lab.text import TOKEN, ContentTerms, TermSupport, normalise_text
+from rag_lab.text.language import detect_language
 
 Golds = str | Sequence[str]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = re.compile(r"[^\w\s]|_")
 _ASCII_PUNCT = frozenset(string.punctuation)
-_REFUSAL_KEYS = tuple(_PUNCT.sub("", normalise_text(r)).strip() for r in REFUSALS.values())
 
 
 def answer_tokens(text: str, language: str) -> list[str]:
@@ -56,18 +54,6 @@ def answer_contained(response: str, golds: Golds) -> float:
     """1.0 when a gold answer (``normalise_text``) is a substring of the normalised response."""
     text = normalise_text(response)
     return max((float(normalise_text(g) in text) for g in _list(golds) if g.strip()), default=0.0)
-
-
-def is_refusal_sentence(sentence: str) -> bool:
-    key = _PUNCT.sub("", normalise_text(sentence)).strip()
-    return bool(key) and any(r in key for r in _REFUSAL_KEYS)
-
-
-def is_refusal(response: str) -> bool:
-    """True when every sentence of the response is a refusal string (``REFUSALS``, any language,
-    case / punctuation / surrounding words within the sentence ignored)."""
-    sentences = split_sentences(response)
-    return bool(sentences) and all(is_refusal_sentence(s) for s in sentences)
 
 
 def context_utilisation(
@@ -124,65 +110,6 @@ def _longest_common_run(a: list[str], b: list[str]) -> int:
                 best = max(best, cur[j])
         prev = cur
     return best
-
-
-def score_response(
-    judge: Judge | None, query: str, contexts: Sequence[str], response: str, reference: Golds | None
-) -> dict[str, Any]:
-    """Everything rag_lab scores about one answer: faithfulness (``None`` without a judge or when
-    the judge could not score), refusal, context utilisation, missing facts / unsupported
-    sentences, ``unsupported_facts`` (the facts the contexts lack, None when the judge does not
-    check facts) and ``faithful`` (the judge's verdict, None when it gives none), and exact
-    match / token F1 / contained when gold answers exist. Judges that score
-    the retrieved contexts add ``context_precision`` / ``context_recall``; a judge failure adds
-    ``judge_error``. Shared by ``rag-lab judge`` (logged answers) and ``rag-lab evaluate`` with a
-    generator. Context utilisation uses the judge's own term analysis when it declares one
-    (``rag_lab.judge.base.TermAware``)."""
-    from rag_lab.judge.base import TermAware  # here: the judges import this module
-
-    refusal = is_refusal(response)
-    res = (
-        judge.judge(query, list(contexts), response, _first(reference))
-        if judge is not None
-        else None
-    )
-    details = res.details if res is not None else {}
-    # context utilisation needs the judge's supported sentences; a judge that does not report them
-    # (ragas) leaves it missing rather than zero
-    supported = details.get("supported_sentences")
-    terms = judge.terms if isinstance(judge, TermAware) else None
-    row: dict[str, Any] = {
-        "faithfulness": res.faithfulness if res is not None else None,
-        "refusal": refusal,
-        "context_utilisation": None
-        if refusal or supported is None
-        else context_utilisation(supported, list(contexts), terms=terms),
-        "missing_facts": details.get("missing", []),
-        "unsupported": [u["sentence"] for u in details.get("unsupported", [])],
-        # None when the judge does not check facts (nli, ragas) or could not score
-        "unsupported_facts": _fact_texts(details.get("unsupported_facts")),
-        "faithful": details.get("faithful"),
-    }
-    for key in ("context_precision", "context_recall", "error"):
-        if key in details:
-            row["judge_error" if key == "error" else key] = details[key]
-    if reference:
-        row |= {
-            "exact_match": exact_match(response, reference),
-            "f1": token_f1(response, reference),
-            "contained": answer_contained(response, reference),
-        }
-    return row
-
-
-def _fact_texts(facts: Sequence[Mapping[str, Any]] | None) -> list[str] | None:
-    return None if facts is None else list(dict.fromkeys(str(f["fact"]) for f in facts))
-
-
-def _first(ref: Golds | None) -> str | None:
-    if isinstance(ref, (list, tuple)):
-        return ref[0] if ref else None
-    return ref if isinstance(ref, str) else None
 
 
 # per-answer scores of ``score_response`` rows that ``aggregate_answers`` averages

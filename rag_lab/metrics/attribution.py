@@ -225,8 +225,9 @@ def answer_miss_reason(
 
     ``""`` when it does not apply (no gold answer, no response). ``terms``: a ``ContentTerms``
     (default jieba exact mode)."""
-    from rag_lab.metrics.answers import answer_contained, is_refusal
+    from rag_lab.metrics.answers import answer_contained
     from rag_lab.text import ContentTerms
+    from rag_lab.text.refusals import is_refusal
 
     if not golds or not response.strip():
         return ""

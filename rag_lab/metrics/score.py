@@ -24,12 +24,11 @@ from rag_lab.metrics.names import metric_key
 from rag_lab.metrics.relevance import evidence_qrels, to_document_run
 from rag_lab.metrics.retrieval import mean_metrics, parse_metric, run_metrics
 from rag_lab.ranking import ranked
-from rag_lab.types import Chunk, Qrels, Query, Run
+from rag_lab.types import Chunk, LabelledQueries, Qrels, Query, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from rag_lab.dataset.base import LabelledQueries
 
 log = logging.getLogger(__name__)
 

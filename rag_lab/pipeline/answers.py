@@ -49,17 +49,82 @@ from rag_lab.context.base import ContextStage
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.generator.base import Cacheable, Generator
 from rag_lab.generator.context import block_tokens
-from rag_lab.generator.prompts import detect_language
-from rag_lab.judge.base import Judge
+from rag_lab.judge.base import Judge, TermAware
 from rag_lab.judge.runner import JudgeRunner
-from rag_lab.metrics.answers import aggregate_answers, score_response
+from rag_lab.metrics.answers import (
+    Golds,
+    aggregate_answers,
+    answer_contained,
+    context_utilisation,
+    exact_match,
+    token_f1,
+)
 from rag_lab.metrics.attribution import answer_miss_metrics, answer_miss_reason
 from rag_lab.protocols import CacheAware, Measured
 from rag_lab.ranking import ranked
 from rag_lab.text import ContentTerms
+from rag_lab.text.language import detect_language
+from rag_lab.text.refusals import is_refusal
 from rag_lab.types import Chunk, Run
 
 GENERATIONS = "generations"
+
+
+def score_response(
+    judge: Judge | None, query: str, contexts: Sequence[str], response: str, reference: Golds | None
+) -> dict[str, Any]:
+    """Everything rag_lab scores about one answer: faithfulness (``None`` without a judge or when
+    the judge could not score), refusal, context utilisation, missing facts / unsupported
+    sentences, ``unsupported_facts`` (the facts the contexts lack, None when the judge does not
+    check facts) and ``faithful`` (the judge's verdict, None when it gives none), and exact
+    match / token F1 / contained when gold answers exist. Judges that score
+    the retrieved contexts add ``context_precision`` / ``context_recall``; a judge failure adds
+    ``judge_error``. Shared by ``rag-lab judge`` (logged answers) and ``rag-lab evaluate`` with a
+    generator. Context utilisation uses the judge's own term analysis when it declares one
+    (``rag_lab.judge.base.TermAware``)."""
+    refusal = is_refusal(response)
+    res = (
+        judge.judge(query, list(contexts), response, _first(reference))
+        if judge is not None
+        else None
+    )
+    details = res.details if res is not None else {}
+    # context utilisation needs the judge's supported sentences; a judge that does not report them
+    # (ragas) leaves it missing rather than zero
+    supported = details.get("supported_sentences")
+    terms = judge.terms if isinstance(judge, TermAware) else None
+    row: dict[str, Any] = {
+        "faithfulness": res.faithfulness if res is not None else None,
+        "refusal": refusal,
+        "context_utilisation": None
+        if refusal or supported is None
+        else context_utilisation(supported, list(contexts), terms=terms),
+        "missing_facts": details.get("missing", []),
+        "unsupported": [u["sentence"] for u in details.get("unsupported", [])],
+        # None when the judge does not check facts (nli, ragas) or could not score
+        "unsupported_facts": _fact_texts(details.get("unsupported_facts")),
+        "faithful": details.get("faithful"),
+    }
+    for key in ("context_precision", "context_recall", "error"):
+        if key in details:
+            row["judge_error" if key == "error" else key] = details[key]
+    if reference:
+        row |= {
+            "exact_match": exact_match(response, reference),
+            "f1": token_f1(response, reference),
+            "contained": answer_contained(response, reference),
+        }
+    return row
+
+
+def _fact_texts(facts: Sequence[Mapping[str, Any]] | None) -> list[str] | None:
+    return None if facts is None else list(dict.fromkeys(str(f["fact"]) for f in facts))
+
+
+def _first(ref: Golds | None) -> str | None:
+    if isinstance(ref, (list, tuple)):
+        return ref[0] if ref else None
+    return ref if isinstance(ref, str) else None
 
 
 def generate(

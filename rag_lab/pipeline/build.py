@@ -17,9 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rag_lab.cache import open_cache
-from rag_lab.cache.keys import ENDPOINT_FIELDS
-from rag_lab.distributed.ray_embedder import unwrap_sharded
+from rag_lab.cache import keys, open_cache
 from rag_lab.errors import ConfigError
 from rag_lab.parser.base import ON_ERROR
 from rag_lab.paths import CONFIG_DIR
@@ -424,11 +422,9 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
     }
     for node in retriever_cfgs.values():
         node.pop("cache_dir", None)  # where the cache lives does not change what is in it
-        if isinstance(node.get("embedder"), dict):  # nor which processes encoded the corpus
-            node["embedder"] = unwrap_sharded(node["embedder"])
-        if isinstance(node.get("embedder"), dict):  # nor where an endpoint embedder's server is
-            for field_name in ENDPOINT_FIELDS:
-                node["embedder"].pop(field_name, None)
+        # nor which processes encoded the corpus, nor where an endpoint embedder's server is
+        if isinstance(node.get("embedder"), dict):
+            node["embedder"] = keys.embedder_key_config(node["embedder"])
     stage_configs = {
         "parser": parser_cfg,
         "chunker": _plain(cfg.chunker),

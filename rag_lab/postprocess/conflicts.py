@@ -262,7 +262,7 @@ def notes_by_query(
 ) -> dict[str, list[str]]:
     """``conflict_notes`` of every annotated query, in the language of its text: what the answer
     stage's ``notes`` take (``rag_lab.pipeline.answers.answer_queries``)."""
-    from rag_lab.generator.prompts import detect_language
+    from rag_lab.text.language import detect_language
 
     out = {}
     for qid, ann in annotations.items():

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rag_lab.generator.prompts import detect_language
 from rag_lab.query_transforms._helper import LLMStage, messages
+from rag_lab.text.language import detect_language
 
 PROMPTS: dict[str, tuple[str, str]] = {
     "en": (

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag_lab.generator.prompts import detect_language
 from rag_lab.query_transforms._helper import LLMStage, messages, nonempty_lines
+from rag_lab.text.language import detect_language
 
 PROMPTS: dict[str, tuple[str, str]] = {
     "en": (

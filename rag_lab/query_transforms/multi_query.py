@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rag_lab.errors import ConfigError
-from rag_lab.generator.prompts import detect_language
 from rag_lab.query_transforms._helper import LLMStage, messages, nonempty_lines
+from rag_lab.text.language import detect_language
 
 PROMPTS: dict[str, tuple[str, str]] = {
     "en": (

@@ -214,8 +214,7 @@ def console_filter(verbose: Any = False, progress: Any = "auto") -> LibraryFilte
     MLflow prints through a handler of its own, set up when it is imported at the level of
     ``$MLFLOW_LOGGING_LEVEL``: without ``verbose`` that defaults to WARNING here (a value the user
     set is kept), and an MLflow imported earlier (a multirun's callback) is turned down too."""
-    from rag_lab.cli._errors import fail
-    from rag_lab.errors import ConfigError
+    from rag_lab.errors import ConfigError, fail
     from rag_lab.runtime import progress as progress_bars
 
     if not isinstance(verbose, bool):

@@ -24,8 +24,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from rag_lab.analysis.stats import align, holm, paired_bootstrap_ci, randomization_test
+from rag_lab.io.run_folder import read_metrics
 
 # HEADLINE: the metrics.json keys shown next to the ranked one (those present in any trial)
 from rag_lab.metrics.names import HEADLINE, meets_floors
@@ -530,3 +532,32 @@ def report_files(
     if by_cat is not None:
         paths.append(by_cat)
     return board, {p.name: p for p in paths}
+
+
+def load_trials(sweep_dir: Path) -> list[Trial]:
+    """Every job folder of a sweep that finished (has ``metrics.json``), as report ``Trial``
+    objects."""
+    trials = []
+    done = (
+        p
+        for p in sweep_dir.iterdir()
+        if p.is_dir() and not p.is_symlink() and (p / "metrics.json").exists()
+    )
+    for job in sorted(done, key=lambda p: (len(p.name), p.name)):
+        overrides_file = job / ".hydra" / "overrides.yaml"
+        overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.exists() else []
+        params = parse_overrides(overrides)  # typed: fusion.k=60 is 60, not "60"
+        metrics = read_metrics(job / "metrics.json")  # null (undefined) read as NaN
+        if (job / "mlflow_run_id").exists():
+            metrics["_run_id"] = (job / "mlflow_run_id").read_text().strip()
+        trials.append(Trial(job.name, params, metrics, pd.read_parquet(job / "per_query.parquet")))
+    return trials
+
+
+def varying(trials: list[Trial]) -> list[Trial]:
+    """Trials with only the params whose values differ between them (the swept ones)."""
+    keys = {k for t in trials for k in t.params}
+    swept = sorted(k for k in keys if len({str(t.params.get(k)) for t in trials}) > 1)
+    return [
+        Trial(t.name, {k: t.params.get(k) for k in swept}, t.metrics, t.per_query) for t in trials
+    ]

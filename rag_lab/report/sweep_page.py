@@ -49,7 +49,7 @@ def sweep_metric(sweep_dir: Path) -> str:
 def sweep_trials(sweep_dir: Path) -> list[Trial]:
     """The sweep's jobs (folders with Hydra's ``.hydra/`` record and a ``metrics.json``; the
     winner's report-split run is not a job), with only the params that vary."""
-    from rag_lab.sweep.callback import load_trials, varying
+    from rag_lab.report.leaderboard import load_trials, varying
 
     if not sweep_dir.is_dir():
         raise ConfigError(f"{sweep_dir}: no such sweep folder")

@@ -26,12 +26,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rag_lab.errors import ConfigError
-from rag_lab.io.run_folder import read_metrics
 from rag_lab.metrics.names import canonical_key, higher_is_better, objective_value
 from rag_lab.sweep.context import PARENT_FILE, check_direction, selection_refusal, sweep_floors
 from rag_lab.sweep.parent import ParentGuard, close_stale_parent
@@ -111,41 +109,6 @@ def sweep_params(config: DictConfig, report_split: str) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None and v != {}}
 
 
-def load_trials(sweep_dir: Path) -> list:
-    """Every job folder of a sweep that finished (has ``metrics.json``), as report ``Trial``
-    objects."""
-    import pandas as pd
-
-    from rag_lab.report.leaderboard import Trial, parse_overrides
-
-    trials = []
-    done = (
-        p
-        for p in sweep_dir.iterdir()
-        if p.is_dir() and not p.is_symlink() and (p / "metrics.json").exists()
-    )
-    for job in sorted(done, key=lambda p: (len(p.name), p.name)):
-        overrides_file = job / ".hydra" / "overrides.yaml"
-        overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.exists() else []
-        params = parse_overrides(overrides)  # typed: fusion.k=60 is 60, not "60"
-        metrics = read_metrics(job / "metrics.json")  # null (undefined) read as NaN
-        if (job / "mlflow_run_id").exists():
-            metrics["_run_id"] = (job / "mlflow_run_id").read_text().strip()
-        trials.append(Trial(job.name, params, metrics, pd.read_parquet(job / "per_query.parquet")))
-    return trials
-
-
-def varying(trials: list) -> list:
-    """Trials with only the params whose values differ between them (the swept ones)."""
-    from rag_lab.report.leaderboard import Trial
-
-    keys = {k for t in trials for k in t.params}
-    swept = sorted(k for k in keys if len({str(t.params.get(k)) for t in trials}) > 1)
-    return [
-        Trial(t.name, {k: t.params.get(k) for k in swept}, t.metrics, t.per_query) for t in trials
-    ]
-
-
 class MlflowSweepCallback(Callback):
     def __init__(
         self,
@@ -187,7 +150,7 @@ class MlflowSweepCallback(Callback):
         (sweep_dir / PARENT_FILE).write_text(json.dumps(info))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from rag_lab.report.leaderboard import report_files
+        from rag_lab.report.leaderboard import load_trials, report_files, varying
 
         sweep_dir = Path(config.hydra.sweep.dir)
         metric = canonical_key(config.optimized_metric)

@@ -58,7 +58,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, cast
 
-from rag_lab.cli import _errors
+from rag_lab import errors
 from rag_lab.runtime import threads
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
@@ -199,7 +199,7 @@ def _worker(w: int, shared: Any, conn: Connection, job: Any) -> None:
     bounds, lock, go, abort, running, running_lock, flags, parent, said = shared
     _die_with(parent)
     _after_fork(w, (running, running_lock, flags))
-    _errors.printed_elsewhere = functools.partial(_said_before, said, lock)
+    errors.printed_elsewhere = functools.partial(_said_before, said, lock)
     try:
         try:
             for own in range(bounds[2 * w], bounds[2 * w + 1]):

@@ -1,5 +1,5 @@
-"""The ``rag-lab`` console script points at ``rag_lab.cli:main``; ``python -m rag_lab.llm.server``
-runs the llm-server command."""
+"""The ``rag-lab`` console script points at ``rag_lab.cli:main``; ``python -m rag_lab.cli`` runs
+the same commands (``llm-server`` is what the docs and the end-to-end LLM test start)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,9 @@ def test_console_script_is_rag_lab_cli_main():
     assert script.value == "rag_lab.cli:main" and script.load() is main
 
 
-def test_python_dash_m_llm_server_still_runs_the_command():
-    """``python -m rag_lab.llm.server`` is what the docs and the end-to-end test start."""
+def test_python_dash_m_rag_lab_cli_runs_the_llm_server_command():
     proc = subprocess.run(
-        [sys.executable, "-m", "rag_lab.llm.server", "--help"],
+        [sys.executable, "-m", "rag_lab.cli", "llm-server", "--help"],
         capture_output=True,
         text=True,
         env=ENV,

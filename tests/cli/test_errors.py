@@ -1,4 +1,4 @@
-"""``rag_lab.cli._errors``: a user error is one ``error:`` line and exit status 2, written once."""
+"""``rag_lab.errors``: a user error is one ``error:`` line and exit status 2, written once."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_lab.cli._errors import exit_status, user_errors
-from rag_lab.errors import ConfigError, DataError
+from rag_lab.errors import ConfigError, DataError, exit_status, user_errors
 from tests.cli.helpers import error_line, rag_lab
 
 PACKAGE = Path(__file__).resolve().parents[2] / "rag_lab"
@@ -68,10 +67,10 @@ def test_a_hydra_task_reports_through_the_decorator(tmp_path):
     "pattern", [r"""print\(f?["']error: """, r"except \(?RagLabError[^\n]*:\n(?!\s*raise\n)"]
 )
 def test_error_is_written_once_in_the_package(pattern):
-    """One place prints ``error:`` and turns a ``RagLabError`` into exit 2: ``cli/_errors.py``."""
+    """One place prints ``error:`` and turns a ``RagLabError`` into exit 2: ``errors.py``."""
     hits = sorted(
         str(p.relative_to(PACKAGE.parent))
         for p in PACKAGE.rglob("*.py")
         if re.search(pattern, p.read_text(encoding="utf-8"))
     )
-    assert hits == ["rag_lab/cli/_errors.py"]
+    assert hits == ["rag_lab/errors.py"]

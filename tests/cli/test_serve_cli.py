@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_lab.cli._errors import exit_status
 from rag_lab.cli.serve import main
+from rag_lab.errors import exit_status
 from tests.cli.helpers import error_line, rag_lab
 from tests.compose import TOY_OVERRIDES, compose_evaluate
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rag_lab.generator import PROMPTS, REFUSALS, build_context, detect_language
+from rag_lab.generator import PROMPTS, build_context
 from rag_lab.generator.context import count_tokens
+from rag_lab.text.language import detect_language
+from rag_lab.text.refusals import REFUSALS
 from rag_lab.types import Chunk
 
 META = {

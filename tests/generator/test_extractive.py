@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_lab.generator import REFUSALS, ExtractiveGenerator, Generator
+from rag_lab.generator import ExtractiveGenerator, Generator
+from rag_lab.text.refusals import REFUSALS
 from rag_lab.types import Chunk
 
 EN = Chunk(

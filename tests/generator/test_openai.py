@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from rag_lab.errors import ConfigError
-from rag_lab.generator import PROMPTS, REFUSALS, Generator, OpenAIGenerator
+from rag_lab.generator import PROMPTS, Generator, OpenAIGenerator
 from rag_lab.llm.client import EndpointError, parse_completion
+from rag_lab.text.refusals import REFUSALS
 from rag_lab.types import Chunk
 from tests.fake_openai import FakeOpenAI, completion, free_port_url
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from rag_lab.errors import ConfigError
-from rag_lab.generator import REFUSALS, Generator, TransformersGenerator
+from rag_lab.generator import Generator, TransformersGenerator
 from rag_lab.generator.transformers import resolve_model
+from rag_lab.text.refusals import REFUSALS
 from rag_lab.types import Chunk
 
 torch = pytest.importorskip("torch")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag_lab.generator import REFUSALS
 from rag_lab.judge import Judge, JudgeResult, LexicalJudge
 from rag_lab.text.facts import extract_facts
+from rag_lab.text.refusals import REFUSALS
 
 EN = [
     "The HX-200 pump runs at 70 °C maximum. Replace the seal every 3,000 h. "
@@ -233,7 +233,8 @@ def test_the_verdict_rule_holds_at_any_threshold(judge):
 
 
 def test_unsupported_fact_rate_and_verdicts_reach_the_run_metrics(judge):
-    from rag_lab.metrics.answers import aggregate_answers, score_response
+    from rag_lab.metrics.answers import aggregate_answers
+    from rag_lab.pipeline.answers import score_response
 
     rows = [
         score_response(judge, "q", QUAKE, RIGHT, None),

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from rag_lab.errors import ConfigError
-from rag_lab.generator import REFUSALS
 from rag_lab.judge import Judge, JudgeRunner, NLIJudge
 from rag_lab.judge.nli import supported_share
+from rag_lab.text.refusals import REFUSALS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -9,8 +9,8 @@ import pytest
 
 from rag_lab.cache import StageCache
 from rag_lab.errors import ConfigError
-from rag_lab.generator import REFUSALS
 from rag_lab.judge import Judge, JudgeRunner, RagasJudge
+from rag_lab.text.refusals import REFUSALS
 from tests.fake_openai import FakeOpenAI, route
 
 CTX = [

@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import importlib
 import math
-import subprocess
-import sys
 
 import pytest
 
-from rag_lab.generator import REFUSALS
 from rag_lab.metrics.answers import (
     aggregate_answers,
     answer_contained,
     answer_tokens,
     context_utilisation,
     exact_match,
-    is_refusal,
-    score_response,
     token_f1,
 )
+from rag_lab.pipeline.answers import score_response
+from rag_lab.text.refusals import REFUSALS, is_refusal
 
 
 def test_squad_normalisation():
@@ -153,23 +150,3 @@ def test_score_response_uses_the_judges_term_analysis():
     own = score_response(FixedWithTerms(), "q", ctx, "pumps overheat", None)
     assert default["context_utilisation"] == 1.0  # jieba + stemming: pumps -> pump
     assert own["context_utilisation"] == 0.0
-
-
-def test_old_module_path_is_the_same_module():
-    import rag_lab.metrics.answers as new
-
-    assert importlib.import_module("rag_lab.metrics.answers") is new
-    from rag_lab.metrics.answers import score_response as old_score
-
-    assert old_score is score_response
-
-
-def test_old_module_path_first_in_a_fresh_interpreter():
-    probe = (
-        "import rag_lab.metrics.answers as old, rag_lab.metrics.answers as new; "
-        "assert old is new; from rag_lab.metrics.answers import is_refusal"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr

@@ -200,7 +200,7 @@ def test_winner_job_inside_the_sweep_folder_is_read(tmp_path):
 
 
 def test_trials_are_read_from_job_folders_not_links_out(tmp_path):
-    from rag_lab.sweep.callback import load_trials
+    from rag_lab.report.leaderboard import load_trials
 
     sweep_dir = make_sweep(tmp_path)
     os.symlink(tmp_path / "other", sweep_dir / "1")  # has a metrics.json, outside the sweep

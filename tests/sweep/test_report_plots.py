@@ -19,11 +19,12 @@ from rag_lab.report.figures import cjk_family
 from rag_lab.report.leaderboard import (
     Trial,
     config_label,
+    load_trials,
     parse_overrides,
     plot_by_category,
     plot_metric_vs_params,
+    varying,
 )
-from rag_lab.sweep.callback import load_trials, varying
 
 METRIC = "ndcg_at_10"
 N = 40

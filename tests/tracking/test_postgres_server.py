@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_lab.cli._errors import exit_status
-from rag_lab.errors import ConfigError
+from rag_lab.errors import ConfigError, exit_status
 from rag_lab.tracking import server
 from tests.cli.helpers import ENV, error_line, rag_lab
 

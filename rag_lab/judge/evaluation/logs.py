@@ -89,7 +89,7 @@ def read_inputs(paths: Sequence[Path]) -> list[LoggedAnswers]:
 
 def score_record(judge: Any, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
     """``score_response`` of one record, with its ``line`` (and ``id`` when it has one)."""
-    from rag_lab.metrics.answers import score_response
+    from rag_lab.pipeline.answers import score_response
 
     row = score_response(
         judge, rec["query"], rec["retrieved_contexts"], rec["response"], rec.get("reference")
