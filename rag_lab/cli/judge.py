@@ -42,30 +42,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rag_lab.errors import ConfigError, exit_status, user_errors
-from rag_lab.judge.evaluation.logs import (
-    LoggedAnswers,
-    build_runner,
-    judge_names,
-    read_inputs,
-    read_logs,
-    record_key,
-    score_record,
+from rag_lab.judge.evaluation.judging import (
+    LABELS_REPORT,
+    Item,
+    Judged,
+    judge_inputs,
+    labels_report,
+    render_labels_report,
+    summary,
+    write_side_by_side,
 )
-from rag_lab.metrics.answers import aggregate_answers
+from rag_lab.judge.evaluation.logs import judge_names, read_inputs
 
-__all__ = ["build_runner", "main", "parser", "read_logs", "run"]
-
-LABELS_REPORT = "judge_labels.json"
-SIDE_BY_SIDE = "judges_side_by_side"  # .csv and .md
-
-Item = tuple[int, int]  # (input index, line of the record)
+__all__ = ["main", "parser", "run"]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -168,98 +162,9 @@ def split_overrides(sets: Sequence[str], labels: Sequence[str]) -> dict[str, lis
     return out
 
 
-def _summary(label: str, x: LoggedAnswers, rows: list[dict[str, Any]], out: Path) -> str:
-    summary = aggregate_answers(rows)
-    missing = int(summary.pop("n_missing_faithfulness"))
-    lines = [f"{label} judge: {len(rows)} lines of {x.name} -> {out}"]
-    lines += [f"  {m:<20} {v:.4f}" for m, v in summary.items() if not math.isnan(v)]
-    lines.append(f"  missing faithfulness {missing}")
-    return "\n".join(lines)
-
-
-def _fmt(x: Any) -> str:
-    return "     –" if x is None else f"{x:.4f}"
-
-
-def labels_report(
-    inputs: Sequence[LoggedAnswers],
-    scores: dict[str, dict[Item, float | None]],
-    verdicts: dict[str, dict[Item, int | None]],
-    rules: dict[str, str],
-    labels: dict[Item, int],
-    predictor: str,
-    alpha: float,
-) -> dict[str, Any]:
-    """Agreement (pooled and per input) and per-input PPI faithfulness of every judge."""
-    from rag_lab.judge.evaluation.calibration import agreement, ppi_faithfulness
-
-    report: dict[str, Any] = {
-        "verdicts": rules,
-        "alpha": alpha,
-        "ppi_predictor": predictor,
-        "n_labels": len(labels),
-        "judges": {},
-    }
-    for judge, by_item in scores.items():
-        per_run = {}
-        for i, x in enumerate(inputs):
-            run_scores = {k: v for k, v in by_item.items() if k[0] == i}
-            run_verdicts = {k: v for k, v in verdicts[judge].items() if k[0] == i}
-            run_labels = {k: v for k, v in labels.items() if k[0] == i}
-            per_run[x.name] = {
-                "agreement": agreement(run_labels, run_scores, run_verdicts),
-                "faithfulness": ppi_faithfulness(
-                    run_scores,
-                    run_verdicts,
-                    run_labels,
-                    "verdict" if predictor == "verdict" else "score",
-                    alpha,
-                ),
-            }
-        report["judges"][judge] = {
-            "verdict": rules[judge],
-            "agreement": agreement(labels, by_item, verdicts[judge]),
-            "runs": per_run,
-        }
-    return report
-
-
-def print_labels_report(report: dict[str, Any]) -> None:
-    level = round(100 * (1 - report["alpha"]))
-    print(f"\nagreement with {report['n_labels']} labels")
-    print(
-        f"  {'judge':<14} {'n':>5} {'accuracy':>8} {'kappa':>7} {'auroc':>7} {'judged':>7} "
-        f"{'labels':>7}"
-    )
-    for judge, r in report["judges"].items():
-        a = r["agreement"]
-        print(
-            f"  {judge:<14} {a['n']:>5} {_fmt(a['accuracy']):>8} {_fmt(a['kappa']):>7} "
-            f"{_fmt(a['auroc']):>7} {_fmt(a['judged_faithful']):>7} "
-            f"{_fmt(a['labelled_faithful']):>7}  (verdict: {r['verdict']})"
-        )
-    print(
-        f"\nfaithful share per run: PPI = judge ({report['ppi_predictor']}) on all answers "
-        f"corrected by the labelled ones, {level}% CI"
-    )
-    print(
-        f"  {'run':<24} {'judge':<12} {'answers':>7} {'labels':>6} {'judged':>7} "
-        f"{'PPI [CI]':>26} {'labels only [CI]':>26}"
-    )
-    for judge, r in report["judges"].items():
-        for run, rr in r["runs"].items():
-            f = rr["faithfulness"]
-            print(
-                f"  {run[-24:]:<24} {judge:<12} {f['n_answers']:>7} {f['n_labelled']:>6} "
-                f"{_fmt(f['judged']):>7} {_fmt(f['estimate'])} "
-                f"[{_fmt(f['low'])}, {_fmt(f['high'])}] {_fmt(f['labels_only'])} "
-                f"[{_fmt(f['labels_low'])}, {_fmt(f['labels_high'])}]"
-            )
-
-
 @user_errors
 def main(argv: Sequence[str] | None = None) -> None:
-    from rag_lab.judge.evaluation.calibration import DEFAULT_THRESHOLD, verdict
+    from rag_lab.judge.evaluation.calibration import DEFAULT_THRESHOLD
     from rag_lab.judge.runner import JudgeFailedError
 
     args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
@@ -277,17 +182,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         labels = match_labels(read_labels(args.labels), inputs)
 
-    rows: list[dict[str, Any]] = []
-    scores: dict[str, dict[Item, float | None]] = {}
-    verdicts: dict[str, dict[Item, int | None]] = {}
-    rules: dict[str, str] = {}  # how each judge's verdicts were made
+    judged: dict[str, Judged] = {}
     skipped: dict[str, str] = {}
     for label, name in specs:
         try:
-            runner = build_runner(name, overrides[label], args.cache)
-            judged = [
-                [score_record(runner, lineno, rec) for lineno, rec in x.records] for x in inputs
-            ]
+            one = judge_inputs(label, name, overrides[label], args.cache, inputs, threshold)
         except (ConfigError, JudgeFailedError) as exc:
             if len(specs) == 1:
                 raise
@@ -295,30 +194,26 @@ def main(argv: Sequence[str] | None = None) -> None:
             skipped[label] = str(exc).replace("--set ", f"--set {label}.")
             print(f"{label} judge: skipped ({skipped[label]})")
             continue
-        scores[label], verdicts[label] = {}, {}
-        own = False
-        for i, (x, judged_rows) in enumerate(zip(inputs, judged, strict=True)):
-            for r in judged_rows:
-                scores[label][i, r["line"]] = r["faithfulness"]
-                verdicts[label][i, r["line"]] = verdict(
-                    r["faithfulness"], r.get("faithful"), threshold
-                )
-                own = own or r.get("faithful") is not None
-                rows.append({**r, "run": x.name, "judge": label})
-            print(_summary(label, x, judged_rows, args.out))
-        rules[label] = "its own rule" if own else f"score >= {threshold}"
+        judged[label] = one
+        for x, rows in zip(inputs, one.per_input, strict=True):
+            print(summary(label, x, rows, args.out))
+        c = one.counts
         print(
-            f"  judge failures       {runner.counts['failures']} (calls {runner.counts['calls']}, "
-            f"cache hits {runner.counts['cache_hits']})"
+            f"  judge failures       {c['failures']} (calls {c['calls']}, "
+            f"cache hits {c['cache_hits']})"
         )
-    if not scores:
+    if not judged:
         raise ConfigError(
             "no judge could be run: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-
+        fh.writelines(
+            json.dumps(r, ensure_ascii=False) + "\n" for one in judged.values() for r in one.rows
+        )
+    scores = {label: one.scores for label, one in judged.items()}
+    verdicts = {label: one.verdicts for label, one in judged.items()}
+    rules = {label: one.rule for label, one in judged.items()}
     report_dir = args.out.parent if args.report_dir is None else args.report_dir
     if labels:
         report = labels_report(
@@ -329,51 +224,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         (report_dir / LABELS_REPORT).write_text(
             json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8"
         )
-        print_labels_report(report)
+        print(render_labels_report(report))
         print(f"\n  report: {report_dir / LABELS_REPORT}")
     if len(specs) > 1:
-        write_side_by_side(
+        lines = write_side_by_side(
             inputs, scores, verdicts, rules, labels, args.examples, skipped, report_dir
         )
-
-
-def write_side_by_side(
-    inputs: Sequence[LoggedAnswers],
-    scores: dict[str, dict[Item, float | None]],
-    verdicts: dict[str, dict[Item, int | None]],
-    rules: dict[str, str],
-    labels: dict[Item, int],
-    examples: int,
-    skipped: dict[str, str],
-    report_dir: Path,
-) -> None:
-    from rag_lab.judge.evaluation.compare import disagreement_markdown, pairwise, side_by_side
-
-    items: dict[Item, dict[str, Any]] = {
-        (i, lineno): {
-            "run": x.name,
-            "id": record_key(lineno, rec),
-            "query": rec["query"],
-            "response": rec["response"],
-        }
-        for i, x in enumerate(inputs)
-        for lineno, rec in x.records
-    }
-    judges = list(scores)
-    table = side_by_side(items, scores, verdicts, dict(labels))
-    pairs = pairwise(table, judges)
-    report_dir.mkdir(parents=True, exist_ok=True)
-    table.to_csv(report_dir / f"{SIDE_BY_SIDE}.csv", index=False)
-    (report_dir / f"{SIDE_BY_SIDE}.md").write_text(
-        disagreement_markdown(table, pairs, judges, rules, examples, skipped), encoding="utf-8"
-    )
-    print("\njudges side by side:")
-    for p in pairs:
-        print(
-            f"  {p['a']} vs {p['b']}: {p['n_disagree']} of {p['n']} answers disagree"
-            + (f", kappa {p['kappa']:.4f}" if p["kappa"] is not None else "")
-        )
-    print(f"  table: {report_dir / SIDE_BY_SIDE}.csv, summary: {report_dir / SIDE_BY_SIDE}.md")
+        print("\n".join(lines))
 
 
 def run(argv: Sequence[str]) -> int:
