@@ -14,7 +14,7 @@ from rag_lab.pipeline.build import build_parser, build_pipeline, check_targets, 
 from tests.compose import TOY, compose_evaluate
 
 CONF = Path(CONFIG_DIR)
-# conf/walk/ holds rag-lab walk plans, not an evaluate group (tested in tests/walk/)
+# conf/walk/ holds rag-lab walk plans, not an evaluate group (tested in tests/analysis/walk/)
 SKIP = ("hydra", "local", "walk")
 GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in SKIP)
 

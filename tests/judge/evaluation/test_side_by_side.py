@@ -12,7 +12,7 @@ import pytest
 
 from rag_lab.cli.judge import run
 from rag_lab.judge.evaluation.compare import pairwise, side_by_side
-from tests.judge.test_labels import ANSWERS, write, write_logs
+from tests.judge.evaluation.test_labels import ANSWERS, write, write_logs
 
 
 def read_csv(path: Path) -> dict[str, dict[str, str]]:

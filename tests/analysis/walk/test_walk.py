@@ -12,7 +12,7 @@ import pytest
 from rag_lab.analysis.stats import paired_bootstrap_diff_ci, randomization_test
 from rag_lab.analysis.walk import ALWAYS, Diff, decide, plan_from_dict, read_result, run_walk
 from rag_lab.errors import ConfigError
-from tests.walk.conftest import Fake, N
+from tests.analysis.walk.conftest import Fake, N
 
 
 def test_dev_decides_and_test_is_reported_for_every_step(walked):

