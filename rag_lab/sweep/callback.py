@@ -179,7 +179,11 @@ class MlflowSweepCallback(Callback):
             return worst if value is None or value != value else value  # absent or NaN: worst
 
         best = (max if hib else min)(trials, key=objective)
-        winner = {"job": best.name, "overrides": best.params, metric: best.metrics.get(metric)}
+        winner: dict[str, Any] = {
+            "job": best.name,
+            "overrides": best.params,
+            metric: best.metrics.get(metric),
+        }
         if self.report_winner:
             winner["report"] = self._report(job_dir(sweep_dir, best.name), metric)
         (sweep_dir / WINNER_FILE).write_text(json.dumps(winner, indent=2, default=str))

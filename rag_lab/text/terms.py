@@ -43,9 +43,16 @@ _STOP_ZH = frozenset(
 STOPWORDS: frozenset[str] = _STOP_EN | _STOP_ZH
 
 
+# texts whose terms one ContentTerms keeps: a judge sees the same contexts for many answers, the
+# answer stage the same chunks for many queries (each a few hundred bytes of terms)
+TERMS_CACHE_SIZE = 16_384
+
+
 class ContentTerms:
     """``text -> ordered unique content terms``. Args: ``tokenizer`` (default: jieba exact mode
-    with ``STOPWORDS``); English words are Snowball-stemmed after tokenising."""
+    with ``STOPWORDS``); English words are Snowball-stemmed after tokenising. The terms of the
+    last ``TERMS_CACHE_SIZE`` distinct texts are kept (thread-safe; the tokenizer must be a pure
+    function of the text)."""
 
     def __init__(self, tokenizer: Tokenizer | None = None) -> None:
         if tokenizer is None:
@@ -55,18 +62,20 @@ class ContentTerms:
             tokenizer = JiebaTokenizer(mode="exact", keep_hyphenated=False)
         self.tokenizer = tokenizer
         self._stem = _stemmer()
+        self._terms = lru_cache(maxsize=TERMS_CACHE_SIZE)(self._analyse)
+
+    def _analyse(self, text: str) -> tuple[str, ...]:
+        (toks,) = self.tokenizer([normalise_text(text)])
+        terms = (
+            self._stem(t) if _LATIN_WORD.fullmatch(t) else t for t in toks if t not in STOPWORDS
+        )
+        return tuple(dict.fromkeys(terms))
 
     def __call__(self, text: str) -> list[str]:
-        return self.many([text])[0]
+        return list(self._terms(text))
 
     def many(self, texts: Sequence[str]) -> list[list[str]]:
-        out = []
-        for toks in self.tokenizer([normalise_text(t) for t in texts]):
-            terms = (
-                self._stem(t) if _LATIN_WORD.fullmatch(t) else t for t in toks if t not in STOPWORDS
-            )
-            out.append(list(dict.fromkeys(terms)))
-        return out
+        return [list(self._terms(t)) for t in texts]
 
 
 @lru_cache(maxsize=1)

@@ -16,7 +16,7 @@ from rag_lab.analysis.gate import GateError, gate, render_markdown, resolve_side
 from rag_lab.cli.gate import run
 from rag_lab.evaluate import evaluate
 from rag_lab.metrics.names import HEADLINE
-from tests.cli.helpers import rag_lab
+from tests.cli.helpers import cli
 from tests.compose import TOY_OVERRIDES, compose_evaluate
 
 # .ci/run's checks: a noise ratio is gated only together with a hit-rate (or recall) floor
@@ -227,13 +227,13 @@ def test_cli_exit_codes(runs, tmp_path):
         ([str(tmp_path / "nope")], 2),
     ]
     for (candidate, *extra), expected in cases:
-        proc = rag_lab(
+        proc = cli(
             "gate", "--baseline", str(runs["base"]), "--candidate", candidate, *CHECKS, *extra
         )
         assert proc.returncode == expected, (candidate, proc.stdout, proc.stderr)
         if expected == 2:
             assert proc.stderr.startswith("error: ") and len(proc.stderr.strip().splitlines()) == 1
-    bad = rag_lab(
+    bad = cli(
         "gate",
         "--baseline",
         str(runs["base"]),
@@ -266,7 +266,7 @@ def test_an_export_side_is_verified_against_its_manifest(runs, tmp_path):
     metrics = json.loads((export / "metrics.json").read_text())
     metrics["ndcg_at_10"] = 1.0  # an edited export: its numbers are not what was measured
     (export / "metrics.json").write_text(json.dumps(metrics))
-    proc = rag_lab("gate", "--baseline", str(runs["base"]), "--candidate", str(export), *CHECKS)
+    proc = cli("gate", "--baseline", str(runs["base"]), "--candidate", str(export), *CHECKS)
     assert proc.returncode == 2
     assert "metrics.json differs from its sha256 in manifest.json" in proc.stderr
     args = ["--baseline", str(runs["base"]), "--candidate", str(export), *CHECKS, "--no-verify"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rag_lab.cli import COMMANDS, Command
-from tests.cli.helpers import error_line, rag_lab
+from tests.cli.helpers import Ran, cli, error_line, rag_lab
 from tests.compose import TOY, TOY_OVERRIDES, compose_evaluate
 
 ROWS = [(name, cmd) for name, cmd in COMMANDS.items() if cmd.tasks is None]
@@ -31,12 +31,14 @@ def toy_copy(tmp_path: Path) -> Path:
 
 
 def run_toy(
-    path: Path, tmp_path: Path, *extra: str, tracking: bool = False
-) -> subprocess.CompletedProcess:
-    """``rag-lab evaluate`` on ``path``; without MLflow unless ``tracking`` (a fresh store's
+    path: Path, tmp_path: Path, *extra: str, tracking: bool = False, fresh: bool = False
+) -> subprocess.CompletedProcess | Ran:
+    """``rag-lab evaluate`` on ``path``, in this process (what a bad-input check needs: the exit
+    status and the one error line) or, with ``fresh``, as a user runs it (a new interpreter
+    through the console script's module). Without MLflow unless ``tracking`` (a fresh store's
     migrations cost a subprocess ~7 s of its ~10; a failing run with tracking on:
     tests/tracking/test_evaluation.py)."""
-    return rag_lab(
+    return (rag_lab if fresh else cli)(
         "evaluate",
         "dataset=beir",
         f"dataset.path={path}",
@@ -50,7 +52,9 @@ def run_toy(
 
 
 def test_cli_end_to_end_writes_metrics_and_mlflow_run(tmp_path):
-    proc = run_toy(TOY, tmp_path, "retrievers=[dense,bm25]", "embedder=hashing", tracking=True)
+    proc = run_toy(
+        TOY, tmp_path, "retrievers=[dense,bm25]", "embedder=hashing", tracking=True, fresh=True
+    )
     assert proc.returncode == 0, proc.stderr
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["n_queries"] == 8 and metrics["hit_rate_at_5"] >= 0.85
@@ -96,7 +100,7 @@ def test_the_table_covers_every_command():
 @pytest.mark.parametrize("name, cmd", ROWS, ids=[name for name, _ in ROWS])
 def test_every_command_imports_and_has_help(name: str, cmd: Command):
     assert callable(getattr(importlib.import_module(cmd.module), cmd.entry))
-    proc = rag_lab(*name.split(), "--help", timeout=120)
+    proc = cli(*name.split(), "--help")
     assert proc.returncode == 0, proc.stderr
     # argparse commands name themselves; Hydra tasks print their config groups
     assert f"usage: rag-lab {name}" in proc.stdout or "== Configuration groups ==" in proc.stdout
@@ -172,7 +176,7 @@ def test_unknown_config_option(tmp_path):
 
 
 def test_missing_mandatory_value(tmp_path):
-    proc = rag_lab("evaluate", "dataset=beir", f"hydra.run.dir={tmp_path}", "tracking=none")
+    proc = cli("evaluate", "dataset=beir", f"hydra.run.dir={tmp_path}", "tracking=none")
     assert proc.returncode == 2 and "dataset.path" in error_line(proc)
 
 

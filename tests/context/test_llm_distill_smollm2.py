@@ -13,6 +13,7 @@ from tests.test_llm_e2e import QUERIES, small_toy, smollm2_gguf
 
 
 @pytest.mark.slow
+@pytest.mark.exclusive  # a machine-wide service: one such test at a time
 def test_smollm2_llm_distill_then_answer(tmp_path, monkeypatch):
     from rag_lab.evaluate import evaluate
     from tests.compose import compose_evaluate

@@ -21,6 +21,7 @@ from rag_lab.dataset.synthesis import (
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.evaluate import evaluate
 from rag_lab.generator import ExtractiveGenerator, OpenAIGenerator
+from tests.cli.helpers import cli
 from tests.compose import TOY, compose_evaluate
 from tests.fake_openai import FakeOpenAI, last_user_text
 
@@ -113,7 +114,7 @@ def test_review_file_becomes_a_split_that_evaluates(toy_chunks, tmp_path):
 def test_the_command_writes_a_review_file_then_the_split(tmp_path):
     """``rag-lab synthesize`` end to end: candidates for review from the toy corpus through the
     fake endpoint, then the reviewed file as a split of a copy of the dataset."""
-    from tests.cli.helpers import error_line, rag_lab
+    from tests.cli.helpers import error_line
 
     data = shutil.copytree(TOY, tmp_path / "toy")
     common = [
@@ -127,7 +128,7 @@ def test_the_command_writes_a_review_file_then_the_split(tmp_path):
         "synthesis.max_chunks=null",
     ]
     with FakeOpenAI(reply) as fake:
-        proc = rag_lab(
+        proc = cli(
             "synthesize",
             *common,
             "generator=openai",
@@ -142,11 +143,9 @@ def test_the_command_writes_a_review_file_then_the_split(tmp_path):
     assert summary["share_kept"] == 0.5 and summary["kept"] == 8
     review = tmp_path / "run" / "review.jsonl"
     # a pending file is refused with the line named; accept_pending takes it as reviewed
-    proc = rag_lab(
-        "synthesize", *common, f"synthesis.review={review}", f"hydra.run.dir={tmp_path}/r2"
-    )
+    proc = cli("synthesize", *common, f"synthesis.review={review}", f"hydra.run.dir={tmp_path}/r2")
     assert proc.returncode == 2 and "review.jsonl:1: still pending" in error_line(proc)
-    proc = rag_lab(
+    proc = cli(
         "synthesize",
         *common,
         f"synthesis.review={review}",
@@ -157,5 +156,5 @@ def test_the_command_writes_a_review_file_then_the_split(tmp_path):
     assert len((data / "queries_synthetic.jsonl").read_text(encoding="utf-8").splitlines()) == 8
     assert (data / "qrels" / "synthetic.tsv").is_file()
     # without an LLM generator: one line, exit 2
-    proc = rag_lab("synthesize", *common, f"hydra.run.dir={tmp_path}/r4")
+    proc = cli("synthesize", *common, f"hydra.run.dir={tmp_path}/r4")
     assert proc.returncode == 2 and "synthesis needs an LLM generator" in error_line(proc)

@@ -17,7 +17,7 @@ import pytest
 from rag_lab.paths import SAMPLE_DIR
 from tests.distributed.cluster import ENV
 
-pytestmark = pytest.mark.slow  # a cluster start, two 6-job sweeps: minutes on 2 cores
+pytestmark = [pytest.mark.slow, pytest.mark.exclusive]  # one cluster at a time
 
 SWEEP = [
     "dataset.split=dev",

@@ -13,7 +13,7 @@ import pytest
 
 from tests.distributed.cluster import ENV
 
-pytestmark = pytest.mark.slow  # two sweeps, each job a fresh Python process: ~1 min on 2 cores
+pytestmark = [pytest.mark.slow, pytest.mark.exclusive]  # one cluster at a time
 
 SWEEP = ["dataset.split=dev", "embedder=hashing", "retrievers=[bm25],[dense]"]
 

@@ -62,9 +62,8 @@ def test_metrics_json_of_a_run_is_strict(toy_run):
     assert isinstance(data["empty_result_rate"], float)
 
 
-def test_ranx_reads_run_and_qrels_files_and_reproduces_the_metrics(toy_run):
-    from ranx import Qrels, Run
-    from ranx import evaluate as ranx_evaluate
+def test_ranx_reads_run_and_qrels_files_and_reproduces_the_metrics(ranx, toy_run):
+    Qrels, Run, ranx_evaluate = ranx.Qrels, ranx.Run, ranx.evaluate
 
     metrics, folder = toy_run
     run = Run.from_file(str(folder / "run.trec"), kind="trec")

@@ -73,8 +73,8 @@ def tie_free(run):
     return out
 
 
-def ranx_per_query(qrels, run, metrics):
-    from ranx import Qrels, Run, evaluate
+def ranx_per_query(ranx, qrels, run, metrics):
+    Qrels, Run, evaluate = ranx.Qrels, ranx.Run, ranx.evaluate
 
     rx_run = Run(run)
     evaluate(Qrels(qrels), rx_run, metrics)
@@ -93,23 +93,23 @@ def graded_qrels():
     return random_qrels(random.Random(1234))
 
 
-def test_against_ranx_distinct_scores(graded_qrels):
+def test_against_ranx_distinct_scores(ranx, graded_qrels):
     run = random_run(random.Random(99), graded_qrels, integer_scores=False)
     assert all(len(set(s.values())) == len(s) for s in run.values())  # no ties in this run
     ours = run_metrics(run, graded_qrels, RANX_METRICS)
-    assert_matches_ranx(ours, ranx_per_query(graded_qrels, run, RANX_METRICS), RANX_METRICS)
+    assert_matches_ranx(ours, ranx_per_query(ranx, graded_qrels, run, RANX_METRICS), RANX_METRICS)
     # the means are means of the per-query values (no NaN: every query has a relevant document)
     means = mean_metrics(ours, RANX_METRICS)
     for m in RANX_METRICS:
         assert means[m] == pytest.approx(np.mean([ours[q][m] for q in ours]), abs=1e-12)
 
 
-def test_against_ranx_with_ties(graded_qrels):
+def test_against_ranx_with_ties(ranx, graded_qrels):
     run = random_run(random.Random(7), graded_qrels, integer_scores=True)
     n_tied = sum(len(s) - len(set(s.values())) for s in run.values())
     assert n_tied > 1000  # ties everywhere
     ours = run_metrics(run, graded_qrels, RANX_METRICS)
-    theirs = ranx_per_query(graded_qrels, tie_free(run), RANX_METRICS)
+    theirs = ranx_per_query(ranx, graded_qrels, tie_free(run), RANX_METRICS)
     assert_matches_ranx(ours, theirs, RANX_METRICS)
 
 

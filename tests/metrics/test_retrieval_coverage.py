@@ -46,9 +46,8 @@ def case():
     return run, qrels, queries, one_chunk_per_doc(docs)
 
 
-def test_nothing_retrieved_is_a_miss_as_in_ranx(case):
-    from ranx import Qrels, Run
-    from ranx import evaluate as ranx_evaluate
+def test_nothing_retrieved_is_a_miss_as_in_ranx(ranx, case):
+    Qrels, Run, ranx_evaluate = ranx.Qrels, ranx.Run, ranx.evaluate
 
     run, qrels, queries, chunks = case
     flat, table = score(run, chunks, qrels, NAMES, queries=queries)

@@ -100,8 +100,8 @@ def test_degenerate_inputs():
     assert math.isnan(out["q"]["noise_ratio@5"]) and math.isnan(out["u"]["ndcg@10"])
 
 
-def test_agrees_with_ranx_on_a_random_case():
-    from ranx import Qrels, Run, evaluate
+def test_agrees_with_ranx_on_a_random_case(ranx):
+    Qrels, Run, evaluate = ranx.Qrels, ranx.Run, ranx.evaluate
 
     run, qrels = case(5)
     answerable = {q: g for q, g in qrels.items() if any(v > 0 for v in g.values())}

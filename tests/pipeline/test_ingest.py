@@ -10,7 +10,7 @@ import pytest
 
 from rag_lab.errors import DataError
 from rag_lab.evaluate import evaluate
-from tests.cli.helpers import error_line, rag_lab
+from tests.cli.helpers import cli, error_line
 from tests.compose import compose_evaluate
 
 MANUALS = {
@@ -126,7 +126,7 @@ def test_a_refused_file_stops_the_run_or_is_skipped_and_counted(tmp_path):
 def test_the_cli_refuses_in_one_line_with_exit_2(tmp_path):
     data = dataset(tmp_path / "kb")
     (data / "docs" / "broken.md").write_text("---\ndoc_id: [x\n---\n", encoding="utf-8")
-    proc = rag_lab(
+    proc = cli(
         "evaluate",
         "dataset=beir",
         f"dataset.path={data}",

@@ -25,7 +25,7 @@ import pytest
 from rag_lab.cache import CacheError, clear, inventory, open_cache
 from rag_lab.cache import store as store_mod
 from rag_lab.evaluate import evaluate
-from tests.cli.helpers import error_line, rag_lab
+from tests.cli.helpers import Ran, cli, error_line, rag_lab
 from tests.compose import TOY, TOY_OVERRIDES, compose_evaluate
 
 HYBRID = [*TOY_OVERRIDES, "retrievers=[dense,bm25]", "tracking=none"]
@@ -53,8 +53,8 @@ def forget_runs(cache: Path) -> None:
     clear(cache, ["query_runs"])
 
 
-def evaluate_cli(tmp_path: Path, cache_dir: str, *extra: str) -> subprocess.CompletedProcess:
-    return rag_lab(
+def evaluate_cli(tmp_path: Path, cache_dir: str, *extra: str) -> Ran:
+    return cli(
         "evaluate",
         "dataset=beir",
         f"dataset.path={TOY}",
@@ -63,7 +63,6 @@ def evaluate_cli(tmp_path: Path, cache_dir: str, *extra: str) -> subprocess.Comp
         f"cache.dir={cache_dir}",
         f"hydra.run.dir={tmp_path / 'run'}",
         *extra,
-        timeout=120,
     )
 
 

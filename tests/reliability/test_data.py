@@ -19,7 +19,7 @@ from rag_lab.dataset import BeirDataset, read_qrels
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.parser import JsonlRecordsParser, MarkdownParser
 from rag_lab.pipeline.corpus import parse_corpus, read_corpus
-from tests.cli.helpers import error_line, rag_lab
+from tests.cli.helpers import cli, error_line
 from tests.compose import TOY
 
 
@@ -30,7 +30,7 @@ def data(tmp_path: Path) -> Path:
 
 
 def evaluate(data: Path, *extra: str):
-    return rag_lab(
+    return cli(
         "evaluate",
         "dataset=beir",
         f"dataset.path={data}",
@@ -39,7 +39,6 @@ def evaluate(data: Path, *extra: str):
         "cache.dir=null",
         f"hydra.run.dir={data.parent / 'run'}",
         *extra,
-        timeout=120,
     )
 
 

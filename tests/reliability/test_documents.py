@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rag_lab.evaluate import evaluate
-from tests.cli.helpers import error_line, rag_lab
+from tests.cli.helpers import cli, error_line
 from tests.compose import compose_evaluate
 from tests.parser import pdf_fixtures
 
@@ -90,7 +90,7 @@ def test_each_bad_file_is_one_line_naming_it_with_exit_2(tmp_path):
     root, expected = dataset(tmp_path / "kb")
     for name, words in expected.items():
         only(root, name)
-        proc = rag_lab(
+        proc = cli(
             "evaluate",
             "dataset=beir",
             f"dataset.path={root}",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.cli.helpers import error_line, rag_lab
+from tests.cli.helpers import cli, error_line
 
 
 def side(folder: Path) -> Path:
@@ -23,7 +23,7 @@ def side(folder: Path) -> Path:
 
 
 def gate(baseline: Path, candidate: Path):
-    return rag_lab(
+    return cli(
         "gate",
         "--baseline",
         str(baseline),
@@ -31,7 +31,6 @@ def gate(baseline: Path, candidate: Path):
         str(candidate),
         "--max-drop",
         "ndcg_at_10=0.01",
-        timeout=60,
     )
 
 

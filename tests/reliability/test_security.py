@@ -24,7 +24,7 @@ from rag_lab.export import evaluate_exported, export_pipeline, load_pipeline
 from rag_lab.export.manifest import MANIFEST_FILE, write_manifest
 from rag_lab.llm.client import check_overrides
 from rag_lab.pipeline.build import build_pipeline
-from tests.cli.helpers import ENV, error_line, rag_lab
+from tests.cli.helpers import ENV, cli, error_line
 from tests.compose import TOY, TOY_OVERRIDES, compose_evaluate
 
 HYBRID = [*TOY_OVERRIDES, "retrievers=[dense,bm25]", "tracking=none"]
@@ -265,7 +265,7 @@ def test_a_retriever_name_cannot_write_outside_out(hybrid, tmp_path, name):
     """Before: ``rag-lab export`` wrote ``indexes/../../../outside`` beside ``--out``."""
     run = _run_with_retriever_name(hybrid[0], tmp_path / "run", name, "retrievers")
     out = tmp_path / "a" / "b" / "out"
-    proc = rag_lab("export", "--run", str(run), "--out", str(out))
+    proc = cli("export", "--run", str(run), "--out", str(out))
     assert proc.returncode == 2
     line = error_line(proc)
     assert "config_resolved.yaml: retriever name" in line and repr(name) in line
@@ -313,13 +313,13 @@ def test_overwrite_refuses_a_folder_that_is_not_an_export(hybrid, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     (home / "thesis.tex").write_text("years of work")
-    proc = rag_lab("export", "--run", str(run), "--out", str(home), "--overwrite")
+    proc = cli("export", "--run", str(run), "--out", str(home), "--overwrite")
     assert proc.returncode == 2
     line = error_line(proc)
     assert str(home) in line and "not an export (no pipeline.yaml)" in line
     assert (home / "thesis.tex").read_text() == "years of work"
     previous = shutil.copytree(export_dir, tmp_path / "previous")  # an export is replaced
-    proc = rag_lab("export", "--run", str(run), "--out", str(previous), "--overwrite")
+    proc = cli("export", "--run", str(run), "--out", str(previous), "--overwrite")
     assert proc.returncode == 0, proc.stderr
     assert load_pipeline(previous).retrieve("hydraulic pressure", k=1)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from tests.cli.helpers import ENV, error_line, rag_lab
+from tests.cli.helpers import ENV, cli, error_line
 
 
 def sweep_config(sweep_dir: Path, db: Path):
@@ -210,7 +210,7 @@ def test_trials_are_read_from_job_folders_not_links_out(tmp_path):
 def test_export_sweep_refuses_a_winner_outside_the_sweep_folder(tmp_path):
     sweep_dir = make_sweep(tmp_path)
     (sweep_dir / "winner.json").write_text(json.dumps({"job": "../other"}))
-    proc = rag_lab("export", "--sweep", str(sweep_dir), "--out", str(tmp_path / "out"))
+    proc = cli("export", "--sweep", str(sweep_dir), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
     line = error_line(proc)
     assert line == (

@@ -73,6 +73,7 @@ K1 = ("0.9", "1.2", "1.5", "2.0")  # one BM25 k1 per job: four runs with their o
 
 @needs_postgres
 @pytest.mark.slow  # a first start creates MLflow's tables; four jobs at once on 2 cores
+@pytest.mark.exclusive  # a machine-wide service: one such test at a time
 @pytest.mark.timeout(900)
 def test_four_parallel_jobs_log_to_the_postgres_server_which_stops_cleanly(server_dir, tmp_path):
     import psycopg2

