@@ -38,12 +38,13 @@ def _cached(encode: Encoder) -> Encoder:
                 while len(seen) > CACHED_SENTENCES:
                     seen.popitem(last=False)
         with lock:
-            rows = [seen.get(t) for t in texts]
-        missing = [t for t, r in zip(texts, rows) if r is None]  # evicted meanwhile
+            found = {t: seen[t] for t in texts if t in seen}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]  # evicted meanwhile
         if missing:
-            again = dict(zip(missing, encode(missing)))
-            rows = [again[t] if r is None else r for t, r in zip(texts, rows)]
-        return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+            found.update(zip(missing, encode(missing)))
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[t] for t in texts])
 
     return cached
 
