@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,12 @@ import pytest
 
 TOY = Path(__file__).parent / "data" / "toy"
 _HOME_ENV = "RAG_LAB_TESTS_HOME"  # the session's RAG_LAB_HOME, set by the controlling process
+
+# A session starts ~150 interpreters (workers, CLI subprocesses, sweep jobs) that import the same
+# modules: they keep their bytecode (``__pycache__``, git-ignored) even when the shell sets
+# PYTHONDONTWRITEBYTECODE, which otherwise costs every one of them the compilation (~30 s of a run)
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -223,7 +223,7 @@ def test_a_verbose_multirun_prints_every_summary(sample):
     ],
 )
 def test_a_bad_console_setting_is_a_one_line_error(tmp_path, override, message):
-    from tests.cli.helpers import error_line
+    from tests.cli.helpers import cli, error_line
 
-    proc = rag_lab("evaluate", override, f"hydra.run.dir={tmp_path}", "tracking=none")
+    proc = cli("evaluate", override, f"hydra.run.dir={tmp_path}", "tracking=none")
     assert proc.returncode == 2 and error_line(proc) == message

@@ -142,6 +142,7 @@ def test_chunker_sweep_embeds_each_chunk_set_once_and_rerun_is_all_hits(tmp_path
         "chunker.overlap=5",
         "chunker.size=40,60,80",
         "fusion=rrf",
+        "tracking=none",  # the stage cache is what this checks
     )
     assert sweep(tmp_path, *args, name="a").returncode == 0
     first = job_metrics(tmp_path / "a")
