@@ -274,11 +274,27 @@ class FallbackPipeline(Pipeline):
                 out.update(level.pipeline.chunks)
         return out
 
-    def restore(self, chunks: Sequence[Chunk], index_dirs: Mapping[str, Path]) -> None:
-        raise ConfigError(
-            "fallback: a pipeline with a fallback chain cannot be restored from saved indexes "
-            "(exports and servers do not carry its levels yet): export a run without fallback"
-        )
+    def restore(
+        self,
+        chunks: Sequence[Chunk],
+        index_dirs: Mapping[str, Path],
+        levels: Mapping[str, tuple[Sequence[Chunk] | None, Mapping[str, Path]]] | None = None,
+    ) -> None:
+        """The main corpus and indexes, then each level's: ``levels[name]`` is ``(its own chunks,
+        or None for the main ones; its retrievers' index folders)`` (an export carries them)."""
+        levels = dict(levels or {})
+        for level in self.levels:
+            if level.name not in levels:
+                raise ConfigError(f"fallback.levels.{level.name}: no saved corpus or indexes")
+            if (levels[level.name][0] is None) != (level.corpus is None):
+                raise ConfigError(
+                    f"fallback.levels.{level.name}: its saved corpus does not match its config "
+                    f"({'no own' if levels[level.name][0] is None else 'an own'} corpus saved)"
+                )
+        super().restore(chunks, index_dirs)
+        for level in self.levels:
+            own, dirs = levels[level.name]
+            level.pipeline.restore(list(self.chunks.values()) if own is None else own, dirs)
 
     def run(
         self,
