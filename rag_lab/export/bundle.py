@@ -25,6 +25,7 @@ the corpus files, the stage cache or Hydra::
       dataset_fingerprint    folder as a side
       metrics_test.json      the report-split metrics, when a test run was given
       card.md                human-readable summary
+      sources.json           every document: its source, type, last update and fallback level
       manifest.json          sha256 of every other file (``rag_lab.export.manifest``)
 
 Contracts:
@@ -69,6 +70,7 @@ from rag_lab.export.portable import (
     escape_interpolations,
     strip_endpoints,
 )
+from rag_lab.export.search import sources
 from rag_lab.io.run_folder import (
     FINGERPRINT_FILE,
     METRICS_FILE,
@@ -93,6 +95,7 @@ PIPELINE_FILE = "pipeline.yaml"
 CHUNKS_FILE = "chunks.json.gz"
 INDEXES_DIR = "indexes"
 LEVELS_DIR = "levels"
+SOURCES_FILE = "sources.json"  # every document with its type, last update and fallback level
 # sections of an evaluate config that describe where a run read and wrote, not the pipeline
 DROPPED_SECTIONS = ("dataset", "tracking", "paths", "hydra", "sweep", "cache")
 # what defines the rankings: compared between the exported run and its test run
@@ -441,6 +444,7 @@ def export_pipeline(
         )
         dev = read_metrics(run_dir / "metrics.json")
         (staging / "card.md").write_text(_card(config, export, dev, test_metrics))
+        (staging / SOURCES_FILE).write_text(json.dumps(sources(pipe), indent=1, ensure_ascii=False))
         write_manifest(staging)  # last: it hashes every other file
         if out_dir.exists():
             shutil.rmtree(out_dir)

@@ -17,12 +17,13 @@ labelled split (``evaluate_exported``). The folder's layout and the contracts ar
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,12 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rag_lab._deprecated import upgrade_targets
+from rag_lab.contract.age import AgeRule
 from rag_lab.errors import ConfigError
 from rag_lab.export.bundle import CHUNKS_FILE, INDEXES_DIR, PIPELINE_FILE, check_names
 from rag_lab.export.manifest import MANIFEST_FILE, verify_manifest
 from rag_lab.export.portable import apply_endpoints, refuse_interpolations
+from rag_lab.export.search import SearchResult, chunk_record, search, sources
 from rag_lab.io.run_folder import write_scores
 from rag_lab.io.safe_paths import inside
 from rag_lab.metrics.names import is_timing
@@ -48,7 +51,6 @@ from rag_lab.types import Chunk, chunk_from_dict
 log = logging.getLogger(__name__)
 
 
-
 @dataclass
 class ExportedPipeline:
     """A loaded export: the built ``pipeline`` (chunks set, every retriever's index restored) and
@@ -57,6 +59,7 @@ class ExportedPipeline:
     path: Path
     config: DictConfig
     pipeline: Pipeline
+    age_rule: AgeRule = field(default_factory=AgeRule)
 
     @property
     def chunks(self) -> dict[str, Chunk]:
@@ -114,6 +117,65 @@ class ExportedPipeline:
     def retrieve(self, query: str, k: int = 10) -> list[dict[str, Any]]:
         """Top ``k`` chunks for one query (same dicts as ``retrieve_batch``)."""
         return self.retrieve_batch({"q": query}, k)["q"]
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        as_of: str | dt.date | None = None,
+        filters: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        today: dt.date | None = None,
+    ) -> SearchResult:
+        """One query with every chunk's contract fields, the query's flags and each stage's time
+        (``rag_lab.export.search``; the server's and the MCP tool's reply)."""
+        return search(
+            self.pipeline,
+            query,
+            k,
+            as_of=as_of,
+            filters=filters,
+            metadata=metadata,
+            age_rule=self.age_rule,
+            today=today,
+        )
+
+    def get_chunk(self, chunk_id: str) -> dict[str, Any] | None:
+        chunk = self.pipeline.all_chunks.get(chunk_id)
+        return None if chunk is None else chunk_record(chunk)
+
+    def sources(self) -> list[dict[str, Any]]:
+        """Every document the export can return, once: ``doc_id``, ``source``, ``source_type``,
+        ``last_updated`` (``rag_lab.contract.age.source_date``) and the fallback ``level`` whose
+        corpus holds it (``main`` for the main corpus)."""
+        return sources(self.pipeline)
+
+    def health(self, today: dt.date | None = None) -> dict[str, Any]:
+        """Source health: the stale sources (older than ``age_rule`` allows for their type) and
+        the undated ones, with the rule and the day it was judged on."""
+        day = today or dt.date.today()
+        stale, undated = [], []
+        for src in self.sources():
+            meta = {"source_type": src["source_type"], "updated": src["last_updated"]}
+            age = self.age_rule.age(meta, day)
+            if age is None:
+                undated.append(src["doc_id"])
+            elif self.age_rule.stale(meta, day):
+                stale.append(
+                    {
+                        **src,
+                        "age_days": age,
+                        "max_age_days": self.age_rule.limit(src["source_type"]),
+                    }
+                )
+        return {
+            "today": day.isoformat(),
+            "max_age_days": dict(self.age_rule.max_age_days),
+            "n_sources": len(self.sources()),
+            "stale": stale,
+            "undated": undated,
+        }
 
 
 def _set_key(config: DictConfig, dotted: str, value: str) -> None:

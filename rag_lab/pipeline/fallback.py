@@ -305,9 +305,19 @@ class FallbackPipeline(Pipeline):
     ) -> RetrievalResult:
         """The pipeline's own run, then each level over the original query texts (its own
         transforms, if it keeps them), through its cache, for the queries still refused."""
+        with self._lock:
+            return self._chain(queries, k, latency_queries, query_metadata)
+
+    def _chain(
+        self,
+        queries: Mapping[str, str],
+        k: int | None,
+        latency_queries: int,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None,
+    ) -> RetrievalResult:
         assert self.chain is not None
         k = int(k or self.retrieve_k)
-        result = super().run(queries, k, latency_queries, query_metadata)
+        result = super()._run(queries, k, latency_queries, query_metadata)
         t0 = time.perf_counter()
         level_results: dict[str, RetrievalResult] = {}
 

@@ -15,6 +15,7 @@ answer stage (context → generator → judge) is ``rag_lab.pipeline.answers``.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -88,6 +89,8 @@ class Pipeline:
                     "retrievers=[...])"
                 )
         self._corpus_seconds: dict[str, float] = {}
+        # stages keep a run's per-query state (metadata, annotations, stats): one run at a time
+        self._lock = threading.RLock()
         self._cache_start = self.cache.stats() if self.cache is not None else {}
         self.corpus_loader = CorpusLoader(
             self.parser,
@@ -210,7 +213,18 @@ class Pipeline:
         """Every retrieval stage over ``queries`` (``{query_id: text}``) at depth ``k``
         (default ``retrieve_k``); see ``RetrievalResult``.
         ``query_metadata``: each query's metadata (``Query.metadata``), of which
-        ``QueryMetadataAware`` stages see the fields they declare (``as_of``)."""
+        ``QueryMetadataAware`` stages see the fields they declare (``as_of``). Safe to call from
+        several threads: runs of one pipeline take turns (its stages keep a run's state)."""
+        with self._lock:
+            return self._run(queries, k, latency_queries, query_metadata)
+
+    def _run(
+        self,
+        queries: Mapping[str, str],
+        k: int | None,
+        latency_queries: int,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None,
+    ) -> RetrievalResult:
         k = int(k or self.retrieve_k)
         side = self.query_side
         self.set_query_metadata(query_metadata)
