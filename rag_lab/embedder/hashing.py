@@ -124,15 +124,23 @@ class HashingEmbedder:
             return np.zeros((n, dim), dtype=np.float32)
         table = self._table
         new = [t for t in dict.fromkeys(flat) if t not in table.term_id]
-        if new and remember:
+        if not new:
+            return _bucket_counts(table, docs, dim)
+        if remember:
             with self._lock:  # another call may have grown it meanwhile
                 table = self._table
                 new = [t for t in new if t not in table.term_id]
                 if new:
                     table = self._table = self._extended(table, new)
-        elif new:
-            table = self._extended(table, new)  # this call's terms only: nothing is kept
-        return _bucket_counts(table, docs, flat, dim)
+            return _bucket_counts(table, docs, dim)
+        # a query's unseen terms: counted from a table of this call alone, added to the counts of
+        # the known ones (integers: the sum is exact), so nothing is kept and nothing is copied
+        unseen = set(new)
+        known = [[t for t in terms if t not in unseen] for terms in docs]
+        fresh = [[t for t in terms if t in unseen] for terms in docs]
+        return _bucket_counts(table, known, dim) + _bucket_counts(
+            self._extended(_EMPTY, new), fresh, dim
+        )
 
     def _encode(self, texts: Sequence[str], remember: bool) -> np.ndarray:
         texts = list(texts)
@@ -150,9 +158,13 @@ class HashingEmbedder:
         return self._encode(texts, remember=True)
 
 
-def _bucket_counts(table: _Table, docs: list[list[str]], flat: list[str], dim: int) -> np.ndarray:
-    """The term-frequency counts of ``docs`` times the table's rows of their terms."""
+def _bucket_counts(table: _Table, docs: list[list[str]], dim: int) -> np.ndarray:
+    """The term-frequency counts of ``docs`` times the table's rows of their terms (every term
+    of ``docs`` is in the table)."""
     n, n_terms = len(docs), len(table.term_id)
+    flat = [t for terms in docs for t in terms]
+    if not flat:
+        return np.zeros((n, dim), dtype=np.float32)
     ids = np.fromiter(map(table.term_id.__getitem__, flat), dtype=np.int64, count=len(flat))
     rows = np.repeat(np.arange(n, dtype=np.int64), [len(terms) for terms in docs])
     # each (text, term) pair once, with its frequency

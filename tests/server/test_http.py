@@ -192,3 +192,11 @@ def test_get_chunk(client):
     r = client.get(f"/v1/chunks/{quote(hit['chunk_id'], safe='')}")  # an id may hold '#'
     assert r.status_code == 200 and r.json()["text"] == hit["text"]
     assert json.loads(json.dumps(r.json()))["metadata"] == hit["metadata"]
+
+
+def test_the_reply_is_every_field_of_the_result(service):
+    """``to_dict`` is written out field by field for speed; it must stay the dataclass's fields."""
+    from dataclasses import asdict
+
+    result = service.exported.search("HX-200 换油周期", k=5)
+    assert result.hits and result.to_dict() == asdict(result)
