@@ -1,0 +1,87 @@
+"""Hostile documents (issue 32): each input reproduced through the real command, then the
+behaviour the docs' table (docs/bad_input.md) promises for it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rag_lab.evaluate import evaluate
+from tests.cli.helpers import cli, error_line
+from tests.compose import compose_evaluate
+
+GOOD = "---\ndoc_id: e102\n---\n# HX-200\n\n## E102 oil temperature high\n\nClean the cooler fins.\n"
+
+
+def kb(root: Path, files: dict[str, bytes | str] | None = None) -> Path:
+    """A BEIR folder whose corpus is ``docs/`` (one good Markdown manual plus ``files``) and one
+    query judged on the good manual."""
+    docs = root / "docs"
+    docs.mkdir(parents=True)
+    (docs / "e102.md").write_text(GOOD, encoding="utf-8")
+    for name, data in (files or {}).items():
+        path = docs / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data, encoding="utf-8")
+    (root / "queries.jsonl").write_text('{"_id": "q1", "text": "E102 oil temperature"}\n')
+    (root / "qrels").mkdir()
+    (root / "qrels" / "test.tsv").write_text("q1\te102\t1\n")
+    return root
+
+
+def overrides(root: Path, *extra: str) -> list[str]:
+    return [
+        "dataset=beir",
+        f"dataset.path={root}",
+        "dataset.corpus=docs",
+        "retrievers=[bm25]",
+        "tracking=none",
+        "cache.dir=null",
+        *extra,
+    ]
+
+
+def run_cli(root: Path, tmp_path: Path, *extra: str):
+    return cli("evaluate", *overrides(root, *extra), f"hydra.run.dir={tmp_path / 'run'}")
+
+
+def run_in_process(root: Path, tmp_path: Path, *extra: str) -> tuple[dict, dict]:
+    """``evaluate`` composed as the CLI does: ``(metrics, ingest_report.json)``."""
+    metrics = evaluate(compose_evaluate(overrides(root, *extra), tmp_path))
+    report = json.loads((tmp_path / "run" / "ingest_report.json").read_text())
+    return metrics, report
+
+
+# -- 16: text 100,000 tags deep -------------------------------------------------------------------
+
+
+def deep_html(depth: int) -> str:
+    return (
+        "<html><head><title>Deep</title></head><body>"
+        + "<div>" * depth
+        + "<p>Spindle overheating alarm E417: check the coolant pump.</p>"
+        + "</div>" * depth
+        + "</body></html>"
+    )
+
+
+def test_html_text_below_the_nesting_limit_says_so(tmp_path):
+    root = kb(tmp_path / "kb", {"deep.html": deep_html(100_000)})
+    proc = run_cli(root, tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    line = error_line(proc)
+    assert "deep.html" in line and "nesting limit" in line and "256 levels" in line, line
+    assert "boilerplate" not in line
+    metrics, report = run_in_process(root, tmp_path, "parser.on_error=skip")
+    assert metrics["ingest/n_skipped_files"] == 1
+    assert "nesting limit" in report["skipped_files"][0]["error"]
+
+
+def test_html_nested_within_the_limit_is_read(tmp_path):
+    root = kb(tmp_path / "kb", {"deep.html": deep_html(200)})
+    metrics, report = run_in_process(root, tmp_path)
+    assert metrics["n_documents"] == 2
+    assert metrics["ingest/n_skipped_files"] == 0
