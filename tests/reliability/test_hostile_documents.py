@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rag_lab.evaluate import evaluate
 from tests.cli.helpers import cli, error_line
 from tests.compose import compose_evaluate
@@ -85,3 +87,38 @@ def test_html_nested_within_the_limit_is_read(tmp_path):
     metrics, report = run_in_process(root, tmp_path)
     assert metrics["n_documents"] == 2
     assert metrics["ingest/n_skipped_files"] == 0
+
+
+# -- 8: file names with spaces or a newline --------------------------------------------------------
+
+ODD_NAMES = {
+    "Spindle Bearing Guide.txt": "Spindle bearing guide: grease the spindle bearing every 400 h.",
+    "line\nbreak.txt": "Coolant pump E417 restart after the line break.",
+    "100% tab\there.txt": "Percent and tab in the file name.",
+}
+
+
+def test_ids_with_spaces_or_a_newline_are_escaped_in_trec_files(tmp_path, ranx):
+    from rag_lab.io.run_folder import read_trec_qrels, read_trec_run
+
+    root = kb(tmp_path / "kb", dict(ODD_NAMES))
+    query = "spindle bearing grease coolant pump percent tab"
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q 1", "text": query}) + "\n")
+    (root / "qrels" / "test.tsv").write_text("q 1\tSpindle Bearing Guide\t1\n")
+    metrics, _ = run_in_process(root, tmp_path)
+    assert metrics["n_documents"] == 4
+    run_path, qrels_path = tmp_path / "run" / "run.trec", tmp_path / "run" / "qrels.trec"
+    lines = run_path.read_text().splitlines()
+    assert all(len(ln.split()) == 6 for ln in lines), lines
+    assert any(ln.startswith("q%201 Q0 Spindle%20Bearing%20Guide 1 ") for ln in lines), lines
+    assert "line%0Abreak" in run_path.read_text() and "100%25%20tab%09here" in run_path.read_text()
+    # other tools read the files as they are (ids stay escaped, alike in run and qrels) ...
+    run = ranx.Run.from_file(str(run_path), kind="trec")
+    qrels = ranx.Qrels.from_file(str(qrels_path), kind="trec")
+    got = ranx.evaluate(qrels, run, ["ndcg@10", "hit_rate@5"])
+    assert got["ndcg@10"] == pytest.approx(metrics["ndcg_at_10"], abs=1e-9)
+    assert got["hit_rate@5"] == pytest.approx(metrics["hit_rate_at_5"], abs=1e-9)
+    # ... and rag_lab's readers give the ids back
+    back = read_trec_run(run_path)
+    assert "Spindle Bearing Guide" in back["q 1"] and "line\nbreak" in back["q 1"]
+    assert read_trec_qrels(qrels_path) == {"q 1": {"Spindle Bearing Guide": 1}}
