@@ -4,6 +4,8 @@ behaviour the docs' table (docs/bad_input.md) promises for it."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from rag_lab.evaluate import evaluate
 from tests.cli.helpers import cli, error_line
 from tests.compose import compose_evaluate
 
-GOOD = "---\ndoc_id: e102\n---\n# HX-200\n\n## E102 oil temperature high\n\nClean the cooler fins.\n"
+GOOD = "---\ndoc_id: e102\n---\n# HX-200\n\n## E102 oil temperature high\n\nClean the fins.\n"
 
 
 def kb(root: Path, files: dict[str, bytes | str] | None = None) -> Path:
@@ -122,3 +124,29 @@ def test_ids_with_spaces_or_a_newline_are_escaped_in_trec_files(tmp_path, ranx):
     back = read_trec_run(run_path)
     assert "Spindle Bearing Guide" in back["q 1"] and "line\nbreak" in back["q 1"]
     assert read_trec_qrels(qrels_path) == {"q 1": {"Spindle Bearing Guide": 1}}
+
+
+# -- 6: a Big5 Markdown file ----------------------------------------------------------------------
+
+BIG5_MANUAL = (
+    "---\ndoc_id: e417\ntitle: 主軸過熱警報\n---\n# 主軸過熱警報 E417\n\n"
+    "當主軸溫度超過設定值時，控制器顯示警報。請檢查冷卻泵與風扇，並確認潤滑油量是否足夠。\n"
+)
+
+
+def test_big5_markdown_names_big5_and_the_command_converts_it(tmp_path):
+    root = kb(tmp_path / "kb", {"e417.md": BIG5_MANUAL.encode("big5")})
+    proc = run_cli(root, tmp_path)
+    assert proc.returncode == 2
+    line = error_line(proc)
+    # before: "iconv -f gbk" when the first bad line happened to decode as GBK (the whole file
+    # does not), else "iconv -f <its encoding>"
+    assert f"{root / 'docs' / 'e417.md'}:3: not UTF-8 text (byte 0xa5), likely big5;" in line
+    command = line.split("e.g. ", 1)[1]
+    assert command == "iconv -f big5 -t utf-8 e417.md > e417.utf8.md"
+    if shutil.which("iconv"):  # the command given works
+        docs = root / "docs"
+        subprocess.run(command, shell=True, cwd=docs, check=True)
+        (docs / "e417.utf8.md").replace(docs / "e417.md")
+        metrics, _ = run_in_process(root, tmp_path)
+        assert metrics["n_documents"] == 2
