@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -165,6 +167,65 @@ def require_key(rec: dict[str, Any], key: str, path: Path, lineno: int) -> Any:
     if key not in rec or rec[key] is None:
         raise DataError(f"{path}:{lineno}: missing required key {key!r}")
     return rec[key]
+
+
+@dataclass(frozen=True)
+class CorpusFolder:
+    """A corpus folder's listing (:func:`list_corpus_folder`): ``files`` to read, sorted, and
+    ``left_out``: ``(path, reason)`` of every entry not read (links leading out of the folder,
+    dangling links, linked folders, hidden files and folders, sockets and pipes), so the corpus
+    read can count them."""
+
+    files: tuple[Path, ...]
+    left_out: tuple[tuple[Path, str], ...] = ()
+
+
+def list_corpus_folder(folder: Path) -> CorpusFolder:
+    """Every regular file under ``folder``, walked without following links to folders.
+
+    Left out, with the reason: a symbolic link whose target is not inside ``folder`` (a link
+    to ``/etc/passwd`` must not put the host's files into an index), a dangling link, a link to
+    a folder (not followed: a link loop or a second copy of the corpus), a hidden file or folder
+    (``.DS_Store``, ``.git/``: not descended into), anything that is not a regular file (a
+    FIFO would block the read). A link to a file inside ``folder`` is read like the file."""
+    base = folder.resolve()
+    files: list[Path] = []
+    left_out: list[tuple[Path, str]] = []
+    for top, dirs, names in os.walk(folder):
+        here = Path(top)
+        for name in sorted(dirs):
+            path = here / name
+            if path.is_symlink():
+                left_out.append((path, _link_reason(path, base) or "a link to a folder"))
+                dirs.remove(name)
+            elif name.startswith("."):
+                left_out.append((path, "a hidden folder"))
+                dirs.remove(name)
+        for name in names:
+            path = here / name
+            why = _link_reason(path, base) if path.is_symlink() else None
+            if why is None and name.startswith("."):
+                why = "a hidden file"
+            if why is None and not path.is_file():
+                why = "not a regular file"
+            if why is None:
+                files.append(path)
+            else:
+                left_out.append((path, why))
+    return CorpusFolder(tuple(sorted(files)), tuple(sorted(left_out)))
+
+
+def _link_reason(path: Path, base: Path) -> str | None:
+    """Why the symbolic link ``path`` is not read (``None``: it is, a file inside ``base``)."""
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing target, or a loop of links
+        return f"a dangling link (to {os.readlink(path)})"
+    if base != target and base not in target.parents:
+        return f"a link to {target}, outside the corpus folder"
+    if target.is_dir():
+        return "a link to a folder"
+    return None
 
 
 def fingerprint_files(

@@ -1,7 +1,8 @@
 """The ingest report: per document what parsing found (pages, text-layer and OCR pages, tables,
 sections, seconds) and what the metadata contract said; plus the files refused under
-``parser.on_error=skip``. Written to the run folder as ``ingest_report.json``; its totals join
-``metrics.json`` (``ingest/...``) and MLflow."""
+``parser.on_error=skip``, the files no parser read and the symbolic links left out. Written to
+the run folder as ``ingest_report.json``; its totals join ``metrics.json`` (``ingest/...``) and
+MLflow."""
 
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ def ingest_report(
     totals: dict[str, float] = {
         "n_files": len(corpus.files) + len(corpus.skipped_files),
         "n_skipped_files": len(corpus.skipped_files),
+        "n_unread_files": len(corpus.unread_files),
+        "n_skipped_links": len(corpus.skipped_links),
         "n_empty_documents": corpus.n_empty,
         "n_contract_problems": len(problems),
         "parse_seconds": round(sum(f.seconds for f in corpus.files), 6),
@@ -55,6 +58,8 @@ def ingest_report(
         "totals": totals,
         "documents": rows,
         "skipped_files": [{"source": s, "error": e} for s, e in corpus.skipped_files],
+        "unread_files": [{"source": s, "reason": r} for s, r in corpus.unread_files],
+        "skipped_links": [{"source": s, "reason": r} for s, r in corpus.skipped_links],
         "contract_problems": [str(p) for p in problems],
     }
 

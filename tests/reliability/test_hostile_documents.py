@@ -150,3 +150,95 @@ def test_big5_markdown_names_big5_and_the_command_converts_it(tmp_path):
         (docs / "e417.utf8.md").replace(docs / "e417.md")
         metrics, _ = run_in_process(root, tmp_path)
         assert metrics["n_documents"] == 2
+
+
+# -- 7: symbolic links in the corpus folder -------------------------------------------------------
+
+
+def test_links_out_of_the_corpus_dangling_links_and_linked_folders_are_counted(tmp_path):
+    secret = tmp_path / "outside" / "passwd.txt"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0:root:/root:/bin/bash spindle coolant E102\n")
+    (tmp_path / "outside" / "manual.md").write_text("# Outside\n\nE102 oil temperature.\n")
+    root = kb(tmp_path / "kb", {"sub/e103.md": "# E103\n\nCoolant level low.\n"})
+    docs = root / "docs"
+    (docs / "passwd.txt").symlink_to(secret)  # a file outside the corpus folder
+    (docs / "outside").symlink_to(secret.parent, target_is_directory=True)  # a linked folder
+    (docs / "gone.md").symlink_to(tmp_path / "missing.md")  # a dangling link
+    (docs / "latest.md").symlink_to(docs / "sub" / "e103.md")  # inside the folder: read
+    (docs / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    (docs / "figure.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    metrics, report = run_in_process(root, tmp_path, "parser.on_error=skip")
+    # before: passwd.txt indexed as a document; the linked folder, the dangling link, the hidden
+    # file and the image left out without a count
+    sources = {d["source"] for d in report["documents"]}
+    assert sources == {"e102.md", "sub/e103.md", "latest.md"}, sources
+    links = {Path(s["source"]).name: s["reason"] for s in report["skipped_links"]}
+    assert set(links) == {"passwd.txt", "outside", "gone.md"}
+    assert "outside the corpus folder" in links["passwd.txt"]
+    assert "outside the corpus folder" in links["outside"]
+    assert "dangling link" in links["gone.md"]
+    unread = {Path(s["source"]).name: s["reason"] for s in report["unread_files"]}
+    assert unread == {".DS_Store": "a hidden file", "figure.png": "no parser reads .png"}
+    assert metrics["ingest/n_skipped_links"] == 3 and metrics["ingest/n_unread_files"] == 2
+    written = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert written["ingest/n_skipped_links"] == 3 and written["ingest/n_unread_files"] == 2
+
+
+def test_a_corpus_of_links_out_only_is_an_empty_corpus_naming_them(tmp_path):
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# Elsewhere\n\nE102.\n")
+    root = kb(tmp_path / "kb")
+    (root / "docs" / "e102.md").unlink()
+    (root / "docs" / "e102.md").symlink_to(outside)
+    proc = run_cli(root, tmp_path)
+    assert proc.returncode == 2
+    line = error_line(proc)
+    assert "corpus folder is empty" in line and "1 entries left out" in line, line
+    assert "e102.md: a link to" in line and "outside the corpus folder" in line
+
+
+# -- 13: SQLite files in the corpus ---------------------------------------------------------------
+
+
+def tickets_db(path: Path) -> Path:
+    import sqlite3
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE tickets (id TEXT, title TEXT, body TEXT)")
+        con.execute("INSERT INTO tickets VALUES ('T-1', 'Spindle', 'Spindle alarm E417 cleared')")
+        con.execute("INSERT INTO tickets VALUES ('T-2', 'Coolant', 'Coolant pump replaced')")
+    return path
+
+
+QUERY = 'parser.parsers.sqlite.query="SELECT id, title, body AS text FROM tickets"'
+
+
+def test_sqlite_files_are_left_out_and_counted_until_a_query_is_set(tmp_path):
+    root = kb(tmp_path / "kb")
+    tickets_db(root / "docs" / "tickets.sqlite")
+    metrics, report = run_in_process(root, tmp_path)
+    # before: the file was left out without a word
+    assert metrics["n_documents"] == 1 and metrics["ingest/n_unread_files"] == 1
+    [entry] = report["unread_files"]
+    assert entry["reason"] == (
+        "a SQLite database: no query set to run on it (parser.parsers.sqlite)"
+    )
+    metrics, report = run_in_process(root, tmp_path, QUERY)
+    assert metrics["n_documents"] == 3 and metrics["ingest/n_unread_files"] == 0
+    assert {d["doc_id"] for d in report["documents"]} == {"e102", "T-1", "T-2"}
+
+
+def test_the_sql_parser_composes_for_another_suffix_and_a_half_override_is_one_line(tmp_path):
+    root = kb(tmp_path / "kb")
+    tickets_db(root / "docs" / "tickets.db")
+    db_query = 'parser.parsers.db.query="SELECT id, body AS text FROM tickets"'
+    metrics, _ = run_in_process(root, tmp_path, "+parser@parser.parsers.db=sql_records", db_query)
+    assert metrics["n_documents"] == 3
+    # before: AttributeError: 'dict' object has no attribute 'parse' (a traceback)
+    proc = run_cli(root, tmp_path, "+parser.parsers.db=sql_records", f"+{db_query}")
+    assert proc.returncode == 2
+    line = error_line(proc)
+    assert "parser.parsers.db: settings (query) without a parser" in line
+    assert "+parser@parser.parsers.db=sql_records" in line
