@@ -242,3 +242,59 @@ def test_the_sql_parser_composes_for_another_suffix_and_a_half_override_is_one_l
     line = error_line(proc)
     assert "parser.parsers.db: settings (query) without a parser" in line
     assert "+parser@parser.parsers.db=sql_records" in line
+
+
+# -- 5: a zip bomb of a .docx ---------------------------------------------------------------------
+
+
+def bomb_docx(path: Path, paragraphs: int, chars: int) -> Path:
+    """A real Word file (python-docx) whose body is then replaced, streamed into the zip, by
+    ``paragraphs`` paragraphs of ``chars`` repeated characters each: a few hundred KB on disk."""
+    import zipfile
+
+    import docx
+
+    docx.Document().save(str(path))
+    with zipfile.ZipFile(path) as src:
+        parts = {i.filename: src.read(i) for i in src.infolist()}
+    body = parts["word/document.xml"].decode()
+    head, tail = body.split("<w:body>")[0] + "<w:body>", "</w:body>" + body.split("</w:body>")[1]
+    para = (
+        "<w:p><w:r><w:t>"
+        + "Spindle overheating alarm E417. " * (chars // 32)
+        + "</w:t></w:r></w:p>"
+    )
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as out:
+        for name, data in parts.items():
+            if name != "word/document.xml":
+                out.writestr(name, data)
+        with out.open("word/document.xml", "w", force_zip64=True) as fh:
+            fh.write(head.encode())
+            block = para.encode() * 100
+            for _ in range(paragraphs // 100):
+                fh.write(block)
+            fh.write(tail.encode())
+    return path
+
+
+def test_a_docx_unzipping_past_the_limit_is_refused_before_inflating(tmp_path):
+    root = kb(tmp_path / "kb")
+    bomb = bomb_docx(root / "docs" / "bomb.docx", paragraphs=7_400, chars=8_200)  # 62 MB of XML
+    assert bomb.stat().st_size < 1_000_000
+    proc = run_cli(root, tmp_path)
+    assert proc.returncode == 2
+    line = error_line(proc)
+    assert "bomb.docx: Word file too large: 62 MB of XML unzipped from" in line, line
+    assert "(limit 50 MB: parser.parsers.docx.max_xml_mb)" in line
+    metrics, report = run_in_process(root, tmp_path, "parser.on_error=skip")
+    assert metrics["ingest/n_skipped_files"] == 1 and metrics["n_documents"] == 1
+    assert "too large" in report["skipped_files"][0]["error"]
+    # the limit is an option: a 1.7 MB body is read by default, refused under 1 MB
+    bomb.unlink()
+    bomb_docx(root / "docs" / "long.docx", paragraphs=200, chars=8_200)
+    metrics, _ = run_in_process(root, tmp_path)
+    assert metrics["n_documents"] == 2
+    metrics, _ = run_in_process(
+        root, tmp_path, "parser.on_error=skip", "parser.parsers.docx.max_xml_mb=1"
+    )
+    assert metrics["n_documents"] == 1 and metrics["ingest/n_skipped_files"] == 1
