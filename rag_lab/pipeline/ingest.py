@@ -14,7 +14,19 @@ from rag_lab.parser.base import ParsedCorpus
 from rag_lab.types import Document
 
 # document stats summed into the totals (absent stats count 0)
-_COUNTED = ("pages", "text_layer_pages", "ocr_pages", "ocr_skipped_pages", "tables")
+_COUNTED = (
+    "pages",
+    "text_layer_pages",
+    "ocr_pages",
+    "ocr_skipped_pages",
+    "tables",
+    # hostile scans (rag_lab.parser.pdf): unreadable text layers, images OCR'd on text pages,
+    # pages and images turned upright, OCR tables too weak to be tables
+    "garbled_layer_pages",
+    "ocr_images",
+    "rotated_ocr",
+    "weak_ocr_tables",
+)
 
 
 def ingest_report(
@@ -37,7 +49,12 @@ def ingest_report(
         row: dict[str, Any] = {"doc_id": doc.doc_id, "source": str(src)}
         row.update({k: doc.stats[k] for k in _COUNTED if k in doc.stats})
         row["sections"] = int(doc.stats.get("sections", len(doc.sections)))
-        for key in ("ocr_confidence", "ocr_page_numbers", "skipped_page_numbers"):
+        for key in (
+            "ocr_confidence",
+            "ocr_page_numbers",
+            "skipped_page_numbers",
+            "garbled_layer_page_numbers",
+        ):
             if doc.stats.get(key) not in (None, []):
                 row[key] = doc.stats[key]
         row["contract_problems"] = by_doc.get(doc.doc_id, [])
