@@ -661,6 +661,7 @@ class PdfParser:
         from rag_lab.runtime import progress
 
         pages: list[_Page | None] = []
+        seen_images: set[Any] = set()  # image objects met on earlier pages (logos repeat)
         running: list[tuple[int, Future[_Page]]] = []
         pool: ThreadPoolExecutor | None = None
         shown = progress.bar(total=len(pdf_pages), desc=f"read {path.name}", unit="page")
@@ -676,7 +677,7 @@ class PdfParser:
         try:
             for i, page in enumerate(pdf_pages, start=1):
                 try:
-                    got = self._read_page(page, i, path)
+                    got = self._read_page(page, i, path, seen_images)
                 except RagLabError:
                     raise
                 except Exception as exc:
@@ -714,7 +715,9 @@ class PdfParser:
             raise DataError(f"{path} page {number}: OCR failed ({_reason(exc)})") from None
         return page
 
-    def _read_page(self, page: Any, number: int, path: Path) -> _Page | _Render:
+    def _read_page(
+        self, page: Any, number: int, path: Path, seen_images: set[Any] | None = None
+    ) -> _Page | _Render:
         """A text-layer page read; a skipped page; or a page rendered for OCR: a scanned page,
         a page whose text layer is unreadable, or a text-layer page with images to read."""
         width, height = float(page.width), float(page.height)
@@ -738,7 +741,7 @@ class PdfParser:
                 job.layer = out
                 return job
             if self.ocr != "off" and self.ocr_images:
-                regions = self._image_regions(page, chars, number, path)
+                regions = self._image_regions(page, chars, number, path, seen_images)
                 if regions:
                     return _Render(number, width, height, None, 0, out, regions)
             return out
@@ -747,17 +750,33 @@ class PdfParser:
         return self._render(page, number, path)
 
     def _image_regions(
-        self, page: Any, chars: Sequence[Mapping[str, Any]], number: int, path: Path
+        self,
+        page: Any,
+        chars: Sequence[Mapping[str, Any]],
+        number: int,
+        path: Path,
+        seen: set[Any] | None = None,
     ) -> list[_Region]:
         """The images of a text-layer page that no character lies on (at least 1 x 0.4 in),
-        each rendered at ``ocr_dpi`` (the page's text and drawings over it included)."""
+        each rendered at ``ocr_dpi`` (the page's text and drawings over it included). Left
+        out: images inside the running header/footer margins, and an image object already met
+        on an earlier page of the file (``seen``): a logo or a watermark, not a pasted scan."""
         width, height = float(page.width), float(page.height)
+        margin = self.header_footer_margin * height
         boxes: list[tuple[float, float, float, float]] = []
         for im in page.images:
             x0, top = max(0.0, float(im["x0"])), max(0.0, float(im["top"]))
             x1, bottom = min(width, float(im["x1"])), min(height, float(im["bottom"]))
             if x1 - x0 < _MIN_IMAGE_W or bottom - top < _MIN_IMAGE_H:
                 continue
+            if bottom <= margin or top >= height - margin:
+                continue
+            if seen is not None:
+                key = getattr(im.get("stream"), "objid", None)  # pdfminer's PDFStream
+                if key is not None:
+                    if key in seen:
+                        continue
+                    seen.add(key)
             box = (x0, top, x1, bottom)
             if sum(1 for c in chars if c["text"].strip() and _inside(c, box)) > 2:
                 continue  # text over the image: a searchable scan, or a figure with labels

@@ -143,3 +143,24 @@ def test_a_table_image_on_its_side_in_a_digital_page_is_read_upright(tmp_path):
         < doc.text.index("| Code |")
         < doc.text.index("Text after the table.")
     )
+
+
+def test_an_image_repeated_on_every_page_is_read_once(tmp_path):
+    """A logo or a watermark (one image object drawn on each page) is not a pasted scan: OCR
+    reads it on its first page only (a 500-page manual must not OCR its logo 500 times)."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen.canvas import Canvas
+
+    F.register_fonts()
+    path = tmp_path / "logo.pdf"
+    image = ImageReader(F.ruled_table_image(F.PASTED_TABLE))
+    c = Canvas(str(path), pagesize=A4, invariant=1)
+    for page in range(3):
+        c.setFont("WQY", 10.5)
+        c.drawString(72, A4[1] - 120, f"Page {page + 1} of the manual has its own text.")
+        c.drawImage(image, 72, A4[1] - 300, width=200, height=80)
+        c.showPage()
+    c.save()
+    doc = parse(path)
+    assert doc.stats["ocr_images"] == 1 and doc.stats["tables"] == 1
