@@ -598,6 +598,7 @@ class PdfParser:
         )
         self._tesseract_ok = False
         self._osd: bool | None = None  # whether the osd data is installed (checked once)
+        self._ocr_warned = False  # the warning that optional OCR is unavailable, given once
 
     # ------------------------------------------------------------ reading
 
@@ -735,7 +736,7 @@ class PdfParser:
             out.readable = _layer_quality.readable_share(_page_text(out))
             if out.readable is not None and out.readable < self.text_layer_min_readable:
                 out.garbled = True
-                if self.ocr == "off":
+                if self.ocr == "off" or not self._can_ocr(path, number):
                     return out
                 job = self._render(page, number, path)
                 job.layer = out
@@ -783,9 +784,8 @@ class PdfParser:
             if any(_overlap(box, b) > 0.5 for b in boxes):
                 continue  # the same picture twice (an image and its mask)
             boxes.append(box)
-        if not boxes:
+        if not boxes or not self._can_ocr(path, number):
             return []
-        self._check_tesseract(path, number)
         regions = []
         for box in boxes:
             area_in2 = (box[2] - box[0]) * (box[3] - box[1]) / 72**2
@@ -955,6 +955,25 @@ class PdfParser:
                         )
                 continue
             page.tables.append(_Table(t.rows, t.top, t.bottom, t.x_edges, [number]))
+
+    def _can_ocr(self, path: Path, number: int) -> bool:
+        """Whether Tesseract can read a page whose OCR is an improvement, not a need (an
+        unreadable text layer, images on a text page): without it such pages keep their layer,
+        with one warning, where a scanned page stops the run (``_check_tesseract``)."""
+        try:
+            self._check_tesseract(path, number)
+        except ConfigError as exc:
+            if not self._ocr_warned:
+                self._ocr_warned = True
+                log.warning(
+                    "%s page %d: not OCR'd (its text layer is unreadable, or it holds images), "
+                    "and PDFs after it are read the same way: %s",
+                    path,
+                    number,
+                    exc,
+                )
+            return False
+        return True
 
     def _has_osd(self) -> bool:
         if self._osd is None:

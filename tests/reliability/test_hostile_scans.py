@@ -164,3 +164,19 @@ def test_an_image_repeated_on_every_page_is_read_once(tmp_path):
     c.save()
     doc = parse(path)
     assert doc.stats["ocr_images"] == 1 and doc.stats["tables"] == 1
+
+
+def test_without_tesseract_unreadable_layers_and_images_are_kept_as_they_are(tmp_path, monkeypatch):
+    """OCR that would improve a page is not a need: without Tesseract such pages keep their text
+    layer (still counted) and the run goes on; only a page with no text layer stops it."""
+
+    def missing(languages: str) -> None:
+        raise _ocr.TesseractMissing("tesseract")
+
+    monkeypatch.setattr(_ocr, "check_tesseract", missing)
+    pdf, layer = F.garbage_layer_scan_pdf(tmp_path / "alarm.pdf")
+    doc = parse(pdf)
+    assert doc.stats["garbled_layer_pages"] == 1 and doc.stats["ocr_pages"] == 0
+    assert layer.split()[0] in doc.text
+    pasted = parse(F.pasted_scan_pdf(tmp_path / "pasted.pdf"))
+    assert pasted.stats["ocr_images"] == 0 and F.DIGITAL_TEXT[0] in pasted.text
