@@ -94,7 +94,11 @@ def load(cfg: DictConfig) -> tuple[LabelledQueries, Pipeline, list[str]]:
     data = build.build_dataset(cfg).load()
     pipe = build.build_pipeline(cfg, data)  # the corpus decides tokenizer=auto
     chunks = pipe.load_corpus(
-        data.corpus_sources, data.corpus_root, data.corpus_fingerprint, data.on_empty
+        data.corpus_sources,
+        data.corpus_root,
+        data.corpus_fingerprint,
+        data.on_empty,
+        data.corpus_left_out,
     )
     doc_ids = {c.doc_id for c in chunks}
     log.info(

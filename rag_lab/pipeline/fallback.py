@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_lab.cache.fingerprints import fingerprint
 from rag_lab.errors import ConfigError
+from rag_lab.io.files import CorpusFolder, list_corpus_folder
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.pipeline.result import RetrievalResult
 from rag_lab.ranking import ranked
@@ -234,8 +235,9 @@ class FallbackPipeline(Pipeline):
         root: Path,
         corpus_fingerprint: str,
         on_empty: str = "skip",
+        left_out: Sequence[tuple[str, str]] = (),
     ) -> list[Chunk]:
-        chunks = super().load_corpus(sources, root, corpus_fingerprint, on_empty)
+        chunks = super().load_corpus(sources, root, corpus_fingerprint, on_empty, left_out)
         for level in self.levels:
             self._load_level(level, on_empty)
         return chunks
@@ -249,14 +251,13 @@ class FallbackPipeline(Pipeline):
             sub.set_chunks(list(self.chunks.values()), self.chunks_key)
             return
         root = Path(level.corpus)
-        files = (
-            sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
-            if root.is_dir()
-            else []
-        )
+        # listed as a dataset's corpus folder: links out of it, hidden files left out, counted
+        listing = list_corpus_folder(root) if root.is_dir() else CorpusFolder(())
+        files = list(listing.files)
         if not files:
             raise ConfigError(f"fallback.levels.{level.name}.corpus: no files in {root}")
-        sub.load_corpus(files, root, fingerprint(files, root=root), on_empty)
+        left_out = [(str(p), why) for p, why in listing.left_out]
+        sub.load_corpus(files, root, fingerprint(files, root=root), on_empty, left_out)
         clash = sorted(set(sub.chunks) & set(self.chunks))
         if clash:
             raise ConfigError(

@@ -151,10 +151,12 @@ class Pipeline:
         root: Path,
         corpus_fingerprint: str,
         on_empty: str = "skip",
+        left_out: Sequence[tuple[str, str]] = (),
     ) -> list[Chunk]:
         """Parse, check and chunk the corpus (``rag_lab.pipeline.corpus``: each step read from
-        the cache when its key hits) and make it this pipeline's."""
-        loaded = self.corpus_loader.load(sources, root, corpus_fingerprint, on_empty)
+        the cache when its key hits) and make it this pipeline's. ``left_out``: the corpus
+        folder's entries not read (``LabelledQueries.corpus_left_out``), counted."""
+        loaded = self.corpus_loader.load(sources, root, corpus_fingerprint, on_empty, left_out)
         self.corpus_warnings = list(loaded.warnings)
         self.ingest = dict(loaded.ingest)
         self._corpus_seconds = {
