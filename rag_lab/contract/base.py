@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from rag_lab.types import Document
+from rag_lab.types import Chunk, Document
 
 MODES = ("strict", "warn")
 
@@ -52,3 +52,13 @@ class Contract(Protocol):
     mode: str
 
     def check(self, documents: Sequence[Document], where: Mapping[str, str]) -> Checked: ...
+
+
+@runtime_checkable
+class ChunkTagging(Protocol):
+    """A contract that also completes chunk metadata after chunking: ``tag_chunks`` returns the
+    same chunks (ids, text, order) with ``entity_tags`` that hold the entities of the chunk's own
+    text as well as those of the section it starts in (a chunk merged from several sections, or
+    one holding a whole fault table, is tagged with every code it shows). Pure."""
+
+    def tag_chunks(self, chunks: Sequence[Chunk]) -> list[Chunk]: ...

@@ -12,7 +12,7 @@ from typing import Any
 
 from rag_lab.contract.base import MODES, Checked, Problem
 from rag_lab.errors import ConfigError, DataError
-from rag_lab.types import Document, Section
+from rag_lab.types import Chunk, Document, Section
 from rag_lab.validate import OptionError, choice
 
 _MISSING: tuple[Any, ...] = (None, "", [])
@@ -64,7 +64,8 @@ class SchemaContract:
         section's ``section_type``.
     entity_patterns: tag kind → regular expression; every match in a section's text and
         headings joins its ``entity_tags`` (the document's are the union, plus any ``entities``
-        the source already lists).
+        the source already lists). After chunking, a chunk's ``entity_tags`` are its section's
+        plus every match in its own section path and text (``tag_chunks``).
     """
 
     def __init__(
@@ -111,6 +112,22 @@ class SchemaContract:
     def entities(self, text: str) -> list[str]:
         found = {m.group(0) for p in self.entity_patterns for m in p.finditer(text)}
         return sorted(found)
+
+    def tag_chunks(self, chunks: Sequence[Chunk]) -> list[Chunk]:
+        """The chunks with ``entity_tags`` = what they carry (the section's, or the document's
+        for a document without sections) plus the matches in their own section path and text:
+        a chunk that starts in a heading-only section but holds a whole fault table is tagged
+        with its codes, not only the model its heading names."""
+        out = []
+        for c in chunks:
+            have = c.metadata.get("entity_tags")
+            tags = {str(t) for t in have} if isinstance(have, (list, tuple)) else set()
+            found = tags | set(self.entities(c.section + "\n" + c.text))
+            if found == tags and have is not None:
+                out.append(c)
+                continue
+            out.append(replace(c, metadata={**c.metadata, "entity_tags": sorted(found)}))
+        return out
 
     def _sections(self, doc: Document) -> tuple[Section, ...]:
         out = []

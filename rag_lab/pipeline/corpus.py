@@ -26,7 +26,7 @@ from typing import Any
 
 from rag_lab.cache import StageCache, keys, memo
 from rag_lab.chunker.base import Chunker
-from rag_lab.contract.base import Contract
+from rag_lab.contract.base import ChunkTagging, Contract
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.io.files import fingerprint_files
 from rag_lab.parser.base import (
@@ -303,6 +303,8 @@ class CorpusLoader:
         chunker_key: Any = self.configs.get("chunker")
         if isinstance(self.chunker, Identified):  # an adapter's package versions key its chunks
             chunker_key = {"chunker": chunker_key, "identity": self.chunker.identity}
+        if isinstance(self.contract, ChunkTagging):  # chunks tagged from their own text
+            chunker_key = {"chunker": chunker_key, "tags": "chunk_text"}
         return docs_key, keys.chunks_key(chunker_key, docs_key)
 
     def load(
@@ -326,6 +328,8 @@ class CorpusLoader:
             docs, ingest, warnings = self._documents(sources, root, docs_key, on_empty, left_out)
             t1 = time.perf_counter()
             chunks = tuple(self.chunker.chunk(docs))
+            if isinstance(self.contract, ChunkTagging):  # entity tags of the chunk's own text
+                chunks = tuple(self.contract.tag_chunks(chunks))
             built.update(
                 warnings=warnings, parse=t1 - t0, chunk=time.perf_counter() - t1, ingest=ingest
             )

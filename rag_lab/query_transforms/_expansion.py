@@ -10,24 +10,10 @@ as a substring (Chinese has no spaces to anchor on).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
-_ALNUM = re.compile(r"[A-Za-z0-9]")
-
-
-def term_pattern(term: str) -> re.Pattern[str]:
-    """The regular expression ``term`` matches with (see the module docstring)."""
-    head = r"(?<![A-Za-z0-9])" if _ALNUM.match(term[0]) else ""
-    tail = r"(?![A-Za-z0-9])" if _ALNUM.match(term[-1]) else ""
-    body = r"\s+".join(re.escape(w) for w in term.split())
-    return re.compile(head + body + tail, 0 if _is_acronym(term) else re.IGNORECASE)
-
-
-def _is_acronym(term: str) -> bool:
-    """Capitals only (``PLC``, ``I/O``): matched with their case, so ``dB`` is not ``DB``."""
-    return sum(c.isupper() for c in term) >= 2 and not any(c.islower() for c in term)
+from rag_lab.text.patterns import term_pattern
 
 
 def symmetric(table: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:

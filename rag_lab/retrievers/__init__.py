@@ -1,10 +1,12 @@
-"""First-stage retrievers: ``bm25`` (bm25s / rank-bm25) and ``dense`` (faiss); foreign components
+"""First-stage retrievers: ``bm25`` (bm25s / rank-bm25), ``dense`` (faiss) and ``entity`` (the
+entities a chunk names); foreign components
 through the adapters: ``langchain``, ``llamaindex`` and ``foreign_pipeline`` (a whole LangChain
 runnable or LlamaIndex query engine, evaluated end to end)."""
 
 from rag_lab.retrievers.base import PersistentRetriever, Retriever
 from rag_lab.retrievers.bm25 import BM25Retriever
 from rag_lab.retrievers.dense import DenseRetriever
+from rag_lab.retrievers.entity import EntityRetriever
 from rag_lab.retrievers.foreign_pipeline import ForeignPipelineRetriever
 from rag_lab.retrievers.langchain import LangChainRetriever
 from rag_lab.retrievers.llamaindex import LlamaIndexRetriever
@@ -14,6 +16,7 @@ __all__ = [
     "PersistentRetriever",
     "BM25Retriever",
     "DenseRetriever",
+    "EntityRetriever",
     "LangChainRetriever",
     "LlamaIndexRetriever",
     "ForeignPipelineRetriever",

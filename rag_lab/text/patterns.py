@@ -27,3 +27,23 @@ SENTENCE_BOUNDARY = re.compile(
 
 def has_cjk(text: str) -> bool:
     return CJK_CHAR.search(text) is not None
+
+
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+
+
+def term_pattern(term: str) -> re.Pattern[str]:
+    """The regular expression a dictionary ``term`` matches with (query expansion, entities): a
+    term with Latin letters or digits at an edge matches only where no other letter or digit is
+    next to that edge (``PLC`` in ``PLC-IO``, not in ``PLCX``); words match in any case, an
+    acronym (capitals only) only in capitals (``DB`` is not the ``dB`` of ``dB(A)``); a Chinese
+    term matches as a substring."""
+    head = r"(?<![A-Za-z0-9])" if _ALNUM.match(term[0]) else ""
+    tail = r"(?![A-Za-z0-9])" if _ALNUM.match(term[-1]) else ""
+    body = r"\s+".join(re.escape(w) for w in term.split())
+    return re.compile(head + body + tail, 0 if _is_acronym(term) else re.IGNORECASE)
+
+
+def _is_acronym(term: str) -> bool:
+    """Capitals only (``PLC``, ``I/O``): matched with their case, so ``dB`` is not ``DB``."""
+    return sum(c.isupper() for c in term) >= 2 and not any(c.islower() for c in term)

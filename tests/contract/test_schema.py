@@ -112,3 +112,47 @@ def test_bad_options_are_config_errors():
         contract(entity_patterns={"code": "E[0-9"})
     with pytest.raises(ConfigError, match=r"contract\.mode"):
         contract(mode="lenient")
+
+
+def test_a_merged_chunk_is_tagged_with_the_codes_of_its_own_text():
+    """The chunk starts in a section that names only the model (its heading and one line); the
+    fault table sits in the sub-section merged into it. Its tags hold the table's codes too."""
+    from rag_lab.chunker import SectionSchemaChunker
+    from rag_lab.contract import ChunkTagging
+
+    text = (
+        "# HX-200 manual\n\n## 3 Fault codes\n\nThe HX-200 controller shows these codes.\n\n"
+        "### Table 3-1\n\n| code | meaning |\n|---|---|\n| E101 | overload |\n| E108 | filter |\n"
+    )
+    doc = Document(
+        "hx",
+        text,
+        "HX-200 manual",
+        {"doc_type": "manual", "version": "1", "valid_from": "2024-01-01"},
+        heading_sections(text),
+    )
+    c = contract()
+    assert isinstance(c, ChunkTagging)
+    (checked,) = c.check([doc], {}).documents
+    chunks = SectionSchemaChunker(max_chars=2000).chunk([checked])
+    table_chunk = next(ch for ch in chunks if "E108" in ch.text)
+    assert table_chunk.metadata["entity_tags"] == ["HX-200"]  # the section's tags alone: the bug
+    (tagged,) = [t for t in c.tag_chunks(chunks) if t.chunk_id == table_chunk.chunk_id]
+    assert tagged.metadata["entity_tags"] == ["E101", "E108", "HX-200"]
+    assert (tagged.text, tagged.chunk_id) == (table_chunk.text, table_chunk.chunk_id)
+
+
+def test_the_sample_fault_table_chunk_carries_its_codes(tmp_path):
+    """On the sample (section chunks): the merged chunk holding HX-200's E101-E113 table."""
+    from rag_lab.pipeline.build import build_dataset, build_pipeline
+    from tests.compose import compose_evaluate
+
+    cfg = compose_evaluate(
+        ["chunker=section_schema", "retrievers=[bm25]", "tracking=none", "cache.dir=null"],
+        tmp_path,
+    )
+    data = build_dataset(cfg).load()
+    pipe = build_pipeline(cfg, data)
+    chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
+    table = next(c for c in chunks if c.doc_id == "hx200-manual-v1" and "| E108 |" in c.text)
+    assert {"E101", "E102", "E105", "E108", "HX-200"} <= set(table.metadata["entity_tags"])
