@@ -12,8 +12,9 @@ Notes (``notes=[...]``: e.g. "sources disagree on ...", from a conflict check) c
 each (``Note: ...`` / ``注意：...``), before the numbered blocks, and count against the budget.
 
 Tags come from the chunk (``doc_id``, ``section``) and its metadata (``source``, ``page``,
-``version``, ``valid_from``, ``valid_to``); absent ones are left out. Tokens are pre-tokens
-(``rag_lab.text.TOKEN``: CJK characters, words, punctuation marks), the unit of the
+``version``, ``valid_from``, ``valid_to``, and ``stale_age_days``, the freshness warning of
+``context=[age]``: "warning: published 412 days ago"); absent ones are left out. Tokens are
+pre-tokens (``rag_lab.text.TOKEN``: CJK characters, words, punctuation marks), the unit of the
 token chunker, so a ``chunker.unit=tokens`` chunk of size n costs n plus its header.
 """
 
@@ -38,6 +39,7 @@ _LABELS: dict[str, dict[str, str]] = {
         "to": "until {}",
         "range": "{} to {}",
         "note": "Note: {}",
+        "stale": "warning: published {} days ago",
     },
     "zh": {
         "doc": "文档",
@@ -50,6 +52,7 @@ _LABELS: dict[str, dict[str, str]] = {
         "to": "至{}",
         "range": "{}至{}",
         "note": "注意：{}",
+        "stale": "警告：发布于{}天前",
     },
 }
 
@@ -79,6 +82,8 @@ def source_tags(chunk: Chunk, language: str) -> list[str]:
         else:
             span = _fmt(lab["from"] if lo else lab["to"], lo or hi)
         tags.append(f"{lab['valid']}: {span}")
+    if meta.get("stale_age_days") is not None:  # a freshness warning (context=[age])
+        tags.append(lab["stale"].format(meta["stale_age_days"]))
     return tags
 
 

@@ -207,6 +207,7 @@ OPTIONAL_ANSWER_COLUMNS = (
     # the context stages' input and output sizes (rag_lab.pipeline.answers)
     "context_tokens_before",
     "context_tokens_after",
+    "stale_chunks",  # blocks read with a freshness warning (context=[age])
 )
 
 

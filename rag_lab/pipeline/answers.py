@@ -33,7 +33,9 @@ generator (a distilled chunk is judged by its source, so a distiller that invent
 as an unfaithful answer). Context size (``context/…``): ``tokens_before`` / ``tokens_after``,
 the mean pre-tokens of the numbered blocks before and after the stages (per query
 ``context_tokens_before`` / ``context_tokens_after``), ``tokens_saved_share`` (1 - total after /
-total before), and each measured stage's ``context/<stage>/<stat>``.
+total before), and each measured stage's ``context/<stage>/<stat>``. With a freshness-warning
+stage (``context=[age]``): ``stale_chunks_per_query`` and ``queries_with_stale`` (per query
+``stale_chunks``: blocks the generator read with a "published N days ago" warning).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from typing import Any
 
 from rag_lab.cache import StageCache
 from rag_lab.cache.keys import generation_key
+from rag_lab.context.age import AgeWarning, stale_count
 from rag_lab.context.base import ContextStage
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.generator.base import Cacheable, Generator
@@ -182,6 +185,8 @@ def answer_queries(
         stages, 0.0
     )  # each context stage's wall time over the split
     rows: dict[str, dict[str, Any]] = {}
+    # freshness warnings (context=[age]) are counted per query when such a stage runs
+    warns = any(isinstance(s, AgeWarning) for s in stages.values())
     terms = ContentTerms()  # the miss reasons' term analysis, built once
     for qid, q in data.queries.items():
         top = [chunks[c] for c in ranked(final.get(qid, {}))[:k]]
@@ -201,6 +206,8 @@ def answer_queries(
         language = detect_language(q.text)
         row["context_tokens_before"] = block_tokens(top, language)
         row["context_tokens_after"] = block_tokens(given, language)
+        if warns:
+            row["stale_chunks"] = stale_count(given)
         row["miss_reason"] = (
             answer_miss_reason(
                 q.text,
@@ -226,6 +233,10 @@ def answer_queries(
     out["context/tokens_before"] = before / n
     out["context/tokens_after"] = after / n
     out["context/tokens_saved_share"] = 1 - after / before if before else 0.0
+    if warns:
+        stale = [r["stale_chunks"] for r in rows.values()]
+        out["context/stale_chunks_per_query"] = sum(stale) / n
+        out["context/queries_with_stale"] = float(sum(1 for s in stale if s))
     for name, stage in stages.items():
         if isinstance(stage, Measured):
             out |= {f"context/{name}/{s}": float(v) for s, v in stage.stats.items()}
