@@ -486,11 +486,61 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
 FALLBACK_LEVEL_KEYS = ("corpus", "retrievers", "query_transforms", "postprocess", "accept")
 
 
+def _retriever_config(main: Mapping[str, Any], name: str, where: str) -> dict[str, Any]:
+    """Retriever ``name`` for a fallback level: the main pipeline's own config when it has one,
+    else the ``retrievers`` group's option of that name (``conf/retrievers/<name>.yaml``),
+    resolved against the main config (its tokenizer, its embedder). So a level (and level 0's
+    acceptance) works whatever retrievers the main pipeline kept."""
+    have = dict(main.get("retrievers") or {})
+    if name in have:
+        return dict(have[name])
+    path = Path(CONFIG_DIR) / "retrievers" / f"{name}.yaml"
+    node = OmegaConf.load(path) if path.is_file() else None
+    if not isinstance(node, DictConfig) or name not in node:
+        options = sorted(p.stem for p in (Path(CONFIG_DIR) / "retrievers").glob("*.yaml"))
+        raise ConfigError(
+            f"{where}: {name} is neither a retriever of the main pipeline "
+            f"({', '.join(have) or 'none'}) nor a retrievers option ({', '.join(options)})"
+        )
+    rest = {k: v for k, v in main.items() if k != "retrievers"}
+    merged = OmegaConf.merge(OmegaConf.create(rest), {"retrievers": {name: node[name]}})
+    return OmegaConf.to_container(merged.retrievers[name], resolve=True)  # type: ignore[return-value]
+
+
+def _sub_config(
+    main: dict[str, Any], names: Any, transforms: bool, post: bool, where: str
+) -> dict[str, Any]:
+    """The main config cut for a level: ``names`` (``None``: the main retrievers) built by
+    ``_retriever_config``, query transforms and post-processors (reranker included) kept or
+    dropped; one retriever needs no fusion, several keep the main fusion (weights of retrievers
+    the level lacks are dropped)."""
+    sub = dict(main)
+    if names is not None:
+        if not names:
+            raise ConfigError(f"{where}.retrievers: an empty list (null = the main retrievers)")
+        sub["retrievers"] = {
+            n: _retriever_config(main, str(n), f"{where}.retrievers") for n in names
+        }
+        fusion = sub.get("fusion")
+        if isinstance(fusion, Mapping) and isinstance(fusion.get("weights"), Mapping):
+            weights = {n: w for n, w in fusion["weights"].items() if n in sub["retrievers"]}
+            sub["fusion"] = {**fusion, "weights": weights}
+    if not transforms:
+        sub["query_transforms"] = {}
+    if not post:
+        sub["postprocess"] = {}
+        sub["reranker"] = None
+    return sub
+
+
 def build_fallback(cfg: DictConfig) -> FallbackChain | None:
     """The ``fallback`` group's chain (``rag_lab.pipeline.fallback``), or ``None`` when it is off.
     Each level is a pipeline built here from the main config: the same stages, with ``retrievers``
-    cut to the names it lists (``null``: all), the query transforms and post-processors (reranker
-    included) kept or dropped, and its own ``corpus`` folder (``null``: the main corpus)."""
+    cut to the names it lists (``null``: all; a name the main pipeline lacks is built from the
+    ``retrievers`` group's option of that name), the query transforms and post-processors
+    (reranker included) kept or dropped, and its own ``corpus`` folder (``null``: the main
+    corpus). Level 0's acceptance may judge a retriever the main pipeline lacks: it then runs
+    alone over the main corpus (the chain's ``probe``)."""
     node = _plain(cfg.get("fallback"))
     if not node:
         return None
@@ -512,27 +562,15 @@ def build_fallback(cfg: DictConfig) -> FallbackChain | None:
         if bad:
             known = ", ".join(FALLBACK_LEVEL_KEYS)
             raise ConfigError(f"{where}: unknown key(s) {', '.join(bad)} (known: {known})")
-        sub = dict(main)
-        names = level.get("retrievers")
-        have = dict(main.get("retrievers") or {})
-        if names is not None:
-            missing = [n for n in names if n not in have]
-            if missing or not names:
-                raise ConfigError(
-                    f"{where}.retrievers: {', '.join(missing) or 'an empty list'} — a level uses "
-                    f"the main pipeline's retrievers ({', '.join(have)})"
-                )
-            sub["retrievers"] = {n: have[n] for n in names}
+        keep = {}
         for key in ("query_transforms", "postprocess"):
-            keep = level.get(key, True)
             try:
-                boolean(keep, key)
+                keep[key] = boolean(level.get(key, True), key)
             except OptionError as exc:
                 raise exc.at(where) from None
-            if not keep:
-                sub[key] = {}
-                if key == "postprocess":
-                    sub["reranker"] = None
+        sub = _sub_config(
+            main, level.get("retrievers"), keep["query_transforms"], keep["postprocess"], where
+        )
         corpus = level.get("corpus")
         levels.append(
             FallbackLevel(
@@ -542,9 +580,25 @@ def build_fallback(cfg: DictConfig) -> FallbackChain | None:
                 Path(str(corpus)).expanduser() if corpus else None,
             )
         )
-    chain = FallbackChain(acceptance(node.get("accept"), "fallback.accept"), levels)
+    accept = acceptance(node.get("accept"), "fallback.accept")
+    probe = None
+    stage = accept.stage
+    if stage is not None and stage not in (main.get("retrievers") or {}) and _is_retriever(stage):
+        sub = _sub_config(main, [stage], True, False, "fallback.accept.stage")
+        sub["fusion"] = None
+        probe = build_pipeline(OmegaConf.create(sub))
+        log.info(
+            "fallback: level 0 judged on %s, run beside the pipeline (not among its retrievers)",
+            stage,
+        )
+    chain = FallbackChain(accept, levels, probe)
     log.info("fallback chain: %s", " -> ".join(chain.names()))
     return chain
+
+
+def _is_retriever(name: str) -> bool:
+    """A ``retrievers`` group option (not a post-processor's or fusion's stage name)."""
+    return (Path(CONFIG_DIR) / "retrievers" / f"{name}.yaml").is_file()
 
 
 def build_generator(cfg: DictConfig) -> Any | None:

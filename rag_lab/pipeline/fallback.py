@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -128,10 +128,14 @@ class ChainResult:
 
 @dataclass
 class FallbackChain:
-    """Level 0's acceptance (the pipeline's own run) and the levels after it, in order."""
+    """Level 0's acceptance (the pipeline's own run) and the levels after it, in order.
+    ``probe``: when level 0's acceptance judges a retriever the pipeline does not have (``stage:
+    bm25`` on a dense-only pipeline), that retriever alone over the main corpus: its run is
+    judged, the pipeline's own run is what level 0 returns."""
 
     accept: Acceptance
     levels: list[FallbackLevel] = field(default_factory=list)
+    probe: Pipeline | None = None
 
     @property
     def refused_level(self) -> int:
@@ -240,7 +244,13 @@ class FallbackPipeline(Pipeline):
         chunks = super().load_corpus(sources, root, corpus_fingerprint, on_empty, left_out)
         for level in self.levels:
             self._load_level(level, on_empty)
+        self._load_probe()
         return chunks
+
+    def _load_probe(self) -> None:
+        assert self.chain is not None
+        if self.chain.probe is not None:  # the main corpus, under the main chunks' cache key
+            self.chain.probe.set_chunks(list(self.chunks.values()), self.chunks_key)
 
     def _load_level(self, level: FallbackLevel, on_empty: str) -> None:
         """A level's corpus: the main chunks (and their cache key, so the level's runs share the
@@ -296,6 +306,7 @@ class FallbackPipeline(Pipeline):
         for level in self.levels:
             own, dirs = levels[level.name]
             level.pipeline.restore(list(self.chunks.values()) if own is None else own, dirs)
+        self._load_probe()  # indexed on first use
 
     def run(
         self,
@@ -326,7 +337,11 @@ class FallbackPipeline(Pipeline):
             level_results[level.name] = level.pipeline.run(queries, k, 0, query_metadata)
             return level_results[level.name]
 
-        chain = self.chain.resolve(result, run_level, list(queries))
+        judged = result
+        if self.chain.probe is not None:  # level 0 judged on a retriever it does not have
+            probe = self.chain.probe.run(queries, k, 0, query_metadata)
+            judged = replace(result, runs=MappingProxyType({**probe.runs, **result.runs}))
+        chain = self.chain.resolve(judged, run_level, list(queries))
         # a level's own stage stats are kept under its name; the chain's counters as fallback/...
         stats = dict(result.stats)
         for name, sub in level_results.items():

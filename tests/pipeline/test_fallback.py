@@ -254,3 +254,25 @@ def test_a_chain_is_restored_only_with_every_levels_corpus_and_indexes(tmp_path,
     assert isinstance(pipe, FallbackPipeline)
     with pytest.raises(ConfigError, match=r"fallback.levels.standards: no saved corpus or indexes"):
         pipe.restore(toy_chunks, {})
+
+
+def test_levels_work_whatever_retrievers_the_main_pipeline_has(toy_with_standards, tmp_path):
+    """A dense-only pipeline with the shipped chain: level 0 is judged on BM25 (run beside it,
+    not fused into it) and the BM25-only level builds BM25 from its option. The main ranking is
+    the dense one; the refusals are those of the hybrid's chain on the same queries."""
+    base = chain_overrides(toy_with_standards, tmp_path / "c", "0.5")
+    dense = [o if not o.startswith("retrievers=") else "retrievers=[dense]" for o in base]
+    # the standards level judged on BM25 here: it lists it (the main pipeline has none)
+    cfg = compose_evaluate([*dense, "fallback.levels.standards.retrievers=[bm25]"], tmp_path / "d")
+    metrics = evaluate(cfg)
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet").set_index("query_id")
+    levels = table["fallback_level"].to_dict()
+    assert levels["qs"] == 1 and levels["qz"] == 3 and levels["q1"] == 0
+    # the main run is dense alone: no bm25 run, no fusion among its stages
+    plain = [o for o in dense if not o.startswith("fallback")]
+    alone = evaluate(compose_evaluate(plain, tmp_path / "p"))
+    answered = [q for q, lv in levels.items() if lv == 0]
+    alone_table = pd.read_parquet(tmp_path / "p" / "run" / "per_query.parquet")
+    alone_table = alone_table.set_index("query_id")
+    assert (table.loc[answered, "ndcg_at_10"] == alone_table.loc[answered, "ndcg_at_10"]).all()
+    assert alone["n_chunks"] == metrics["n_chunks"]
