@@ -9,10 +9,11 @@ improves downwards); an exact tie goes to the ``tie_break`` metrics in order (:f
 The report split's numbers are recorded for every step, kept or dropped, and never decide
 anything. A step marked ``always`` (a prerequisite, such as the metadata contract the
 metadata stages read) is kept without a decision, its differences still reported. A step whose
-``requires`` keys are not among the walk's overrides
-(the cross-encoder's model path) is skipped, and so is a step that cannot be built on the kept
-steps (a one-line :class:`~rag_lab.errors.RagLabError`: the fallback chain's BM25 level when BM25
-was dropped); the result says why. ``walk.json`` is rewritten after every step.
+``requires`` keys are not among the walk's overrides (the cross-encoder's model path) is
+trained first when it says how (``train``: ``rag-lab train reranker`` overrides; the model under
+``models/<step>``, then that key is the step's own override), else skipped, and so is a step
+that cannot be built on the kept steps (a one-line :class:`~rag_lab.errors.RagLabError`); the
+result says why. ``walk.json`` is rewritten after every step.
 
 Every step's differences are paired, query by query, against the state it was built on (the
 last kept one): bootstrap CIs and sign-flip tests from :mod:`rag_lab.analysis.stats`, overall and
@@ -29,7 +30,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +57,16 @@ _PLAN_KEYS = {
     "lists",
     "steps",
 }
-_STEP_KEYS = {"name", "note", "overrides", "append", "metric", "requires", "always"}
+_STEP_KEYS = {"name", "note", "overrides", "append", "metric", "requires", "always", "train"}
 ALWAYS = "always"  # decided_by of a step kept without a decision (a prerequisite)
+# the walk's own overrides that also reach a step's training (the data it trains on, how its
+# corpus is read and cached); the others are evaluate's alone
+TRAIN_PASSTHROUGH = ("dataset", "parser", "tokenizer", "cache", "paths")
 
 # (overrides, split, run folder) -> the run's per-query table (per_query.parquet's columns)
 Evaluator = Callable[[Sequence[str], str, Path], pd.DataFrame]
+# (train overrides, output folder) -> the trained model's folder (rag-lab train reranker)
+Trainer = Callable[[Sequence[str], Path], Path]
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,9 @@ class Step:
     metric: str | None = None
     requires: tuple[str, ...] = ()
     always: bool = False  # a prerequisite of later steps: kept whatever it measures
+    # ``rag-lab train reranker`` overrides: when a ``requires`` key is not given, the walk trains
+    # the model and sets each such key to the trained model's folder
+    train: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -188,6 +197,7 @@ def _step(raw: Any, i: int, where: str, lists: Mapping[str, Any]) -> Step:
     always = raw.get("always", False)
     if not isinstance(always, bool):
         raise ConfigError(f"{at}.always: expected true or false, got {always!r}")
+    train = None if raw.get("train") is None else _strings(raw.get("train"), f"{at}.train")
     return Step(
         name=name,
         note=str(raw.get("note") or ""),
@@ -196,6 +206,7 @@ def _step(raw: Any, i: int, where: str, lists: Mapping[str, Any]) -> Step:
         metric=metric,
         requires=_strings(raw.get("requires"), f"{at}.requires"),
         always=always,
+        train=train,
     )
 
 
@@ -387,9 +398,12 @@ def run_walk(
     out_dir: Path,
     extra: Sequence[str] = (),
     log: Callable[[str], None] = lambda _: None,
+    train: Trainer | None = None,
 ) -> WalkResult:
     """Walk ``plan``: step 0, then each step on the kept state; writes ``walk.json`` into
-    ``out_dir`` (step runs under ``out_dir/<split>/<nn>_<step>``) and returns the result."""
+    ``out_dir`` (step runs under ``out_dir/<split>/<nn>_<step>``) and returns the result.
+    ``train``: trains the model a step ``requires`` and was not given (a step with ``train``
+    overrides; the model under ``out_dir/models/<step>``)."""
     splits = (plan.select_split, plan.report_split)
     metrics = list(
         dict.fromkeys([*plan.metrics, *(m for s in plan.steps for m in plan.decision_metrics(s))])
@@ -420,10 +434,23 @@ def run_walk(
         )
     ]
     for i, step in enumerate(plan.steps, start=1):
-        overrides = state_overrides(plan, [*kept, step], extra)
         missing = missing_requirements(step, extra)
+        failed = ""
+        if missing and step.train is not None and train is not None:
+            log(f"step {i} {step.name}: training {', '.join(missing)} ({' '.join(step.train)})")
+            shared = [o for o in extra if _key(o).split(".")[0] in TRAIN_PASSTHROUGH]
+            try:
+                model = train([*shared, *step.train], out_dir / "models" / step.name)
+            except RagLabError as exc:
+                failed = f"training failed: {exc}"
+            else:  # the model is the step's own override: later steps keep it if the step is kept
+                step = replace(
+                    step, overrides=(*step.overrides, *(f"{k}={model}" for k in missing))
+                )
+                missing = []
+        overrides = state_overrides(plan, [*kept, step], extra)
         if missing:
-            reason = "needs " + ", ".join(f"{k}=..." for k in missing)
+            reason = failed or "needs " + ", ".join(f"{k}=..." for k in missing)
             log(f"step {i} {step.name}: skipped ({reason})")
             results.append(
                 StepResult(
@@ -526,6 +553,7 @@ def read_result(out_dir: Path) -> WalkResult:
                 metric=s["metric"],
                 requires=tuple(s["requires"]),
                 always=s.get("always", False),
+                train=None if s.get("train") is None else tuple(s["train"]),
             )
             for s in p["steps"]
         ),
@@ -599,6 +627,35 @@ def evaluate_step(overrides: Sequence[str], split: str, run_dir: Path) -> pd.Dat
     return pd.read_parquet(run_dir / "per_query.parquet")
 
 
+def train_step(overrides: Sequence[str], out_dir: Path) -> Path:
+    """``rag-lab train reranker`` with ``overrides`` (composed as the command line would), its
+    outputs in ``out_dir``; returns the trained model's folder (``out_dir/model``). A model
+    already trained there by an earlier walk with the same overrides is reused."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf import open_dict
+
+    from rag_lab.paths import CONFIG_DIR
+    from rag_lab.train.reranker import train_reranker
+
+    model = Path(out_dir) / "model"
+    stamp = Path(out_dir) / "walk_train.json"
+    if model.is_dir() and stamp.is_file():
+        if json.loads(stamp.read_text(encoding="utf-8")) == list(overrides):
+            return model
+    try:
+        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+            cfg = compose("train_reranker", overrides=list(overrides))
+    except HydraException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"walk training ({' '.join(overrides)}): {first}") from None
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(out_dir)
+    train_reranker(cfg)
+    stamp.write_text(json.dumps(list(overrides)), encoding="utf-8")
+    return model
+
+
 __all__ = [
     "ALWAYS",
     "Diff",
@@ -618,5 +675,7 @@ __all__ = [
     "read_result",
     "run_walk",
     "state_overrides",
+    "train_step",
+    "Trainer",
     "write_result",
 ]

@@ -71,7 +71,13 @@ def plan_path(walk: str) -> Path:
 @user_errors
 def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-    from rag_lab.analysis.walk import evaluate_step, load_plan, read_result, run_walk
+    from rag_lab.analysis.walk import (
+        evaluate_step,
+        load_plan,
+        read_result,
+        run_walk,
+        train_step,
+    )
     from rag_lab.report.waterfall import write_walk_report, write_waterfall_svg
 
     if args.report is not None:
@@ -85,7 +91,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         plan = load_plan(plan_path(args.walk))
         out = args.out or experiments_dir() / "walks" / plan.name
         result = run_walk(
-            plan, evaluate_step, out, args.overrides, log=lambda m: print(m, file=sys.stderr)
+            plan,
+            evaluate_step,
+            out,
+            args.overrides,
+            log=lambda m: print(m, file=sys.stderr),
+            train=train_step,
         )
     print(f"report: {write_walk_report(result, out)}")
     if args.svg is not None:

@@ -148,3 +148,53 @@ def test_a_step_that_cannot_run_on_the_kept_steps_is_skipped(tmp_path):
     assert broken.kept is None and broken.skipped.startswith("cannot run on the kept steps: ")
     assert "bm25" in broken.skipped
     assert result.steps[2].kept is True and "broken=on" not in result.steps[2].overrides
+
+
+def test_a_step_that_needs_a_model_is_trained_first_and_uses_it(tmp_path):
+    """A step with ``train`` overrides and no model given: the trainer runs once (with the walk's
+    dataset overrides), its model folder becomes the step's own override, kept with the step."""
+    trained: list[tuple[tuple[str, ...], Path]] = []
+
+    def trainer(overrides, out):
+        trained.append((tuple(overrides), out))
+        return out / "model"
+
+    plan = plan_from_dict(
+        {
+            "base": ["experiment=tutorial_rag"],
+            "ci": {"n_resamples": 100},
+            "steps": [
+                {
+                    "name": "ce",
+                    "overrides": ["good=on"],
+                    "requires": ["x.model"],
+                    "train": ["train.max_steps=3"],
+                },
+                {"name": "after", "overrides": ["nothing=on"]},
+            ],
+        }
+    )
+    fake = Fake()
+    extra = ["dataset.path=/data/kb", "generator=extractive"]
+    result = run_walk(plan, fake, tmp_path, extra, train=trainer)
+    assert trained == [(("dataset.path=/data/kb", "train.max_steps=3"), tmp_path / "models" / "ce")]
+    ce = result.steps[1]
+    assert ce.kept is True and not ce.skipped
+    assert f"x.model={tmp_path / 'models' / 'ce' / 'model'}" in ce.overrides
+    assert f"x.model={tmp_path / 'models' / 'ce' / 'model'}" in result.steps[2].overrides
+    assert read_result(tmp_path).plan.steps[0].train == ("train.max_steps=3",)
+
+
+def test_a_failed_training_skips_the_step_and_says_why(tmp_path):
+    def trainer(overrides, out):
+        raise ConfigError("train.model=nowhere: no such model")
+
+    plan = plan_from_dict(
+        {
+            "base": ["experiment=tutorial_rag"],
+            "ci": {"n_resamples": 100},
+            "steps": [{"name": "ce", "requires": ["x.model"], "train": []}],
+        }
+    )
+    result = run_walk(plan, Fake(), tmp_path, train=trainer)
+    assert result.steps[1].skipped == "training failed: train.model=nowhere: no such model"
