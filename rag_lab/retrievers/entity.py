@@ -66,6 +66,9 @@ class EntityRetriever:
         self._entities: list[list[str]] = []  # per chunk, entity keys
         self._postings: dict[str, list[int]] = {}
         self._pos_cut: Any = None
+        # per query id: (named any entity, related entities added); the stats are over every
+        # query searched since indexing (a query timed alone again counts once)
+        self._seen: dict[str, tuple[bool, int]] = {}
 
     @property
     def identity(self) -> str:
@@ -90,6 +93,7 @@ class EntityRetriever:
         self._ids = [c.chunk_id for c in chunks]
         self._entities = [sorted(self.chunk_entities(c)) for c in chunks]
         self._build_postings()
+        self._seen = {}
         seconds = time.perf_counter() - t0
         self.stats = {
             "index_seconds": seconds,
@@ -112,6 +116,7 @@ class EntityRetriever:
         data = json.loads((directory / "entities.json").read_text(encoding="utf-8"))
         self._ids, self._entities = list(data["ids"]), [list(e) for e in data["entities"]]
         self._build_postings()
+        self._seen = {}
         self.stats = {"index_loaded": 1.0, "n_entities": float(len(self._postings))}
 
     # -- queries ---------------------------------------------------------------------------------
@@ -149,12 +154,10 @@ class EntityRetriever:
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:
         n = max(len(self._ids), 1)
         run: Run = {}
-        found = expanded = 0
         for qid, text in queries.items():
             wanted = self.query_entities(text)
             named = self.named_entities(text)
-            found += bool(named)
-            expanded += len(set(wanted) - named)
+            self._seen[qid] = (bool(named), len(set(wanted) - named))
             acc: dict[int, float] = {}
             for name, weight in wanted.items():
                 docs = self._postings.get(name)
@@ -165,10 +168,10 @@ class EntityRetriever:
                     acc[i] = acc.get(i, 0.0) + weight * idf
             best = sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
             run[qid] = {self._ids[i]: float(s) for i, s in best}
-        m = max(len(queries), 1)
+        m = max(len(self._seen), 1)
         self.stats = {
             **{s: v for s, v in self.stats.items() if s in ("index_seconds", "n_entities")},
-            "queries_with_entities": found / m,
-            "related_per_query": expanded / m,
+            "queries_with_entities": sum(f for f, _ in self._seen.values()) / m,
+            "related_per_query": sum(r for _, r in self._seen.values()) / m,
         }
         return run

@@ -129,3 +129,31 @@ def test_the_three_way_hybrid_runs_on_the_sample(tmp_path):
     table = pd.read_parquet(tmp_path / "run" / "per_query.parquet")
     exact = table[table["category"] == "exact_code"]
     assert exact["hit_rate_at_5"].mean() == 1.0
+
+
+def test_an_export_with_the_entity_path_rescores_the_same(tmp_path):
+    """BM25 + entity on the toy set (a dictionary file bundled into the export): the export's
+    saved entity index gives the run's metrics back."""
+    from rag_lab.evaluate import evaluate
+    from rag_lab.export import evaluate_exported, export_pipeline
+    from tests.compose import TOY_OVERRIDES, compose_evaluate
+    from tests.export.roundtrip import assert_same_outputs
+
+    dictionary = tmp_path / "entities.yaml"
+    dictionary.write_text("HX-200: {aliases: [hydraulic unit], related: [E102]}\n", "utf-8")
+    cfg = compose_evaluate(
+        [
+            *TOY_OVERRIDES,
+            "retrievers=[bm25,entity]",
+            f"retrievers.entity.dictionary={dictionary}",
+            "fusion=rrf",
+            "tracking=none",
+        ],
+        tmp_path,
+    )
+    metrics = evaluate(cfg)
+    assert metrics["entity/n_entities"] > 0
+    out = export_pipeline(Path(cfg.paths.output_dir), tmp_path / "export")
+    assert any(p.name.endswith("entities.yaml") for p in (out / "files").iterdir())
+    again = evaluate_exported(out, out_dir=tmp_path / "again")
+    assert_same_outputs(metrics, again)
