@@ -392,6 +392,32 @@ def decide(diffs: Mapping[str, Diff], metrics: Sequence[str], min_gain: float) -
 # the walk
 
 
+def _prepared(
+    step: Step,
+    extra: Sequence[str],
+    train: Trainer | None,
+    out_dir: Path,
+    prefix: str,
+    log: Callable[[str], None],
+) -> tuple[Step, str]:
+    """``step`` ready to run, or why not: a ``requires`` key the walk was not given is trained
+    first when the step says how (``train``) and a trainer is at hand; the model folder becomes
+    the step's own override (later steps keep it when the step is kept). The reason (what is
+    missing, or why training failed) is ``""`` when the step can run."""
+    missing = missing_requirements(step, extra)
+    if not missing:
+        return step, ""
+    if step.train is None or train is None:
+        return step, "needs " + ", ".join(f"{k}=..." for k in missing)
+    log(f"{prefix} {step.name}: training {', '.join(missing)} ({' '.join(step.train)})")
+    shared = [o for o in extra if _key(o).split(".")[0] in TRAIN_PASSTHROUGH]
+    try:
+        model = train([*shared, *step.train], out_dir / "models" / step.name)
+    except RagLabError as exc:
+        return step, f"training failed: {exc}"
+    return replace(step, overrides=(*step.overrides, *(f"{k}={model}" for k in missing))), ""
+
+
 def run_walk(
     plan: WalkPlan,
     evaluate: Evaluator,
@@ -434,23 +460,9 @@ def run_walk(
         )
     ]
     for i, step in enumerate(plan.steps, start=1):
-        missing = missing_requirements(step, extra)
-        failed = ""
-        if missing and step.train is not None and train is not None:
-            log(f"step {i} {step.name}: training {', '.join(missing)} ({' '.join(step.train)})")
-            shared = [o for o in extra if _key(o).split(".")[0] in TRAIN_PASSTHROUGH]
-            try:
-                model = train([*shared, *step.train], out_dir / "models" / step.name)
-            except RagLabError as exc:
-                failed = f"training failed: {exc}"
-            else:  # the model is the step's own override: later steps keep it if the step is kept
-                step = replace(
-                    step, overrides=(*step.overrides, *(f"{k}={model}" for k in missing))
-                )
-                missing = []
+        step, reason = _prepared(step, extra, train, out_dir, f"step {i}", log)
         overrides = state_overrides(plan, [*kept, step], extra)
-        if missing:
-            reason = failed or "needs " + ", ".join(f"{k}=..." for k in missing)
+        if reason:
             log(f"step {i} {step.name}: skipped ({reason})")
             results.append(
                 StepResult(
@@ -460,7 +472,7 @@ def run_walk(
             continue
         try:
             tables = run(i, step.name, overrides)
-        except RagLabError as exc:  # e.g. the chain's BM25 level when BM25 was dropped
+        except RagLabError as exc:  # a stage that cannot be built on the kept steps
             reason = f"cannot run on the kept steps: {exc}"
             log(f"step {i} {step.name}: skipped ({reason})")
             results.append(
