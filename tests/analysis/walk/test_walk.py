@@ -198,3 +198,14 @@ def test_a_failed_training_skips_the_step_and_says_why(tmp_path):
     )
     result = run_walk(plan, Fake(), tmp_path, train=trainer)
     assert result.steps[1].skipped == "training failed: train.model=nowhere: no such model"
+
+
+def test_the_real_trainer_reports_a_failed_training_in_one_line(tmp_path):
+    """train_step runs rag-lab train reranker in a process of its own; a bad override is one
+    ConfigError line, and no model folder is claimed."""
+    from rag_lab.analysis.walk import train_step
+
+    with pytest.raises(ConfigError, match=r"walk training \(train\.no_such_key=1\)") as err:
+        train_step(["train.no_such_key=1"], tmp_path / "ce")
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "ce" / "model").exists()
