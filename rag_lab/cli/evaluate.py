@@ -17,6 +17,7 @@ import hydra
 from omegaconf import DictConfig
 
 from rag_lab.cli._compose import speed_up_compositions
+from rag_lab.cli._run_dir import guard_run_dir
 from rag_lab.errors import user_errors
 from rag_lab.llm.client import check_overrides
 from rag_lab.metrics.names import objective_value
@@ -47,6 +48,7 @@ def main() -> float | None:
     warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/ray' is validated against")
     speed_up_compositions()  # a multirun composes each job once, each YAML file parsed once
     register_fork_launcher()  # hydra/launcher=fork, also from an editable install
+    guard_run_dir()  # Hydra's own writes: atomic; a full disk is one line
     # a run allocates millions of small objects that live to its end (configs, chunks, runs);
     # at the default thresholds (700, 10, 10) the collector walks that growing heap again and
     # again (~0.6 s of a warm 12-job grid); rarer collections free the same garbage
