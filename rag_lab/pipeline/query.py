@@ -23,7 +23,7 @@ from rag_lab.fusion.base import Fusion, QueryConditioned
 from rag_lab.fusion.rrf import RRFFusion
 from rag_lab.pipeline.index import Indexes, identity
 from rag_lab.postprocess.base import PostProcessor
-from rag_lab.protocols import CachesOwnRuns, QueryMetadataAware
+from rag_lab.protocols import CachesOwnRuns, QueryMetadataAware, implements
 from rag_lab.query_transforms.base import QueryTransform, QueryVariants
 from rag_lab.retrievers.base import Retriever
 from rag_lab.types import Run
@@ -133,7 +133,7 @@ class QuerySide:
 
     def _read(self, retriever: Retriever) -> dict[str, dict[str, Any]] | None:
         """What a metadata-reading retriever reads of each query (it keys the cached runs)."""
-        return self.declared(retriever) if isinstance(retriever, QueryMetadataAware) else None
+        return self.declared(retriever) if implements(retriever, QueryMetadataAware) else None
 
     def _run(
         self, name: str, queries: Mapping[str, str], k: int, latency_queries: int
@@ -143,7 +143,7 @@ class QuerySide:
         # a stage that caches its own per-query output (CachesOwnRuns) is always called
         cache = (
             self.cache
-            if self.indexes.chunks_key and not isinstance(retriever, CachesOwnRuns)
+            if self.indexes.chunks_key and not implements(retriever, CachesOwnRuns)
             else None
         )
         if cache is None:
