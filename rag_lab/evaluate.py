@@ -35,7 +35,7 @@ from rag_lab.protocols import Remote
 from rag_lab.report import console
 from rag_lab.sweep.context import check_sweep, sweep_context
 from rag_lab.tracking.evaluation import evaluation_run, log_evaluation
-from rag_lab.validate import OptionError, boolean, choice, integer
+from rag_lab.validate import OptionError, boolean, check_added_keys, choice, integer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,12 +57,23 @@ def wants_html_report(ecfg: DictConfig) -> bool:
     return value == "true" or (value == "auto" and sweep_context() is None)
 
 
+def _overrides() -> list[str]:
+    """The job's command-line overrides (none when Hydra did not start the job: a test's
+    composed config)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return []
+    return [str(o) for o in HydraConfig.get().overrides.task]
+
+
 def check_config(cfg: DictConfig) -> None:
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         raise ConfigError(
             f"missing required setting(s): {', '.join(missing)} (e.g. {missing[0]}=...)"
         )
+    check_added_keys(cfg, _overrides())  # +evaluation.retrive_k=5 is a typo, not a new setting
     check_sweep(cfg)
     check_metric_names(list(cfg.evaluation.metrics))
     ecfg = cfg.evaluation

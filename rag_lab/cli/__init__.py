@@ -87,6 +87,17 @@ COMMANDS: dict[str, Command] = {
         "rag_lab.cli.walk",
         "walk from one pipeline to another a stage at a time (dev decides, test reports)",
     ),
+    "runs": Command(
+        "rag_lab.cli.runs",
+        "MLflow runs: rag-lab runs close-stale (mark KILLED the runs of dead processes)",
+        tasks={
+            "close-stale": Command(
+                "rag_lab.cli.runs",
+                "mark KILLED the runs left RUNNING by processes of this host that died",
+                "close_stale",
+            ),
+        },
+    ),
     "synthesize": Command(
         "rag_lab.cli.synthesize",
         "LLM-written queries with verbatim evidence from a corpus, for review, then a split",

@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag_lab.errors import ConfigError, exit_status, user_errors
+from rag_lab.io.atomic import write_atomic
 from rag_lab.judge.evaluation.judging import (
     LABELS_REPORT,
     Item,
@@ -221,9 +222,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         report["skipped"] = skipped
         report_dir.mkdir(parents=True, exist_ok=True)
-        (report_dir / LABELS_REPORT).write_text(
-            json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8"
-        )
+        write_atomic(report_dir / LABELS_REPORT, json.dumps(report, indent=2, ensure_ascii=False))
         print(render_labels_report(report))
         print(f"\n  report: {report_dir / LABELS_REPORT}")
     if len(specs) > 1:

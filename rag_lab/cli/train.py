@@ -6,18 +6,20 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import hydra
 from omegaconf import DictConfig
 
+from rag_lab.cli._run_dir import guard_run_dir
 from rag_lab.errors import user_errors
 from rag_lab.paths import CONFIG_DIR
 
 
 @hydra.main(config_path=CONFIG_DIR, config_name="train_embedder", version_base="1.3")
 @user_errors
-def embedder(cfg: DictConfig) -> None:
+def _embedder(cfg: DictConfig) -> None:
     from rag_lab.train.embedder import train_embedder  # torch and transformers load here
 
     train_embedder(cfg)
@@ -25,10 +27,24 @@ def embedder(cfg: DictConfig) -> None:
 
 @hydra.main(config_path=CONFIG_DIR, config_name="train_reranker", version_base="1.3")
 @user_errors
-def reranker(cfg: DictConfig) -> None:
+def _reranker(cfg: DictConfig) -> None:
     from rag_lab.train.reranker import train_reranker
 
     train_reranker(cfg)
+
+
+@functools.wraps(_embedder)
+def embedder() -> None:
+    """``rag-lab train embedder``: Hydra's own writes guarded (a full disk is one line)."""
+    guard_run_dir()
+    _embedder()
+
+
+@functools.wraps(_reranker)
+def reranker() -> None:
+    """``rag-lab train reranker``: Hydra's own writes guarded (a full disk is one line)."""
+    guard_run_dir()
+    _reranker()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rag_lab.errors import DISK_ERRNOS
 from rag_lab.metrics.names import is_count, metric_key
 
 RUN_SUMMARY = (
@@ -228,3 +229,28 @@ def console_filter(verbose: Any = False, progress: Any = "auto") -> LibraryFilte
         if "mlflow" in sys.modules:
             logging.getLogger("mlflow").setLevel(logging.WARNING)
     return LibraryFilter(verbose)
+
+
+class RunLogFile(logging.FileHandler):
+    """The run's ``.log`` file (Hydra's ``job_logging`` file handler, conf/hydra/default.yaml). A
+    record that cannot be written for a full disk, an exhausted quota or a read-only folder
+    stops the file with one warning line on stderr, instead of ``logging``'s traceback for every
+    record after it; the run's own error names the output it could not write."""
+
+    _stopped = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self._stopped:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
+            self._stopped = True
+            print(
+                f"warning: the run log {self.baseFilename} stops here: "
+                f"{os.strerror(exc.errno).lower()}",
+                file=sys.stderr,
+            )
+            return
+        super().handleError(record)

@@ -24,6 +24,7 @@ from rag_lab.analysis.runs import (
     with_labels,
 )
 from rag_lab.analysis.stats import paired_bootstrap_ci
+from rag_lab.io.atomic import write_atomic
 from rag_lab.io.run_folder import REPORT_FILE
 from rag_lab.metrics.names import metric_key
 from rag_lab.report import html as h
@@ -300,7 +301,7 @@ def write_run_report(run_dir: Path, labels: Labels | None = None) -> Path:
     run_dir = Path(run_dir)
     run = with_labels(load_run(run_dir), labels)
     path = run_dir / REPORT_FILE
-    path.write_text(render_run(run), encoding="utf-8")
+    write_atomic(path, render_run(run))
     return path
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rag_lab.io.atomic import write_atomic
 from rag_lab.io.run_folder import (
     ANSWERS_FILE,
     CONFIG_FILE,
@@ -265,7 +266,7 @@ def check_parent_store(tracker: Tracker, sweep: Mapping[str, Any]) -> None:
 
 def _write_run_id(out_dir: Path, run_id: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / MLFLOW_RUN_FILE).write_text(run_id)
+    write_atomic(out_dir / MLFLOW_RUN_FILE, run_id)
 
 
 def preview_table(table: pd.DataFrame, depth: int = TABLE_IDS) -> pd.DataFrame:

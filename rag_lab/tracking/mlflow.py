@@ -271,14 +271,19 @@ class MlflowTracker:
     ) -> MlflowRun:
         """Open a run now (a child of ``parent_run_id`` when given) and return it; the caller
         logs to it as the job goes and closes it with :meth:`MlflowRun.end`. MLflow's start time
-        is this call's, its end time that of ``end``."""
+        is this call's, its end time that of ``end``. The run is tagged with this process (host,
+        pid, start time); runs of the experiment whose process died first are marked ``KILLED``
+        (:mod:`rag_lab.tracking.stale`)."""
+        from rag_lab.tracking.stale import close_stale_runs, process_tags
+
         self.check()
-        all_tags = {**self.tags, **(tags or {})}
+        all_tags = {**self.tags, **(tags or {}), **process_tags()}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
         with store_lock(self.uri):
             _, exp_id = self._open()
             client = self.client()
+            close_stale_runs(client, [exp_id])  # runs of processes killed before they ended
             run = client.create_run(exp_id, run_name=run_name, tags=_tag_values(all_tags))
         return MlflowRun(self, client, run.info.run_id)
 
@@ -294,6 +299,17 @@ class MlflowTracker:
         if params:
             run.log_params(params)
         return {"run_id": run.run_id, "experiment_id": run.experiment_id, "uri": self.uri}
+
+    def close_stale(self) -> list[str]:
+        """Mark ``KILLED`` the runs of every experiment of this store left ``RUNNING`` by a
+        process of this host that died (:func:`rag_lab.tracking.stale.close_stale_runs`)."""
+        from rag_lab.tracking.stale import close_stale_runs
+
+        self.check()
+        with store_lock(self.uri):
+            client = self.client()
+            ids = [e.experiment_id for e in client.search_experiments()]
+            return close_stale_runs(client, ids)
 
     def run_status(self, run_id: str) -> str | None:
         """``RUNNING`` | ``FINISHED`` | ``FAILED`` | ``KILLED`` of a run in this store; None when
