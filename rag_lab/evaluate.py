@@ -22,6 +22,7 @@ from rag_lab.analysis.runs import Labels
 from rag_lab.cache import ON_ERROR, open_cache
 from rag_lab.errors import ConfigError
 from rag_lab.io import run_folder as outputs
+from rag_lab.metrics.names import canonical_key
 from rag_lab.metrics.relevance import to_document_run
 from rag_lab.metrics.score import (
     check_labels,
@@ -136,6 +137,7 @@ def track(
         warnings=[*data.warnings, *warnings],
         table=table,
         out_dir=out_dir,
+        objective=canonical_key(str(cfg.get("optimized_metric") or "")) or None,
     )
     console.show_tracking(cfg, run.run_id, tracker.uri if isinstance(tracker, Remote) else "")
 

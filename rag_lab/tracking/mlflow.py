@@ -42,6 +42,9 @@ MAX_METRICS_PER_BATCH = 1000
 MAX_PARAMS_TAGS_PER_BATCH = 100
 MAX_ENTITIES_PER_BATCH = 1000
 STATUSES = ("FINISHED", "FAILED", "KILLED")
+# MLflow's experiment kind (the tag and value its UI sets): an experiment that has none opens on
+# its runs, not on MLflow 3's GenAI overview (which an experiment with traces gets by default)
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 
 
 sanitize_key = metric_key  # the one sanitiser (rag_lab.metrics.names); kept under this name
@@ -246,7 +249,9 @@ class MlflowTracker:
 
             try:
                 return mlflow, mlflow.create_experiment(
-                    self.experiment, artifact_location=self._artifact_uri()
+                    self.experiment,
+                    artifact_location=self._artifact_uri(),
+                    tags=dict([EXPERIMENT_KIND]),
                 )
             except MlflowException as exc:
                 # parallel jobs on a server (no store_lock there): another one created it first
@@ -255,6 +260,8 @@ class MlflowTracker:
                 exp = mlflow.get_experiment_by_name(self.experiment)
                 if exp is None:
                     raise
+        if EXPERIMENT_KIND[0] not in exp.tags:  # made before rag_lab set it (a user's choice stays)
+            mlflow.MlflowClient(self.uri).set_experiment_tag(exp.experiment_id, *EXPERIMENT_KIND)
         return mlflow, exp.experiment_id
 
     def client(self) -> Any:
