@@ -35,7 +35,8 @@ from rag_lab.pipeline.scoring import answer_result, score_result
 from rag_lab.protocols import Remote
 from rag_lab.report import console
 from rag_lab.sweep.context import check_sweep, sweep_context
-from rag_lab.tracking.evaluation import evaluation_run, log_evaluation
+from rag_lab.tracking.evaluation import evaluation_run, log_evaluation, log_query_traces
+from rag_lab.tracking.traces import selected as selected_traces
 from rag_lab.validate import OptionError, boolean, choice, integer
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def check_config(cfg: DictConfig) -> None:
             integer(k, f"evidence_k[{i}]", ge=1)
     except OptionError as exc:
         raise exc.at("evaluation") from None
+    selected_traces(OmegaConf.select(cfg, "tracking.traces", default=None), [])  # a bad value
     cache_dir = OmegaConf.select(cfg, "cache.dir", default=None)
     on_error = OmegaConf.select(cfg, "cache.on_error", default="fail")
     try:
@@ -165,7 +167,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
             query_metadata={q: x.metadata for q, x in data.queries.items()},  # as_of, ...
         )
         metrics, table = score_result(result, pipe, data, ecfg)
-        table = answer_result(cfg, data, pipe, result, metrics, table, out_dir)
+        table, answers = answer_result(cfg, data, pipe, result, metrics, table, out_dir)
         metrics.update(runtime_metrics(result, pipe.timings, list(pipe.retrievers)))
         metrics.update(pipe.cache_counters())
         metrics.update(ingest_metrics(pipe.ingest))
@@ -183,4 +185,8 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
             cfg, console.title(data.name, data.split, pipe), metrics, list(ecfg.metrics), out_dir
         )
         track(cfg, run, tracker, data, pipe, metrics, warnings, table, out_dir)
+        if run is not None:  # a trace per query (tracking.traces), after the run's own logging
+            log_query_traces(
+                run, cfg, result, data, pipe.all_chunks, list(pipe.retrievers), answers
+            )
     return metrics

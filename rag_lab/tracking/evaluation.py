@@ -60,7 +60,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from rag_lab.dataset.base import LabelledQueries
+    from rag_lab.pipeline.result import RetrievalResult
     from rag_lab.protocols import TrackedRun, Tracker
+    from rag_lab.types import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -400,3 +402,38 @@ def log_evaluation(
         run.log_table(metrics_table(metrics, logged), METRICS_TABLE_FILE)
         run.log_table(preview_table(table), TABLE_FILE)
     run.log_artifacts(_artifacts(out_dir))
+
+
+def log_query_traces(
+    run: TrackedRun,
+    cfg: DictConfig,
+    result: RetrievalResult,
+    data: LabelledQueries,
+    chunks: Mapping[str, Chunk],
+    retrievers: Sequence[str],
+    answers: Mapping[str, Mapping[str, Any]],
+) -> int:
+    """A trace per query ``tracking.traces`` selects (``rag_lab.tracking.traces``) on a run that
+    records traces; the count and the seconds it took become the run's ``traces`` and
+    ``trace_seconds`` tags. Returns the count."""
+    import time
+
+    from rag_lab import __version__
+    from rag_lab.protocols import TraceLogging
+    from rag_lab.tracking.traces import build_traces, judge_source, selected
+
+    if not isinstance(run, TraceLogging):
+        return 0
+    ids = selected(OmegaConf.select(cfg, "tracking.traces", default="all"), list(data.queries))
+    if not ids:
+        return 0
+    t0 = time.perf_counter()
+    judge_cfg = OmegaConf.select(cfg, "judge", default=None) if cfg.get("generator") else None
+    judge = judge_source(
+        OmegaConf.to_container(judge_cfg, resolve=True) if judge_cfg else None,  # type: ignore[arg-type]
+        __version__,
+    )
+    records = build_traces(ids, result, data, chunks, retrievers, answers, judge, __version__)
+    run.log_traces(records)
+    run.set_tags({"traces": len(records), "trace_seconds": f"{time.perf_counter() - t0:.3f}"})
+    return len(records)
