@@ -111,6 +111,24 @@ def fetch_run(run_id: str, tracking_uri: str) -> tuple[Any, Any]:
         ) from None
 
 
+def fetch_experiment(name: str, tracking_uri: str) -> str:
+    """The id of experiment ``name`` in an existing store; ``ConfigError`` naming what is
+    missing (as :func:`fetch_run`)."""
+    from mlflow.tracking import MlflowClient
+
+    from rag_lab.errors import ConfigError
+
+    if (
+        tracking_uri.startswith("sqlite:///")
+        and not Path(tracking_uri[len("sqlite:///") :]).is_file()
+    ):
+        raise ConfigError(f"no MLflow store at {tracking_uri}")
+    exp = MlflowClient(tracking_uri=tracking_uri).get_experiment_by_name(name)
+    if exp is None:
+        raise ConfigError(f"no MLflow experiment {name!r} in {tracking_uri}")
+    return str(exp.experiment_id)
+
+
 ON_ERROR = ("fail", "local")
 PROBE_TIMEOUT_S = 2.0
 
