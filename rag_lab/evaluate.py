@@ -27,6 +27,7 @@ from rag_lab.metrics.relevance import to_document_run
 from rag_lab.metrics.score import (
     check_labels,
     check_metric_names,
+    label_free_metrics,
 )
 from rag_lab.pipeline import build
 from rag_lab.pipeline.ingest import ingest_metrics
@@ -172,6 +173,8 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         metrics.update(pipe.cache_counters())
         metrics.update(ingest_metrics(pipe.ingest))
         metrics["total_seconds"] = time.perf_counter() - t_start
+        if not data.labelled:  # a label-free query set (dataset.labels=false)
+            metrics = label_free_metrics(metrics)
 
         outputs.write_scores(out_dir, metrics, table, data.fingerprint)
         chunk_doc = {cid: c.doc_id for cid, c in pipe.all_chunks.items()}

@@ -87,6 +87,10 @@ COMMANDS: dict[str, Command] = {
         "rag_lab.cli.walk",
         "walk from one pipeline to another a stage at a time (dev decides, test reports)",
     ),
+    "traces": Command(
+        "rag_lab.cli.traces",
+        "MLflow traces as data: rag-lab traces to-dataset (a BEIR query set, qrels from feedback)",
+    ),
     "synthesize": Command(
         "rag_lab.cli.synthesize",
         "LLM-written queries with verbatim evidence from a corpus, for review, then a split",

@@ -2,6 +2,14 @@
 experiment (in MLflow's UI, with ``mlflow.log_feedback``, or through a server's feedback
 endpoint), for ``rag-lab judge --labels mlflow:<experiment>`` and ``rag-lab traces to-dataset``.
 
+:func:`traces_to_beir` (``rag-lab traces to-dataset``) turns an experiment's traces (evaluated or
+served) into a query set in the BEIR layout: ``queries.jsonl`` (every traced query text once;
+``metadata``: ``category``, ``trace_id``, ``run_id``, ``labelled``) and, for the queries a person
+labelled, ``qrels/test.tsv`` from their human ``expected_document_ids`` assessment (a list of
+document ids, grade 1 each, or ``{id: grade}``; MLflow's UI adds it as an expectation). The
+queries nobody labelled stay in ``queries.jsonl`` for label-free evaluation
+(``dataset.labels=false``: faithfulness, empty-result, conflict and fallback rates).
+
 Only ``HUMAN`` assessments count (a judge's or rag_lab's own are not labels), only valid ones (an
 assessment a later one overrides is not), the latest per trace and name.
 """
@@ -10,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rag_lab.errors import ConfigError
@@ -49,8 +58,8 @@ def experiment_traces(experiment: str, uri: str) -> Iterator[LoggedTrace]:
 
     from rag_lab.tracking.mlflow import fetch_experiment
 
+    exp_id = fetch_experiment(experiment, uri)  # first: a client would create a missing store
     client: Any = MlflowClient(uri)
-    exp_id = fetch_experiment(experiment, uri)
     token = None
     while True:
         page = client.search_traces(
@@ -95,3 +104,79 @@ def split_spec(spec: str, default_uri: str) -> tuple[str, str]:
     if not experiment:
         raise ConfigError(f"{spec}: expected mlflow:<experiment>[@<tracking uri>]")
     return experiment, uri or default_uri
+
+
+LABEL = "expected_document_ids"
+
+
+def _query_text(request: Any) -> str | None:
+    from rag_lab.tracking.scorers import QUERY_KEYS
+
+    if isinstance(request, str):
+        return request.strip() or None
+    if isinstance(request, dict):
+        for key in QUERY_KEYS:
+            if isinstance(request.get(key), str) and request[key].strip():
+                return str(request[key]).strip()
+    return None
+
+
+def _grades(value: Any) -> dict[str, int]:
+    if isinstance(value, dict):
+        return {str(k): int(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return {str(d): 1 for d in value}
+    return {}
+
+
+def traces_to_beir(experiment: str, uri: str, out: Path) -> dict[str, int]:
+    """Write the BEIR query set of ``experiment``'s traces into ``out`` (module docstring);
+    returns ``{"queries": n, "labelled": n, "skipped": n}`` (skipped: traces without a query
+    text). A query text traced several times is one query (its labels merged, the highest grade
+    kept); its id is the first trace's ``query_id`` tag when unique, else ``t<n>``."""
+    import json
+
+    texts: dict[str, dict[str, Any]] = {}
+    skipped = 0
+    for trace in experiment_traces(experiment, uri):
+        text = _query_text(trace.request)
+        if text is None:
+            skipped += 1
+            continue
+        entry = texts.setdefault(
+            text,
+            {
+                "qid": trace.query_id,
+                "category": trace.tags.get("category") or "",
+                "trace_id": trace.trace_id,
+                "run_id": trace.run_id,
+                "grades": {},
+            },
+        )
+        for doc, grade in _grades(trace.human.get(LABEL)).items():
+            entry["grades"][doc] = max(grade, entry["grades"].get(doc, grade))
+    if not texts:
+        raise ConfigError(f"mlflow:{experiment}: no trace with a query text to write")
+    used: set[str] = set()
+    out.mkdir(parents=True, exist_ok=True)
+    labelled = 0
+    qrels_lines = ["query-id\tcorpus-id\tscore"]
+    with (out / "queries.jsonl").open("w", encoding="utf-8") as fh:
+        for n, (text, e) in enumerate(texts.items(), 1):
+            qid = e["qid"] if e["qid"] and e["qid"] not in used else f"t{n}"
+            used.add(qid)
+            meta = {
+                "category": e["category"],
+                "trace_id": e["trace_id"],
+                "run_id": e["run_id"],
+                "labelled": bool(e["grades"]),
+            }
+            fh.write(json.dumps({"_id": qid, "text": text, "metadata": meta}, ensure_ascii=False))
+            fh.write("\n")
+            if e["grades"]:
+                labelled += 1
+                qrels_lines += [f"{qid}\t{doc}\t{g}" for doc, g in sorted(e["grades"].items())]
+    if labelled:
+        (out / "qrels").mkdir(exist_ok=True)
+        (out / "qrels" / "test.tsv").write_text("\n".join(qrels_lines) + "\n", encoding="utf-8")
+    return {"queries": len(texts), "labelled": labelled, "skipped": skipped}
