@@ -190,6 +190,13 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         track(cfg, run, tracker, data, pipe, metrics, warnings, table, out_dir)
         if run is not None:  # a trace per query (tracking.traces), after the run's own logging
             log_query_traces(
-                run, cfg, result, data, pipe.all_chunks, list(pipe.retrievers), answers
+                run,
+                cfg,
+                result,
+                data,
+                pipe.all_chunks,
+                list(pipe.retrievers),
+                answers,
+                sweep=sweep_context() is not None,
             )
     return metrics

@@ -412,8 +412,10 @@ def log_query_traces(
     chunks: Mapping[str, Chunk],
     retrievers: Sequence[str],
     answers: Mapping[str, Mapping[str, Any]],
+    sweep: bool = False,
 ) -> int:
-    """A trace per query ``tracking.traces`` selects (``rag_lab.tracking.traces``) on a run that
+    """A trace per query ``tracking.traces`` selects (``rag_lab.tracking.traces``; ``sweep``: a
+    sweep's job) on a run that
     records traces; the count and the seconds it took become the run's ``traces`` and
     ``trace_seconds`` tags. Returns the count."""
     import time
@@ -424,7 +426,8 @@ def log_query_traces(
 
     if not isinstance(run, TraceLogging):
         return 0
-    ids = selected(OmegaConf.select(cfg, "tracking.traces", default="all"), list(data.queries))
+    setting = OmegaConf.select(cfg, "tracking.traces", default="auto")
+    ids = selected(setting, list(data.queries), sweep)
     if not ids:
         return 0
     t0 = time.perf_counter()

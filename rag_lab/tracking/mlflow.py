@@ -197,7 +197,7 @@ class MlflowTracker:
     on_error: a server at ``uri`` that does not answer: ``fail`` (``ConfigError`` naming the URI,
         in seconds) or ``local`` (warn and log to ``local_uri`` instead).
     local_uri: the store ``on_error=local`` falls back to (default: ``experiments/mlflow.db``).
-    traces: a trace per evaluated query: ``all`` | ``sample:N`` | ``none``
+    traces: a trace per evaluated query: ``auto`` | ``all`` | ``sample:N`` | ``none``
         (``rag_lab.tracking.traces``; ``rag-lab evaluate`` reads it from the config).
     """
 
@@ -209,7 +209,7 @@ class MlflowTracker:
         tags: Mapping[str, str] | None = None,
         on_error: str = "fail",
         local_uri: str | None = None,
-        traces: str = "all",
+        traces: str = "auto",
     ) -> None:
         from rag_lab.errors import ConfigError
 

@@ -1,8 +1,9 @@
 """A trace per evaluated query, built from what the pipeline already recorded (no stage is run
 or timed again): plain records that ``rag_lab.tracking.mlflow.MlflowRun.log_traces`` writes.
 
-``tracking.traces``: ``all`` (default: every query, up to :data:`MAX_TRACES`), ``sample:N`` (the
-first ``N`` queries of the split, in its order) or ``none``.
+``tracking.traces``: ``auto`` (default: ``all`` for a single run, ``none`` for a sweep's jobs,
+whose trials would each pay for their traces), ``all`` (every query, up to :data:`MAX_TRACES`),
+``sample:N`` (the first ``N`` queries of the split, in its order) or ``none``.
 
 A trace (named ``rag_lab query``, tagged ``query_id``, ``category``, ``split``, linked to the run)
 holds a span per stage the query went through, in pipeline order: ``query_transforms`` (the
@@ -80,10 +81,12 @@ class TraceRecord:
     assessments: tuple[AssessmentRecord, ...] = ()
 
 
-def selected(setting: Any, query_ids: Sequence[str]) -> list[str]:
-    """The query ids ``tracking.traces`` asks traces for (module docstring); ``ConfigError``
-    naming the key for anything else."""
+def selected(setting: Any, query_ids: Sequence[str], sweep: bool = False) -> list[str]:
+    """The query ids ``tracking.traces`` asks traces for (module docstring; ``sweep``: this run
+    is a sweep's job); ``ConfigError`` naming the key for anything else."""
     text = "none" if setting is None or setting is False else str(setting).strip().lower()
+    if text == "auto":
+        text = "none" if sweep else "all"
     if text == "none":
         return []
     if text == "all":
@@ -91,7 +94,7 @@ def selected(setting: Any, query_ids: Sequence[str]) -> list[str]:
     head, _, n = text.partition(":")
     if head == "sample" and n.isdigit() and int(n) >= 1:
         return list(query_ids)[: min(int(n), MAX_TRACES)]
-    raise ConfigError(f"tracking.traces={setting}: expected all, sample:N (N >= 1) or none")
+    raise ConfigError(f"tracking.traces={setting}: expected auto, all, sample:N (N >= 1) or none")
 
 
 def judge_source(judge_cfg: Mapping[str, Any] | None, version: str) -> str | None:

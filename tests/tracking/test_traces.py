@@ -29,6 +29,7 @@ def test_selected_queries():
     assert selected("all", ids) == ids[:MAX_TRACES]  # the documented cap
     assert selected("sample:3", ids) == ["q0", "q1", "q2"]
     assert selected("none", ids) == [] and selected(None, ids) == []
+    assert selected("auto", ids) == ids[:MAX_TRACES] and selected("auto", ids, sweep=True) == []
     for bad in ("some", "sample:0", "sample:x", "sample"):
         with pytest.raises(ConfigError, match="tracking.traces"):
             selected(bad, ids)
