@@ -109,7 +109,7 @@ def split_spec(spec: str, default_uri: str) -> tuple[str, str]:
 LABEL = "expected_document_ids"
 
 
-def _query_text(request: Any) -> str | None:
+def query_text(request: Any) -> str | None:
     from rag_lab.tracking.scorers import QUERY_KEYS
 
     if isinstance(request, str):
@@ -139,7 +139,7 @@ def traces_to_beir(experiment: str, uri: str, out: Path) -> dict[str, int]:
     texts: dict[str, dict[str, Any]] = {}
     skipped = 0
     for trace in experiment_traces(experiment, uri):
-        text = _query_text(trace.request)
+        text = query_text(trace.request)
         if text is None:
             skipped += 1
             continue
@@ -180,3 +180,36 @@ def traces_to_beir(experiment: str, uri: str, out: Path) -> dict[str, int]:
         (out / "qrels").mkdir(exist_ok=True)
         (out / "qrels" / "test.tsv").write_text("\n".join(qrels_lines) + "\n", encoding="utf-8")
     return {"queries": len(texts), "labelled": labelled, "skipped": skipped}
+
+
+def evaluation_records(name: str, uri: str) -> list[dict[str, Any]]:
+    """The records of the MLflow evaluation dataset ``name`` (``mlflow.genai.datasets``) at
+    ``uri``: ``{"id", "inputs", "expectations"}`` each (``id``: the inputs' ``query_id`` when
+    given, else MLflow's record id); ``ConfigError`` naming the dataset when it does not exist."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).is_file():
+        raise ConfigError(f"no MLflow store at {uri}")
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)  # mlflow.genai.datasets reads the global tracking URI
+    try:
+        from mlflow.genai.datasets import get_dataset
+
+        try:
+            frame = get_dataset(name=name).to_df()
+        except MlflowException as exc:
+            raise ConfigError(
+                f"MLflow evaluation dataset {name!r} not found in {uri} "
+                f"({exc.message.splitlines()[0]})"
+            ) from None
+    finally:
+        mlflow.set_tracking_uri(before)
+    out = []
+    for rec in frame.to_dict("records"):
+        inputs = rec.get("inputs") if isinstance(rec.get("inputs"), dict) else {}
+        qid = inputs.get("query_id") or rec.get("dataset_record_id")
+        out.append(
+            {"id": str(qid), "inputs": inputs, "expectations": dict(rec.get("expectations") or {})}
+        )
+    return out

@@ -14,6 +14,7 @@ from mlflow.entities import AssessmentSource
 
 from rag_lab.cli.traces import run as traces
 from rag_lab.dataset.beir import read_qrels, read_queries
+from rag_lab.errors import ConfigError
 from rag_lab.evaluate import evaluate
 from tests.compose import TOY, TOY_OVERRIDES, compose_evaluate
 
@@ -85,3 +86,38 @@ def test_to_dataset_refuses_a_missing_experiment(tmp_path, capsys):
     uri = f"sqlite:///{tmp_path}/none.db"
     assert traces(["to-dataset", "--experiment", "x", "--out", str(tmp_path), "--uri", uri]) == 2
     assert "no MLflow store" in capsys.readouterr().err
+
+
+def test_an_mlflow_evaluation_dataset_is_a_dataset(tmp_path, restore_tracking_uri):
+    """dataset=mlflow: the toy set as an MLflow evaluation dataset scores as the BEIR folder."""
+    from mlflow.genai.datasets import create_dataset
+
+    uri = f"sqlite:///{tmp_path}/eval.db"
+    mlflow.set_tracking_uri(uri)
+    exp = mlflow.create_experiment("app")
+    queries, qrels = read_queries(TOY / "queries.jsonl"), read_qrels(TOY / "qrels" / "test.tsv")
+    ds = create_dataset(name="toy_eval", experiment_id=exp)
+    ds.merge_records(
+        [
+            {
+                "inputs": {"question": queries[q].text, "query_id": q},
+                "expectations": {"expected_document_ids": dict(qrels[q])},
+            }
+            for q in qrels
+        ]
+    )
+    beir = evaluate(compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]"], tmp_path / "beir"))
+    overrides = [
+        "dataset=mlflow",
+        "dataset.name=toy_eval",
+        f"dataset.corpus={TOY / 'corpus.jsonl'}",
+        f"dataset.uri={uri}",
+        "embedder=hashing",
+        "tokenizer=jieba",
+        "retrievers=[bm25]",
+    ]
+    got = evaluate(compose_evaluate(overrides, tmp_path / "mlflow"))
+    for key in ("n_queries", "ndcg_at_10", "hit_rate_at_5", "recall_at_10", "noise_ratio_at_5"):
+        assert got[key] == pytest.approx(beir[key]), key
+    with pytest.raises(ConfigError, match="toy_missing"):
+        evaluate(compose_evaluate([*overrides, "dataset.name=toy_missing"], tmp_path / "missing"))
