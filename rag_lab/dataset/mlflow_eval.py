@@ -48,7 +48,7 @@ class MlflowEvalDataset:
         self.labels, self.materialise_dir, self.on_empty = labels, materialise_dir, on_empty
 
     def load(self) -> LabelledQueries:
-        from rag_lab.tracking.feedback import query_text, evaluation_records
+        from rag_lab.tracking.feedback import evaluation_records, query_text
         from rag_lab.tracking.fetch import resolve_tracking_uri
         from rag_lab.tracking.scorers import expected_grades
 
