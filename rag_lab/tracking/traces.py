@@ -140,6 +140,47 @@ def _first_relevant(doc_ranking: Sequence[str], qrels: Mapping[str, int]) -> int
     return 0
 
 
+def _answer_spans(query: str, row: Mapping[str, Any], judged: bool) -> list[SpanRecord]:
+    """The answer stage's spans of one query (its own measured windows)."""
+    windows = row.get("windows", {})
+    given = list(row.get("given_ids", []))
+    response = row.get("response")
+    s, e = windows.get("context", (0, 0))
+    out = [SpanRecord("context", "CHAIN", s, e, {"query": query}, given)]
+    s, e = windows.get("generation", (0, 0))
+    out.append(
+        SpanRecord("generation", "LLM", s, e, {"query": query, "chunk_ids": given}, response)
+    )
+    if judged:
+        s, e = windows.get("judge", (0, 0))
+        verdict = {"faithfulness": row.get("faithfulness"), "faithful": row.get("faithful")}
+        out.append(SpanRecord("judge", "EVALUATOR", s, e, {"response": response}, verdict))
+    return out
+
+
+def _assessments(
+    qrels: Mapping[str, int],
+    doc_ranking: Sequence[str],
+    row: Mapping[str, Any] | None,
+    judge: str | None,
+    metrics_source: str,
+) -> tuple[AssessmentRecord, ...]:
+    """The retrieval outcome of an answerable query and the judge's verdict (module
+    docstring)."""
+    out: list[AssessmentRecord] = []
+    if any(g > 0 for g in qrels.values()):
+        rank = _first_relevant(doc_ranking, qrels)
+        out += [
+            AssessmentRecord(f"hit_at_{HIT_K}", 0 < rank <= HIT_K, "CODE", metrics_source),
+            AssessmentRecord("first_relevant_rank", rank, "CODE", metrics_source),
+        ]
+    if row is not None and judge is not None and row.get("faithfulness") is not None:
+        out.append(AssessmentRecord("faithfulness", float(row["faithfulness"]), "LLM_JUDGE", judge))
+        if row.get("faithful") is not None:
+            out.append(AssessmentRecord("faithful", bool(row["faithful"]), "LLM_JUDGE", judge))
+    return tuple(out)
+
+
 def build_traces(
     query_ids: Sequence[str],
     result: RetrievalResult,
@@ -197,25 +238,9 @@ def build_traces(
             kind = "RERANKER" if name == "reranker" else "CHAIN"
             spans.append(SpanRecord(name, kind, s, e, {"n_candidates": len(run)}, outputs, attrs))
         row = answers.get(qid)
-        response = None
+        response = row.get("response") if row is not None else None
         if row is not None:
-            windows = row.get("windows", {})
-            given = list(row.get("given_ids", []))
-            s, e = windows.get("context", (0, 0))
-            spans.append(SpanRecord("context", "CHAIN", s, e, {"query": query.text}, given))
-            s, e = windows.get("generation", (0, 0))
-            response = row.get("response")
-            spans.append(
-                SpanRecord(
-                    "generation", "LLM", s, e, {"query": query.text, "chunk_ids": given}, response
-                )
-            )
-            if judge is not None:
-                s, e = windows.get("judge", (0, 0))
-                verdict = {"faithfulness": row.get("faithfulness"), "faithful": row.get("faithful")}
-                spans.append(
-                    SpanRecord("judge", "EVALUATOR", s, e, {"response": response}, verdict)
-                )
+            spans += _answer_spans(query.text, row, judge is not None)
         starts = [sp.start_ns for sp in spans if sp.start_ns]
         ends = [sp.end_ns for sp in spans if sp.end_ns]
         top_docs = ranked(doc_run.get(qid, {}))
@@ -235,22 +260,7 @@ def build_traces(
             root_out,
             root_attrs,
         )
-        assessments: list[AssessmentRecord] = []
-        qrels = data.qrels.get(qid, {})
-        if any(g > 0 for g in qrels.values()):
-            rank = _first_relevant(top_docs, qrels)
-            assessments += [
-                AssessmentRecord(f"hit_at_{HIT_K}", 0 < rank <= HIT_K, "CODE", metrics_source),
-                AssessmentRecord("first_relevant_rank", rank, "CODE", metrics_source),
-            ]
-        if row is not None and judge is not None and row.get("faithfulness") is not None:
-            assessments.append(
-                AssessmentRecord("faithfulness", float(row["faithfulness"]), "LLM_JUDGE", judge)
-            )
-            if row.get("faithful") is not None:
-                assessments.append(
-                    AssessmentRecord("faithful", bool(row["faithful"]), "LLM_JUDGE", judge)
-                )
+        assessments = _assessments(data.qrels.get(qid, {}), top_docs, row, judge, metrics_source)
         tags = {"query_id": qid, "category": query.category or "", "split": data.split}
-        out.append(TraceRecord(qid, tags, (root, *spans), tuple(assessments)))
+        out.append(TraceRecord(qid, tags, (root, *spans), assessments))
     return out
