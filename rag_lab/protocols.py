@@ -146,6 +146,15 @@ class DatasetLogging(Protocol):
 
 
 @runtime_checkable
+class TraceLogging(Protocol):
+    """A :class:`TrackedRun` that records a trace per query (``rag_lab.tracking.traces``
+    records; MLflow: traces with spans and assessments, linked to the run) and returns their
+    ids."""
+
+    def log_traces(self, traces: Sequence[Any]) -> list[str]: ...
+
+
+@runtime_checkable
 class Tracker(Protocol):
     """What the ``tracking`` group builds: ``start_run`` opens a run when a job starts and returns
     it (:class:`TrackedRun`); ``log_run`` records a finished one in one go and returns its id

@@ -98,6 +98,10 @@ COMMANDS: dict[str, Command] = {
             ),
         },
     ),
+    "traces": Command(
+        "rag_lab.cli.traces",
+        "MLflow traces as data: rag-lab traces to-dataset (a BEIR query set, qrels from feedback)",
+    ),
     "synthesize": Command(
         "rag_lab.cli.synthesize",
         "LLM-written queries with verbatim evidence from a corpus, for review, then a split",

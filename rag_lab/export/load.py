@@ -373,7 +373,7 @@ def evaluate_exported(
     metrics, table = score_result(result, pipe, data, exported.config.evaluation)
     # each stage's own counters (fallback levels, flagged shares): the run's, but timings
     metrics.update({k: v for k, v in result.stats.items() if not is_timing(k)})
-    table = answer_result(exported.config, data, pipe, result, metrics, table, out_dir)
+    table, _ = answer_result(exported.config, data, pipe, result, metrics, table, out_dir)
     if out_dir is not None:
         write_scores(Path(out_dir), metrics, table, data.fingerprint)
     return metrics

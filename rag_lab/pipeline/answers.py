@@ -186,15 +186,25 @@ def answer_queries(
     for qid, q in data.queries.items():
         top = [chunks[c] for c in ranked(final.get(qid, {}))[:k]]
         given = top
+        w0 = time.time_ns()
         for name, stage in stages.items():
             t0 = time.perf_counter()
             given = stage.apply(q.text, given)
             stage_ms[name] += (time.perf_counter() - t0) * 1000
+        w1 = time.time_ns()
         response = generate(generator, q.text, given, cache, counts, (notes or {}).get(qid, ()))
+        w2 = time.time_ns()
         golds = [str(a) for a in (q.metadata.get("answers") or [])]
         # judged against the sources of what the generator read, not a distiller's rewrite
         contexts = [chunks[c.chunk_id].text if c.chunk_id in chunks else c.text for c in given]
         row = score_response(runner, q.text, contexts, response, golds or None)
+        # this query's own steps on the wall clock (ns): its trace's spans
+        row["windows"] = {
+            "context": (w0, w1),
+            "generation": (w1, w2),
+            "judge": (w2, time.time_ns()),
+        }
+        row["given_ids"] = [c.chunk_id for c in given]
         row["response"] = response
         row["contexts"] = contexts  # for the run folder's answers.jsonl
         row["answerable"] = any(g > 0 for g in data.qrels[qid].values())

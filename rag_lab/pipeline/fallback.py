@@ -319,7 +319,7 @@ class FallbackPipeline(Pipeline):
         assert self.chain is not None
         k = int(k or self.retrieve_k)
         result = super()._run(queries, k, latency_queries, query_metadata)
-        t0 = time.perf_counter()
+        t0, w0 = time.perf_counter(), time.time_ns()
         level_results: dict[str, RetrievalResult] = {}
 
         def run_level(level: FallbackLevel) -> RetrievalResult:
@@ -357,4 +357,6 @@ class FallbackPipeline(Pipeline):
             MappingProxyType(stats),
             MappingProxyType(dict(chain.level)),
             annotations=MappingProxyType(notes),
+            windows=MappingProxyType({**result.windows, "fallback": (w0, time.time_ns())}),
+            retriever_ms=result.retriever_ms,
         )

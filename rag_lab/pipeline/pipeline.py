@@ -238,22 +238,26 @@ class Pipeline:
         side = self.query_side
         self.set_query_metadata(query_metadata)
         seconds: dict[str, float] = {}
-        t0 = time.perf_counter()
+        windows: dict[str, tuple[int, int]] = {}  # each stage's batch, wall clock (ns)
+        t0, w0 = time.perf_counter(), time.time_ns()
         transformed = side.transform(queries)
         variants = {name: side.variants(transformed, name) for name in self.retrievers}
         seconds["query_transforms"] = time.perf_counter() - t0
+        windows["query_transforms"] = (w0, time.time_ns())
         runs: dict[str, Run] = {}
         latencies: dict[str, list[float]] = {}
         from_cache: dict[str, bool] = {}
         for name in self.retrievers:
-            t1 = time.perf_counter()
+            t1, w1 = time.perf_counter(), time.time_ns()
             runs[name], latencies[name], from_cache[name] = side.retrieve(
                 name, transformed, variants[name], k, latency_queries
             )
             seconds[name] = time.perf_counter() - t1
+            windows[name] = (w1, time.time_ns())
         t2 = time.perf_counter()
-        later = side.after_retrieval(transformed, runs, k)
+        later, later_windows = side.after_retrieval(transformed, runs, k)
         seconds["after_retrieval"] = time.perf_counter() - t2
+        windows.update(later_windows)
         # a query's latency: its transforms, every retriever in turn (as the pipeline runs them),
         # plus its share of the batch's fusion and post-processing
         n = max(len(queries), 1)
@@ -285,6 +289,8 @@ class Pipeline:
             MappingProxyType(seconds),
             MappingProxyType(stats),
             annotations=MappingProxyType(notes),
+            windows=MappingProxyType(windows),
+            retriever_ms=MappingProxyType({r: tuple(v) for r, v in latencies.items()}),
         )
 
     def retrieve(

@@ -236,10 +236,12 @@ class QuerySide:
 
     def after_retrieval(
         self, queries: Mapping[str, str], runs: Mapping[str, Run], k: int
-    ) -> dict[str, Run]:
+    ) -> tuple[dict[str, Run], dict[str, tuple[int, int]]]:
         """Fusion (a no-op for one retriever) and each post-processor, in order: the run of each
-        stage that ran (``fusion``, then the post-processors by name)."""
+        stage that ran (``fusion``, then the post-processors by name), and each one's wall-clock
+        window (``time.time_ns`` at its start and end)."""
         out: dict[str, Run] = {}
+        windows: dict[str, tuple[int, int]] = {}
         if len(runs) == 1:
             current = next(iter(runs.values()))
         else:
@@ -247,11 +249,15 @@ class QuerySide:
                 raise ConfigError(
                     f"{len(runs)} retrievers ({', '.join(runs)}) need a fusion method"
                 )
+            t0 = time.time_ns()
             current = out["fusion"] = (
                 self.fusion.fuse_queries(queries, runs, k)  # a router: per-query weights
                 if isinstance(self.fusion, QueryConditioned)
                 else self.fusion.fuse(runs, k)
             )
+            windows["fusion"] = (t0, time.time_ns())
         for name, stage in self.postprocessors.items():
+            t0 = time.time_ns()
             current = out[name] = stage.process(queries, current, self.indexes.chunks)
-        return out
+            windows[name] = (t0, time.time_ns())
+        return out, windows

@@ -74,13 +74,14 @@ def answer_result(
     metrics: dict[str, float],
     table: pd.DataFrame,
     out_dir: Path | None = None,
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
     """The answer stage when ``cfg`` has a generator: its metrics join ``metrics`` and the
-    per-query table comes back with its columns (``answers.jsonl`` into ``out_dir`` when given).
-    A conflict flag reaches the generator as a note before the context."""
+    per-query table comes back with its columns (``answers.jsonl`` into ``out_dir`` when given),
+    with the per-query rows (``answer_queries``; ``{}`` without a generator). A conflict flag
+    reaches the generator as a note before the context."""
     generator = build.build_generator(cfg)
     if generator is None:
-        return table
+        return table, {}
     t0 = time.perf_counter()
     queries = {q: x.text for q, x in data.queries.items()}
     answers, rows = answer_queries(
@@ -97,4 +98,4 @@ def answer_result(
     metrics.update(answers, answer_seconds=time.perf_counter() - t0)
     if out_dir is not None:
         run_folder.write_answer_log(Path(out_dir), data.queries, rows)
-    return with_answers(table, rows)
+    return with_answers(table, rows), rows

@@ -18,12 +18,12 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rag_lab.errors import DISK_ERRNOS
-from rag_lab.metrics.names import is_count, metric_key
+from rag_lab.metrics.names import HEADLINE, is_count, metric_key
 
 RUN_SUMMARY = (
     "n_queries",
@@ -69,13 +69,17 @@ def _value(key: str, value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def format_table(metrics: Mapping[str, Any], keys: Sequence[str]) -> str:
+def format_table(
+    metrics: Mapping[str, Any], keys: Sequence[str], marked: Collection[str] = ()
+) -> str:
     """``key  value`` lines, values in one column; keys the run lacks and values that are NaN or
     ``None`` (a stage the run did not have, e.g. an encoder rate in a BM25-only run) are left
-    out; counts print as integers."""
+    out; counts print as integers; a key of ``marked`` starts with ``*``."""
     shown = [k for k in dict.fromkeys(keys) if k in metrics and not _absent(metrics[k])]
     width = max((_width(k) for k in shown), default=0)
-    return "\n".join(f"  {_pad(k, width)}  {_value(k, metrics[k])}" for k in shown)
+    return "\n".join(
+        f"{'* ' if k in marked else '  '}{_pad(k, width)}  {_value(k, metrics[k])}" for k in shown
+    )
 
 
 def category_table(metrics: Mapping[str, Any]) -> str:
@@ -100,12 +104,15 @@ def title(dataset: str, split: str, pipe: Any) -> str:
 
 
 def run_summary(title: str, metrics: Mapping[str, Any], names: Sequence[str]) -> str:
-    """The configured metrics, evidence and answer metrics, then the run's counts and costs."""
-    keys = [metric_key(n) for n in names]
+    """The headline metrics first, marked ``*`` (``rag_lab.metrics.names.HEADLINE``), then the
+    other configured metrics, evidence and answer metrics, then the run's counts and costs."""
+    head = [k for k in HEADLINE if k in metrics and not _absent(metrics[k])]
+    keys = [*head, *(metric_key(n) for n in names)]
     keys += [k for k in metrics if k == "empty_result_rate" or k.startswith("mean_retrieved_at_")]
     keys += [k for k in metrics if k.startswith(("evidence_", "answer/"))]
     keys += list(RUN_SUMMARY)
-    parts = [f"\n{title}\n{format_table(metrics, keys)}"]
+    note = "  (* = headline)" if head else ""
+    parts = [f"\n{title}{note}\n{format_table(metrics, keys, head)}"]
     cats = category_table(metrics)
     if cats:
         parts.append(f"\n{cats}")
