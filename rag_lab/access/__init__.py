@@ -3,6 +3,7 @@
 principal cannot read (``rag_lab.access.readers.ReadersPolicy``)."""
 
 from rag_lab.access.base import AccessPolicy
+from rag_lab.access.leaks import leaks_per_query
 from rag_lab.access.principal import (
     EVERYONE,
     PRINCIPAL_FIELD,
@@ -21,6 +22,7 @@ __all__ = [
     "AccessPolicy",
     "Principal",
     "ReadersPolicy",
+    "leaks_per_query",
     "normalise_name",
     "principal_of",
     "readers_of",

@@ -33,6 +33,7 @@ STAGE_SECTIONS = (
     "parser",
     "chunker",
     "contract",
+    "permissions",
     "query_transforms",
     "retrievers",
     "fusion",

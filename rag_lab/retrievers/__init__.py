@@ -2,7 +2,7 @@
 through the adapters: ``langchain``, ``llamaindex`` and ``foreign_pipeline`` (a whole LangChain
 runnable or LlamaIndex query engine, evaluated end to end)."""
 
-from rag_lab.retrievers.base import PersistentRetriever, Retriever
+from rag_lab.retrievers.base import FilteredRetriever, PersistentRetriever, Retriever
 from rag_lab.retrievers.bm25 import BM25Retriever
 from rag_lab.retrievers.dense import DenseRetriever
 from rag_lab.retrievers.foreign_pipeline import ForeignPipelineRetriever
@@ -11,6 +11,7 @@ from rag_lab.retrievers.llamaindex import LlamaIndexRetriever
 
 __all__ = [
     "Retriever",
+    "FilteredRetriever",
     "PersistentRetriever",
     "BM25Retriever",
     "DenseRetriever",
