@@ -38,6 +38,7 @@ from rag_lab.ranking import ranked
 from rag_lab.retrievers.base import FilteredRetriever, Retriever
 from rag_lab.types import Run
 
+ALLOWED_MEMO = 1024  # principals whose readable chunk ids are remembered (then forgotten)
 ACCESS_KEY = "~access"  # a cached run's per-query key field: what the principal may read
 
 # reciprocal-rank offset fusing one retriever's lists over a query's variant texts (QueryVariants)
@@ -92,6 +93,8 @@ class QuerySide:
         principal = self.principal(qid)
         key = json.dumps(self.access.key(principal), sort_keys=True)
         if key not in self._allowed:
+            if len(self._allowed) >= ALLOWED_MEMO:  # a server meets many principals
+                self._allowed.clear()
             self._allowed[key] = self.access.allowed(self.indexes.chunks, principal)
         return self._allowed[key]
 

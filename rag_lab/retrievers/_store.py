@@ -50,7 +50,7 @@ class StoreRetriever(DenseRetriever):
         equals: Mapping[str, Any] | None = None,
         any_of: Mapping[str, Sequence[Any]] | None = None,
         as_of: str | None = None,
-        query_as_of: bool = True,
+        query_as_of: bool = False,
         filter_order: str = "before",
         after_depth: int | None = None,
     ) -> None:

@@ -66,14 +66,14 @@ class Condition:
 
 class Where:
     """Args (a store retriever's): ``equals``, ``any_of`` (contract field filters), ``as_of``
-    (ISO date) and ``query_as_of`` (a query's own ``as_of`` metadata wins)."""
+    (ISO date) and ``query_as_of`` (a query's own ``as_of`` metadata wins; off by default)."""
 
     def __init__(
         self,
         equals: Mapping[str, Any] | None = None,
         any_of: Mapping[str, Sequence[Any]] | None = None,
         as_of: str | None = None,
-        query_as_of: bool = True,
+        query_as_of: bool = False,
     ) -> None:
         self.equals = tuple(sorted((str(f), str(v)) for f, v in (equals or {}).items()))
         pairs = []

@@ -123,7 +123,11 @@ def test_filters_are_pushed_down_in_either_order(sample_chunks, reference, store
 
 @pytest.mark.parametrize("store", STORES)
 def test_a_query_date_and_a_permission_restriction(sample_chunks, reference, store):
-    retriever = STORES[store](embedder())
+    undated = STORES[store](embedder())  # a query's as_of filters only when asked to
+    undated.index(sample_chunks)
+    undated.set_query_metadata({"a": {"as_of": "2022-05-10"}})
+    assert "hx200-manual-v2" in {c.split("#")[0] for c in undated.retrieve(QUERIES, 50)["a"]}
+    retriever = STORES[store](embedder(), query_as_of=True)
     retriever.index(sample_chunks)
     retriever.set_query_metadata({"a": {"as_of": "2022-05-10"}})
     dated = retriever.retrieve({"a": QUERIES["a"]}, 50)["a"]
@@ -170,7 +174,9 @@ needs_pgvector = pytest.mark.skipif(
 
 
 def test_pgvector_filters_are_sql_where_clauses():
-    where = Where(equals={"source_type": "manual"}, any_of={"section_type": ["a", "b"]})
+    where = Where(
+        equals={"source_type": "manual"}, any_of={"section_type": ["a", "b"]}, query_as_of=True
+    )
     cond = where.condition({"as_of": "2024-05-10"})
     sql, params = where_sql(cond, np.array([3, 1]))
     assert sql == (
