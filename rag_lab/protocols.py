@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar, runtime_checkable
+
+_T = TypeVar("_T")
+
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -174,3 +178,15 @@ class Remote(Protocol):
     uri: str
 
     def check(self) -> None: ...
+
+
+def implements(stage: object, capability: type[_T]) -> TypeGuard[_T]:
+    """``isinstance(stage, capability)`` remembered per (class, capability): a capability belongs
+    to a stage's class (its instances set the members in ``__init__``). A runtime-checkable
+    Protocol's ``isinstance`` inspects every member each time (~50 µs on Python 3.11): nine per
+    served query were a sixth of its time."""
+    key = (type(stage), capability)
+    found = _IMPLEMENTS.get(key)
+    if found is None:
+        found = _IMPLEMENTS[key] = isinstance(stage, capability)
+    return found

@@ -30,7 +30,7 @@ from rag_lab.contract.age import AgeRule, source_date
 from rag_lab.errors import ConfigError
 from rag_lab.pipeline.fallback import FallbackPipeline
 from rag_lab.pipeline.pipeline import Pipeline
-from rag_lab.protocols import ChunkAssessing
+from rag_lab.protocols import ChunkAssessing, implements
 from rag_lab.ranking import ranked
 from rag_lab.types import Chunk
 
@@ -170,7 +170,7 @@ def search(
     order = ranked(result.final.get(QUERY_ID, {}))
     kept = [c for c in order if _matches(chunks[c], filters)] if filters else order
     top = [chunks[c] for c in kept[:k]]
-    assessors = [s for s in pipe.postprocessors.values() if isinstance(s, ChunkAssessing)]
+    assessors = [s for s in pipe.postprocessors.values() if implements(s, ChunkAssessing)]
     rule, day = age_rule or AgeRule(), today or dt.date.today()
     hits = []
     for rank, chunk in enumerate(top, 1):

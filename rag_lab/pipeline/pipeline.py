@@ -35,7 +35,14 @@ from rag_lab.pipeline.index import Indexes
 from rag_lab.pipeline.query import QuerySide
 from rag_lab.pipeline.result import RetrievalResult
 from rag_lab.postprocess.base import PostProcessor
-from rag_lab.protocols import Annotating, CacheAware, CorpusFitted, Measured, QueryMetadataAware
+from rag_lab.protocols import (
+    Annotating,
+    CacheAware,
+    CorpusFitted,
+    Measured,
+    QueryMetadataAware,
+    implements,
+)
 from rag_lab.query_transforms.base import QueryTransform
 from rag_lab.retrievers.base import Retriever
 from rag_lab.types import Chunk, Run
@@ -45,7 +52,7 @@ from rag_lab.validate import OptionError, integer
 def _stats(name: str, stage: object) -> dict[str, float]:
     return (
         {f"{name}/{k}": float(v) for k, v in stage.stats.items()}
-        if isinstance(stage, Measured)
+        if implements(stage, Measured)
         else {}
     )
 
@@ -206,7 +213,7 @@ class Pipeline:
         run's metadata is left behind)."""
         self.query_side.metadata = {q: dict(m) for q, m in (metadata or {}).items()}
         for stage in self._stages():
-            if isinstance(stage, QueryMetadataAware):
+            if implements(stage, QueryMetadataAware):
                 stage.set_query_metadata(self.query_side.declared(stage))
 
     def run(
@@ -272,7 +279,7 @@ class Pipeline:
         all_runs = {**runs, **later}
         notes: dict[str, dict[str, Any]] = {}
         for stage in [*self.retrievers.values(), *self.postprocessors.values()]:
-            if isinstance(stage, Annotating):  # an adapter retriever's unmapped sources too
+            if implements(stage, Annotating):  # an adapter retriever's unmapped sources too
                 for qid, ann in stage.annotations.items():
                     notes.setdefault(qid, {}).update(ann)
         return RetrievalResult(

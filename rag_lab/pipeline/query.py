@@ -32,7 +32,7 @@ from rag_lab.fusion.base import Fusion, QueryConditioned
 from rag_lab.fusion.rrf import RRFFusion
 from rag_lab.pipeline.index import Indexes, identity
 from rag_lab.postprocess.base import PostProcessor
-from rag_lab.protocols import CachesOwnRuns, QueryMetadataAware
+from rag_lab.protocols import CachesOwnRuns, QueryMetadataAware, implements
 from rag_lab.query_transforms.base import QueryTransform, QueryVariants
 from rag_lab.ranking import ranked
 from rag_lab.retrievers.base import FilteredRetriever, Retriever
@@ -124,7 +124,7 @@ class QuerySide:
         for allowed, texts in groups.items():
             if not allowed:
                 out.update({q: {} for q in texts})
-            elif isinstance(retriever, FilteredRetriever):
+            elif implements(retriever, FilteredRetriever):
                 out.update(retriever.retrieve_within(texts, k, allowed))
             else:  # no filter inside: its whole ranking, filtered (exact, slower)
                 depth = max(k, len(self.indexes.chunks))
@@ -211,7 +211,7 @@ class QuerySide:
     ) -> dict[str, dict[str, Any]] | None:
         """What a metadata-reading retriever reads of each query, and with an access policy what
         each query's principal may read (both key the cached runs)."""
-        read = self.declared(retriever) if isinstance(retriever, QueryMetadataAware) else None
+        read = self.declared(retriever) if implements(retriever, QueryMetadataAware) else None
         if self.access is None:
             return read
         own = read or {}
@@ -227,7 +227,7 @@ class QuerySide:
         # a stage that caches its own per-query output (CachesOwnRuns) is always called
         cache = (
             self.cache
-            if self.indexes.chunks_key and not isinstance(retriever, CachesOwnRuns)
+            if self.indexes.chunks_key and not implements(retriever, CachesOwnRuns)
             else None
         )
         if cache is None:
