@@ -264,3 +264,26 @@ def test_an_export_and_its_server_answer_only_what_the_principal_may_read(tmp_pa
         assert client.get("/v1/chunks/hr%230?user=x&group=hr").status_code == 200
         bad = client.post("/v1/retrieve", json={"query": text, "principal": {"role": "admin"}})
         assert bad.status_code == 400 and "principal" in bad.text
+
+
+class Everything:
+    """A retriever with no filter of its own (as a LangChain component): every chunk, always."""
+
+    def index(self, chunks: Any) -> None:
+        self.ids = [c.chunk_id for c in chunks]
+
+    def retrieve(self, queries: Mapping[str, str], k: int) -> Run:
+        self.depths = getattr(self, "depths", []) + [k]
+        return {q: {c: 1.0 / (i + 1) for i, c in enumerate(self.ids[:k])} for q in queries}
+
+
+def test_a_retriever_without_a_filter_is_filtered_over_its_whole_ranking(tmp_path):
+    pipe, data = _loaded(tmp_path, "permissions=readers", "retrievers=[bm25]", "cache.dir=null")
+    everything = Everything()
+    pipe.retrievers.clear()
+    pipe.retrievers["everything"] = everything  # type: ignore[assignment]
+    queries = {q: x.text for q, x in data.queries.items()}
+    result = pipe.run(queries, 2, query_metadata=_meta(data))
+    assert set(everything.depths) == {len(pipe.chunks)}  # asked for its whole ranking
+    for qid, docs in _docs(result.final).items():
+        assert docs <= READS[qid] and len(docs) == min(2, len(READS[qid])), qid
