@@ -77,6 +77,7 @@ def _slot_protocols() -> dict[str, type]:
     """The protocol a class must satisfy in each slot: the top-level group a ``where`` starts with
     (``retrievers.bm25`` → ``retrievers``, ``judge=nli`` → ``judge``), or the argument name of a
     nested stage (``embedder``, ``tokenizer``, an auto parser's ``parsers``)."""
+    from rag_lab.access.base import AccessPolicy
     from rag_lab.chunker.base import Chunker
     from rag_lab.context.base import ContextStage
     from rag_lab.contract.base import Contract
@@ -98,6 +99,7 @@ def _slot_protocols() -> dict[str, type]:
         "parsers": Parser,
         "chunker": Chunker,
         "contract": Contract,
+        "permissions": AccessPolicy,
         "retrievers": Retriever,
         "fusion": Fusion,
         "reranker": PostProcessor,  # the reranker group runs as the first post-processor
@@ -415,6 +417,7 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
     parser, parser_cfg, on_parse_error = build_parser(cfg.parser)
     chunker = instantiate(cfg.chunker, "chunker")
     contract = instantiate(cfg.contract, "contract") if cfg.get("contract") else None
+    access = instantiate(cfg.permissions, "permissions") if cfg.get("permissions") else None
     # a dense retriever's `embedder: ${embedder}` (and a stage's `tokenizer: ${tokenizer}`) are
     # interpolations, so overriding the top-level group changes every stage that uses it.
     retrievers = {n: instantiate(c, f"retrievers.{n}") for n, c in retriever_cfgs.items()}
@@ -469,6 +472,7 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
         "stage_configs": stage_configs,
         "contract": contract,
         "on_parse_error": on_parse_error,
+        "access": access,
     }
     pipe = Pipeline(**stages) if chain is None else FallbackPipeline(**stages, chain=chain)
     log.info(

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from rag_lab.access import AccessPolicy
 from rag_lab.cache import StageCache, diff_stats
 from rag_lab.chunker.base import Chunker
 from rag_lab.contract.base import Contract
@@ -76,6 +77,8 @@ class Pipeline:
     stage_configs: dict[str, Any] = field(default_factory=dict)
     contract: Contract | None = None
     on_parse_error: str = "fail"
+    # who may read what (the `permissions` group): enforced inside retrieval, see QuerySide
+    access: AccessPolicy | None = None
     # the corpus, once set (load_corpus, set_chunks, restore)
     chunks: dict[str, Chunk] = field(default_factory=dict, init=False)
     chunks_key: str = field(default="", init=False)
@@ -117,6 +120,7 @@ class Pipeline:
             self.query_transforms,
             self.cache,
             retriever_configs,
+            self.access,
         )
         if self.cache is not None:
             for stage in self._stages():
@@ -237,6 +241,7 @@ class Pipeline:
         k = int(k or self.retrieve_k)
         side = self.query_side
         self.set_query_metadata(query_metadata)
+        side.access_stats = {}
         seconds: dict[str, float] = {}
         windows: dict[str, tuple[int, int]] = {}  # each stage's batch, wall clock (ns)
         t0, w0 = time.perf_counter(), time.time_ns()
@@ -274,6 +279,7 @@ class Pipeline:
             *self.postprocessors.items(),
         ]:
             stats.update(_stats(name, stage))
+        stats.update({f"access/{n}": v for n, v in side.access_stats.items()})
         all_runs = {**runs, **later}
         notes: dict[str, dict[str, Any]] = {}
         for stage in [*self.retrievers.values(), *self.postprocessors.values()]:

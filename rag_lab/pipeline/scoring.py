@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from rag_lab.access import PRINCIPAL_FIELD, ReadersPolicy, leaks_per_query
 from rag_lab.io import run_folder
 from rag_lab.metrics.attribution import attribute, attribution_metrics, with_attribution
 from rag_lab.metrics.score import (
@@ -58,6 +59,14 @@ def score_result(
     table = with_annotations(table, result.annotations, names)
     metrics.update(annotation_metrics(result.annotations, data.queries, names))
     metrics.update(refusal_metrics(result.final, data.qrels))
+    # permissions: checked whenever a policy is set or a query names a principal (without a
+    # policy, against the default one: what would have leaked)
+    meta = {q: x.metadata for q, x in data.queries.items()}
+    if pipe.access is not None or any(m.get(PRINCIPAL_FIELD) for m in meta.values()):
+        runs = {**result.runs, "final": result.final}
+        leaks = leaks_per_query(runs, chunks, meta, pipe.access or ReadersPolicy())
+        metrics["permission_leaks"] = float(sum(leaks.values()))
+        table = table.assign(permission_leaks=table["query_id"].map(leaks).fillna(0).astype(int))
     if result.fallback_level:  # the level that answered each query (rag_lab.pipeline.fallback)
         table = table.assign(fallback_level=table["query_id"].map(dict(result.fallback_level)))
     metrics.update(

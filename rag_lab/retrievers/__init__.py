@@ -1,19 +1,27 @@
-"""First-stage retrievers: ``bm25`` (bm25s / rank-bm25) and ``dense`` (faiss); foreign components
+"""First-stage retrievers: ``bm25`` (bm25s / rank-bm25), ``dense`` (faiss) and dense retrieval in
+vector stores (``qdrant``, ``lancedb``, ``pgvector``); foreign components
 through the adapters: ``langchain``, ``llamaindex`` and ``foreign_pipeline`` (a whole LangChain
 runnable or LlamaIndex query engine, evaluated end to end)."""
 
-from rag_lab.retrievers.base import PersistentRetriever, Retriever
+from rag_lab.retrievers.base import FilteredRetriever, PersistentRetriever, Retriever
 from rag_lab.retrievers.bm25 import BM25Retriever
 from rag_lab.retrievers.dense import DenseRetriever
 from rag_lab.retrievers.foreign_pipeline import ForeignPipelineRetriever
+from rag_lab.retrievers.lancedb import LanceDBRetriever
 from rag_lab.retrievers.langchain import LangChainRetriever
 from rag_lab.retrievers.llamaindex import LlamaIndexRetriever
+from rag_lab.retrievers.pgvector import PgvectorRetriever
+from rag_lab.retrievers.qdrant import QdrantRetriever
 
 __all__ = [
     "Retriever",
+    "FilteredRetriever",
     "PersistentRetriever",
     "BM25Retriever",
     "DenseRetriever",
+    "QdrantRetriever",
+    "LanceDBRetriever",
+    "PgvectorRetriever",
     "LangChainRetriever",
     "LlamaIndexRetriever",
     "ForeignPipelineRetriever",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_lab._version import __version__
+from rag_lab.access import PRINCIPAL_FIELD
 from rag_lab.contract.age import AgeRule
 from rag_lab.errors import ConfigError
 from rag_lab.export.load import ExportedPipeline, load_pipeline
@@ -103,10 +104,11 @@ class KnowledgeService:
         as_of: str | None = None,
         filters: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        principal: Any = None,
     ) -> dict[str, Any]:
         check_request(query, k, self.settings.k_max, filters)
         return self.exported.search(
-            query, k, as_of=as_of, filters=filters, metadata=metadata
+            query, k, as_of=as_of, filters=filters, metadata=metadata, principal=principal
         ).to_dict()
 
     def answer(
@@ -115,8 +117,11 @@ class KnowledgeService:
         as_of: str | None = None,
         filters: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        principal: Any = None,
     ) -> dict[str, Any]:
         check_request(query, 1, self.settings.k_max, filters)
+        if principal is not None:
+            metadata = {**dict(metadata or {}), PRINCIPAL_FIELD: principal}
         if self._answerer is None:
             from rag_lab.export.answer import Answerer
 
@@ -126,8 +131,8 @@ class KnowledgeService:
         )
         return result.to_dict()
 
-    def get_chunk(self, chunk_id: str) -> dict[str, Any] | None:
-        return self.exported.get_chunk(chunk_id)
+    def get_chunk(self, chunk_id: str, principal: Any = None) -> dict[str, Any] | None:
+        return self.exported.get_chunk(chunk_id, principal)
 
     def health(self) -> dict[str, Any]:
         return self.exported.health(dt.date.today())

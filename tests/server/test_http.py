@@ -175,7 +175,7 @@ def test_info_readyz_and_the_schema(client):
     assert ready["status"] == "ready" and isinstance(ready["stale_sources"], list)
     schema = client.get("/openapi.json").json()
     props = schema["components"]["schemas"]["RetrieveRequest"]["properties"]
-    assert {"query", "k", "as_of", "filters", "metadata"} == set(props)
+    assert {"query", "k", "as_of", "filters", "metadata", "principal"} == set(props)
     assert props["k"]["maximum"] == 100 and props["k"]["minimum"] == 1
 
 
