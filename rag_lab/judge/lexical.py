@@ -59,11 +59,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rag_lab.judge.base import JudgeResult
 from rag_lab.text import ContentTerms, TermSupport, has_cjk, split_sentences
+from rag_lab.text.binding import Slot, bound, context_slots, slots, stated_values
 from rag_lab.text.facts import (
+    Fact,
     extract_facts,
     function_words,
     normalise_facts_text,
@@ -133,6 +136,8 @@ class LexicalJudge:
         paraphrase_threshold: float = PARAPHRASE_THRESHOLD,
         paraphrase_threshold_cjk: float = PARAPHRASE_THRESHOLD_CJK,
         paraphrase_min_share: float = PARAPHRASE_MIN_SHARE,
+        question_premise: bool = True,
+        bind_values: bool = True,
     ) -> None:
         for name, value in (
             ("support_threshold", support_threshold),
@@ -151,6 +156,8 @@ class LexicalJudge:
         self.paraphrase_threshold = paraphrase_threshold
         self.paraphrase_threshold_cjk = paraphrase_threshold_cjk
         self.paraphrase_min_share = paraphrase_min_share
+        self.question_premise = bool(question_premise)
+        self.bind_values = bool(bind_values)
 
     def judge(
         self, query: str, contexts: Sequence[str], response: str, reference: str | None = None
@@ -160,19 +167,15 @@ class LexicalJudge:
         if is_refusal(response):
             return JudgeResult(1.0, {"refusal": True, "faithful": True, "unsupported_facts": []})
         claims = [s for s in split_sentences(response) if not is_refusal_sentence(s)]
-        joined = "\n".join(contexts)
-        support, facts_text = TermSupport(joined, self.terms), normalise_facts_text(joined)
-        local = [
-            (TermSupport(c, self.terms), normalise_facts_text(c)) for c in split_sentences(joined)
-        ]
+        ctx = _Context.read(contexts, self.terms, query if self.question_premise else "")
+        stated = stated_values(response)
         checked = (
-            self._check(s, terms, support, facts_text, local, joined)
-            for s, terms in zip(claims, self.terms.many(claims))
+            self._check(s, terms, ctx, stated) for s, terms in zip(claims, self.terms.many(claims))
         )
         rows = [r for r in checked if r is not None]
         if not rows:
             return JudgeResult(None, {"reason": "no claim in the response", "refusal": False})
-        paraphrased = self._paraphrases(rows, split_sentences(joined))
+        paraphrased = self._paraphrases(rows, ctx.sentences)
         supported = [r["sentence"] for r in rows if r["ok"]]
         faithfulness = len(supported) / len(rows)
         unsupported_facts = [
@@ -228,20 +231,13 @@ class LexicalJudge:
         return out
 
     def _check(
-        self,
-        sentence: str,
-        terms: list[str],
-        support: TermSupport,
-        facts_text: str,
-        local: list[tuple[TermSupport, str]],
-        context: str = "",
+        self, sentence: str, terms: list[str], ctx: _Context, stated: Sequence[Fact] = ()
     ) -> dict[str, Any] | None:
         """One sentence's verdict; None for a sentence with neither terms nor facts (no claim).
-        ``local``: each context sentence's term support and facts text; ``context``: the raw
-        contexts (for names found by their place, ``facts.slot_names``)."""
+        ``stated``: the values of the whole answer (``rag_lab.text.binding.bound``)."""
         facts = extract_facts(sentence, names=self.check_names)
-        if self.check_names and context:
-            facts += [f for f in slot_names(sentence, context) if f not in facts]
+        if self.check_names and ctx.raw:
+            facts += [f for f in slot_names(sentence, ctx.raw) if f not in facts]
         function = function_words(sentence)  # 如果, 比: as "if", "than" are stopwords
         terms = [t for t in terms if t not in function]
         if not terms and not facts:
@@ -252,22 +248,31 @@ class LexicalJudge:
         missing = [
             f
             for f in facts
-            if not f.found_in(facts_text)
-            or (
-                f.kind == "number"
-                and words
-                and not any(
-                    f.found_in(text) and any(sup.supported(t) for t in words) for sup, text in local
+            if not ctx.given(f)
+            and (
+                not f.found_in(ctx.facts_text)
+                or (
+                    f.kind == "number"
+                    and words
+                    and not any(
+                        f.found_in(text) and any(sup.supported(t) for t in words)
+                        for sup, text in ctx.local
+                    )
                 )
             )
         ]
+        if self.bind_values:
+            # a value found in the contexts must be stated there for what it qualifies here
+            # ("12 votes" is not supported by "12 members" next to "11 votes")
+            for slot in slots(sentence, context=False):
+                if slot.fact not in missing and not ctx.given(slot.fact):
+                    if not bound(slot, ctx.slots, stated):
+                        missing.append(slot.fact)
         # a term inside a fact found in the contexts is supported: "兆帕" of "8兆帕" when the
         # context says "8 MPa", "hx200" when it says "HX-200" (facts have their own, stricter
-        # rule)
+        # rule); so is a term of the question when the question is a premise
         found = " ".join(f.text.replace(" ", "") for f in facts if f not in missing)
-        share = (
-            sum(support.supported(t) or t in found for t in terms) / len(terms) if terms else 1.0
-        )
+        share = sum(ctx.supported(t) or t in found for t in terms) / len(terms) if terms else 1.0
         # a missing fact also zeroes the continuous score: the sentence states something false
         score = 0.0 if missing else share
         return {
@@ -277,3 +282,60 @@ class LexicalJudge:
             "share": share,
             "ok": share >= self.support_threshold and not missing,
         }
+
+
+_ABBREVIATION = re.compile(r"(?:\b(?:vs|e\.g|i\.e|al|etc|approx|fig|figs|no|nos|ca)|\d)\.$", re.I)
+
+
+def context_sentences(text: str) -> list[str]:
+    """``split_sentences``, with a piece glued back to the one before when that ends in an
+    abbreviation or a number and a full stop and it starts in lower case or with a digit
+    ("8.3 [7. 1-10.5] vs. 2.8" is one sentence)."""
+    out: list[str] = []
+    for s in split_sentences(text):
+        if out and _ABBREVIATION.search(out[-1]) and s[:1].isdigit() | s[:1].islower():
+            out[-1] = f"{out[-1]} {s}"
+        else:
+            out.append(s)
+    return out
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What one judgement compares answer sentences with: the contexts' term support and facts
+    text, each context sentence's (``local``), the raw text (names found by their place), the
+    values with their neighbours (``slots``), and the question as a premise (its terms and facts
+    text; empty when the question is no premise)."""
+
+    raw: str
+    sentences: list[str]
+    support: TermSupport
+    facts_text: str
+    local: list[tuple[TermSupport, str]]
+    slots: list[Slot]
+    premise: TermSupport | None
+    premise_facts: str
+
+    @classmethod
+    def read(cls, contexts: Sequence[str], terms: ContentTerms, question: str) -> _Context:
+        joined = "\n".join(contexts)
+        sentences = context_sentences(joined)
+        return cls(
+            joined,
+            sentences,
+            TermSupport(joined, terms),
+            normalise_facts_text(joined),
+            [(TermSupport(c, terms), normalise_facts_text(c)) for c in sentences],
+            context_slots(sentences),
+            TermSupport(question, terms) if question.strip() else None,
+            normalise_facts_text(question) if question.strip() else "",
+        )
+
+    def given(self, fact: Fact) -> bool:
+        """Whether the question states ``fact`` (then it is not demanded from the contexts)."""
+        return bool(self.premise_facts) and fact.found_in(self.premise_facts)
+
+    def supported(self, term: str) -> bool:
+        return self.support.supported(term) or (
+            self.premise is not None and self.premise.supported(term)
+        )
