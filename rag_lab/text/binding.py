@@ -206,3 +206,16 @@ def bound(answer: Slot, context: Sequence[Slot], stated: Sequence[Fact] = ()) ->
     s, sw = max(c for c, _ in same), max(w for _, w in same)
     o, ow = max(c for c, _ in rivals), max(w for _, w in rivals)
     return o == 0 or o < s or (o == s and ow <= sw + TIE_MARGIN)
+
+
+def displaced(answer: Slot, context: Sequence[Slot], stated: Sequence[Fact] = ()) -> bool:
+    """Whether a value the contexts lack (one the question stated) stands where the contexts
+    state a rival: another value of its kind, not stated in the answer, with one of the answer
+    value's neighbours next to it ("Fault E120 means low oil pressure" asked about E120, against
+    a context where E102 means low oil pressure)."""
+    return any(
+        _same_kind(answer.fact, c.fact)
+        and not any(f.found_in(c.fact.text) for f in stated)
+        and _overlap(answer, c)[0] > 0
+        for c in context
+    )
