@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,23 +22,16 @@ from rag_lab.analysis.runs import Labels
 from rag_lab.cache import ON_ERROR, open_cache
 from rag_lab.errors import ConfigError
 from rag_lab.io import run_folder as outputs
-from rag_lab.metrics.attribution import attribute, attribution_metrics, with_attribution
 from rag_lab.metrics.relevance import to_document_run
 from rag_lab.metrics.score import (
-    annotation_metrics,
     check_labels,
     check_metric_names,
-    score_split,
-    with_annotations,
-    with_answers,
 )
 from rag_lab.pipeline import build
-from rag_lab.pipeline.answers import answer_queries
-from rag_lab.pipeline.fallback import refusal_metrics
 from rag_lab.pipeline.ingest import ingest_metrics
 from rag_lab.pipeline.runtime import runtime_metrics
-from rag_lab.postprocess.conflicts import notes_by_query
-from rag_lab.protocols import Annotating, Remote
+from rag_lab.pipeline.scoring import answer_result, score_result
+from rag_lab.protocols import Remote
 from rag_lab.report import console
 from rag_lab.sweep.context import check_sweep, sweep_context
 from rag_lab.tracking.evaluation import evaluation_run, log_evaluation
@@ -51,7 +43,6 @@ if TYPE_CHECKING:
     from rag_lab.dataset.base import LabelledQueries
     from rag_lab.pipeline.pipeline import Pipeline
     from rag_lab.protocols import TrackedRun
-    from rag_lab.types import Run
 
 log = logging.getLogger("rag_lab.evaluate")
 
@@ -103,7 +94,11 @@ def load(cfg: DictConfig) -> tuple[LabelledQueries, Pipeline, list[str]]:
     data = build.build_dataset(cfg).load()
     pipe = build.build_pipeline(cfg, data)  # the corpus decides tokenizer=auto
     chunks = pipe.load_corpus(
-        data.corpus_sources, data.corpus_root, data.corpus_fingerprint, data.on_empty
+        data.corpus_sources,
+        data.corpus_root,
+        data.corpus_fingerprint,
+        data.on_empty,
+        data.corpus_left_out,
     )
     doc_ids = {c.doc_id for c in chunks}
     log.info(
@@ -116,38 +111,6 @@ def load(cfg: DictConfig) -> tuple[LabelledQueries, Pipeline, list[str]]:
         data.fingerprint,
     )
     return data, pipe, [*pipe.corpus_warnings, *check_labels(data, doc_ids)]
-
-
-def answer(
-    cfg: DictConfig,
-    data: LabelledQueries,
-    pipe: Pipeline,
-    final: Run,
-    metrics: dict[str, float],
-    table: pd.DataFrame,
-    notes: Mapping[str, Sequence[str]] | None = None,
-) -> pd.DataFrame:
-    """The answer stage when a generator is configured: its metrics join ``metrics``; the
-    per-query table comes back with its columns. ``notes``: per query id, lines the generator
-    reads before the context (none by default)."""
-    generator = build.build_generator(cfg)
-    if generator is None:
-        return table
-    t0 = time.perf_counter()
-    answers, rows = answer_queries(
-        data,
-        pipe.all_chunks,
-        final,
-        generator,
-        build.build_judge(cfg),
-        int(cfg.evaluation.answer_k),
-        cache=pipe.cache,
-        stages=build.build_context_stages(cfg, generator),
-        notes=notes,
-    )
-    metrics.update(answers, answer_seconds=time.perf_counter() - t0)
-    outputs.write_answer_log(Path(cfg.paths.output_dir), data.queries, rows)
-    return with_answers(table, rows)
 
 
 def track(
@@ -199,45 +162,21 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
             int(ecfg.latency_queries),
             query_metadata={q: x.metadata for q, x in data.queries.items()},  # as_of, ...
         )
-        chunks = pipe.all_chunks  # with a fallback chain: its levels' corpora too
-        metrics, table = score_split(result.final, chunks, data, ecfg)
-        k_miss = int(ecfg.get("attribution_k", 5))
-        reasons = attribute(
-            result.runs, list(pipe.retrievers), chunks, data.qrels, data.queries, k_miss
-        )
-        metrics.update(attribution_metrics(reasons, data.queries, k_miss))
-        table = with_attribution(table, reasons, k_miss)
-        # what Annotating stages said per query (conflict pairs): a column each, counted
-        stages = [
-            s
-            for s in [*pipe.retrievers.values(), *pipe.postprocessors.values()]
-            if isinstance(s, Annotating)
-        ]
-        names = [n for s in stages for n in s.annotation_names]
-        table = with_annotations(table, result.annotations, names)
-        metrics.update(annotation_metrics(result.annotations, data.queries, names))
-        metrics.update(refusal_metrics(result.final, data.qrels))
-        if result.fallback_level:  # the level that answered each query (rag_lab.pipeline.fallback)
-            table = table.assign(fallback_level=table["query_id"].map(dict(result.fallback_level)))
-        # a conflict flag reaches the generator as a note before the context
-        notes = notes_by_query(result.annotations, queries)
-        table = answer(cfg, data, pipe, result.final, metrics, table, notes)
-        metrics.update(
-            n_documents=len({c.doc_id for c in pipe.chunks.values()}), n_chunks=len(pipe.chunks)
-        )
+        metrics, table = score_result(result, pipe, data, ecfg)
+        table = answer_result(cfg, data, pipe, result, metrics, table, out_dir)
         metrics.update(runtime_metrics(result, pipe.timings, list(pipe.retrievers)))
         metrics.update(pipe.cache_counters())
         metrics.update(ingest_metrics(pipe.ingest))
         metrics["total_seconds"] = time.perf_counter() - t_start
 
         outputs.write_scores(out_dir, metrics, table, data.fingerprint)
-        chunk_doc = {cid: c.doc_id for cid, c in chunks.items()}
+        chunk_doc = {cid: c.doc_id for cid, c in pipe.all_chunks.items()}
         outputs.write_trec_run(out_dir, to_document_run(result.final, chunk_doc), "rag_lab")
         outputs.write_trec_qrels(out_dir, data.qrels)
         if pipe.ingest:
             outputs.write_ingest_report(out_dir, pipe.ingest)
         if wants_html_report(ecfg):
-            report.write_run_report(out_dir, Labels(chunks, data.queries, data.qrels))
+            report.write_run_report(out_dir, Labels(pipe.all_chunks, data.queries, data.qrels))
         console.show_run(
             cfg, console.title(data.name, data.split, pipe), metrics, list(ecfg.metrics), out_dir
         )

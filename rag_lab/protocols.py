@@ -91,6 +91,17 @@ class Annotating(Protocol):
 
 
 @runtime_checkable
+class ChunkAssessing(Protocol):
+    """The stage can say how far to trust one chunk among a query's top chunks (the credibility
+    filter: ``{"credibility": 0.67}``), for a served reply to carry per chunk; below
+    ``threshold`` a chunk is not to be trusted."""
+
+    threshold: float
+
+    def assess(self, chunk: Chunk, others: Sequence[Chunk]) -> Mapping[str, float]: ...
+
+
+@runtime_checkable
 class TrackedRun(Protocol):
     """An open run of a :class:`Tracker`: logged to as the job goes, closed by ``end`` with the
     job's status (``FINISHED`` | ``FAILED`` | ``KILLED``)."""

@@ -190,7 +190,9 @@ class LabelledQueries:
     ``corpus_fingerprint`` the corpus sources alone (names and bytes), which is what keys the
     parse/chunk/embed stages, so editing labels never re-embeds.
     ``on_empty`` is the dataset's policy for documents with empty text (``skip`` or ``fail``),
-    for ``rag_lab.pipeline.corpus.read_corpus``.
+    for ``rag_lab.pipeline.corpus.read_corpus``. ``corpus_left_out``: ``(path, reason)`` of the
+    corpus folder's entries not read (links out of it, dangling links, linked folders, hidden
+    files: ``rag_lab.io.files.list_corpus_folder``), which the corpus read counts.
     """
 
     name: str
@@ -203,3 +205,4 @@ class LabelledQueries:
     corpus_fingerprint: str = ""
     warnings: tuple[str, ...] = field(default=())
     on_empty: str = "skip"
+    corpus_left_out: tuple[tuple[str, str], ...] = ()

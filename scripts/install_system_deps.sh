@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The system packages rag_lab uses beyond pip (Debian/Ubuntu names), installed when missing:
 #   tesseract-ocr, tesseract-ocr-eng, tesseract-ocr-chi-sim  OCR of scanned PDF pages (parser=pdf)
+#   tesseract-ocr-osd                                        orientation detection: a scan or an
+#                                                           image lying on its side is turned
+#                                                           upright before OCR (ocr_orientation)
 #   fonts-wqy-microhei, fonts-dejavu-core                   fonts of scripts/make_sample_documents.py;
 #                                                           WenQuanYi is also the CJK font of plots
 #                                                           (rag_lab/report/figures.py)
@@ -18,11 +21,12 @@ set -euo pipefail
 
 need=()
 if ! command -v tesseract >/dev/null 2>&1; then
-  need+=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim)
+  need+=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-osd)
 else
   langs="$(tesseract --list-langs 2>/dev/null || true)"
   grep -qx eng <<<"$langs" || need+=(tesseract-ocr-eng)
   grep -qx chi_sim <<<"$langs" || need+=(tesseract-ocr-chi-sim)
+  grep -qx osd <<<"$langs" || need+=(tesseract-ocr-osd)
 fi
 [ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)

@@ -172,7 +172,13 @@ def rebuild_labels(config: Mapping[str, Any]) -> Labels:
     cfg = OmegaConf.create(dict(config))
     data = build.build_dataset(cfg).load()
     pipe = build.build_pipeline(cfg)
-    pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint, data.on_empty)
+    pipe.load_corpus(
+        data.corpus_sources,
+        data.corpus_root,
+        data.corpus_fingerprint,
+        data.on_empty,
+        data.corpus_left_out,
+    )
     # with a fallback chain, its levels' corpora too (what the run could return)
     return Labels(pipe.all_chunks, data.queries, data.qrels)
 

@@ -68,8 +68,13 @@ COMMANDS: dict[str, Command] = {
         "rag_lab.cli.cache", "list or clear the stage cache (rag-lab cache list|clear)"
     ),
     "serve": Command(
-        "rag_lab.cli.serve", "log an export folder as an MLflow pyfunc model (mlflow models serve)"
+        "rag_lab.cli.serve",
+        "serve an export to agents: HTTP API and MCP, with metadata, flags and source health",
     ),
+    "register": Command(
+        "rag_lab.cli.register", "log an export as an MLflow pyfunc model (mlflow models serve)"
+    ),
+    "health": Command("rag_lab.cli.health", "which knowledge sources of an export are stale"),
     "llm-server": Command(
         "rag_lab.cli.llm_server", "serve a local causal LM behind an OpenAI-compatible endpoint"
     ),

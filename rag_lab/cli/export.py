@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag_lab.cli._options import tracking_uri_option
-from rag_lab.cli.serve import log_model
+from rag_lab.cli.register import log_model
 from rag_lab.errors import exit_status, user_errors
 from rag_lab.tracking.fetch import download_run, resolve_tracking_uri
 

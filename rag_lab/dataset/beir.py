@@ -7,6 +7,7 @@ configured parser reads; that is how the shipped sample dataset keeps its manual
 from __future__ import annotations
 
 import csv
+import hashlib
 import logging
 import math
 from pathlib import Path
@@ -16,7 +17,14 @@ from rag_lab.cache.fingerprints import fingerprint
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.dataset.conversations import resolve_history
 from rag_lab.errors import ConfigError, DataError
-from rag_lab.io.files import read_jsonl, read_lines, require_file, require_key
+from rag_lab.io.files import (
+    CorpusFolder,
+    list_corpus_folder,
+    read_jsonl,
+    read_lines,
+    require_file,
+    require_key,
+)
 from rag_lab.parser.base import ON_EMPTY
 from rag_lab.types import Qrels, Query
 
@@ -126,18 +134,25 @@ class BeirDataset:
         self.name = name or self.path.resolve().name
         self.on_empty = on_empty
 
-    def corpus_sources(self) -> tuple[Path, tuple[Path, ...]]:
+    def corpus_sources(self) -> tuple[Path, CorpusFolder]:
+        """The corpus root and its files; a folder is listed by ``list_corpus_folder`` (links
+        out of it, dangling links, linked folders and hidden entries left out, with reasons).
+        A corpus file named in the config is read wherever a link to it leads."""
         src = self.path / self.corpus
         if not src.exists():
             raise DataError(f"corpus not found: {src}")
         if src.is_file():
-            return src.parent, (src,)
-        files = tuple(
-            sorted(p for p in src.rglob("*") if p.is_file() and not p.name.startswith("."))
-        )
-        if not files:
-            raise DataError(f"corpus folder is empty: {src}")
-        return src, files
+            return src.parent, CorpusFolder((src,))
+        listing = list_corpus_folder(src)
+        if not listing.files:
+            first = listing.left_out[0] if listing.left_out else None
+            also = (
+                f" ({len(listing.left_out)} entries left out; first: {first[0]}: {first[1]})"
+                if first
+                else ""
+            )
+            raise DataError(f"corpus folder is empty: {src}{also}")
+        return src, listing
 
     def has_split(self, split: str) -> bool:
         """Whether ``qrels/<split>.tsv`` exists (``rag_lab.dataset.base.SplitAware``)."""
@@ -168,7 +183,8 @@ class BeirDataset:
                 f"qrels file not found: {qrels_path} "
                 f"(splits available: {', '.join(have) or 'none'})"
             )
-        root, sources = self.corpus_sources()
+        root, listing = self.corpus_sources()
+        sources = listing.files
         queries_path = self.path / self.queries_file
         all_queries = read_queries(queries_path)
         qrels = read_qrels(qrels_path)
@@ -194,6 +210,12 @@ class BeirDataset:
         for w in warnings:
             log.warning(w)
         corpus_fp = fingerprint(sources, root=root)
+        left_out = tuple((str(p), why) for p, why in listing.left_out)
+        if left_out:  # a link added or removed changes what the ingest report counts
+            h = hashlib.blake2b(corpus_fp.encode(), digest_size=16)
+            for p, why in listing.left_out:
+                h.update(f"\0{p.relative_to(root).as_posix()}\0{why}".encode())
+            corpus_fp = h.hexdigest()
         return LabelledQueries(
             self.name,
             self.split,
@@ -205,4 +227,5 @@ class BeirDataset:
             corpus_fp,
             tuple(warnings),
             self.on_empty,
+            left_out,
         )

@@ -10,12 +10,19 @@ The vector of a text: every term the tokenizer returns and every character n-gra
 distinct term is hashed once (into its row of a term -> bucket table) and a batch is the
 term-frequency counts of its texts times that table, summed in integers, so the vectors are
 exactly those of a feature-by-feature loop (tested), at the cost of numpy calls.
+
+The table holds the terms of the documents encoded (the corpus): a query's terms that the corpus
+lacks are hashed into a table of that call alone, so a long-running server's memory does not grow
+with the distinct terms its queries bring. Safe under concurrent calls: the shared table is
+replaced, never changed in place, under a lock; a call reads one consistent version of it.
 """
 
 from __future__ import annotations
 
+import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,6 +31,20 @@ from rag_lab.validate import OptionError, integer
 
 # texts encoded per numpy pass: bounds the (text, feature) arrays, not the result
 _BATCH = 1024
+
+
+@dataclass(frozen=True)
+class _Table:
+    """Terms → their (bucket, signed count) pairs: term ``i``'s are ``cols/vals[ptr[i]:ptr[i+1]]``
+    (never modified: a grown table is a new one)."""
+
+    term_id: Mapping[str, int]
+    ptr: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+
+
+_EMPTY = _Table({}, np.zeros(1, dtype=np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
 
 
 class HashingEmbedder:
@@ -47,12 +68,9 @@ class HashingEmbedder:
         if lo == 0 and hi != 0:
             raise OptionError("char_ngrams", list(char_ngrams), "[0, 0] or 1 <= min <= max")
         self.char_ngrams = (lo, hi)
-        # the term -> bucket table, grown as new terms are seen: term i's (bucket, signed count)
-        # pairs are _cols/_vals[_ptr[i]:_ptr[i + 1]]
-        self._term_id: dict[str, int] = {}
-        self._ptr = np.zeros(1, dtype=np.int64)
-        self._cols = np.zeros(0, dtype=np.int64)
-        self._vals = np.zeros(0, dtype=np.float64)
+        # the documents' terms, grown as new documents are encoded (replaced under the lock)
+        self._table = _EMPTY
+        self._lock = threading.Lock()
 
     @property
     def identity(self) -> dict:
@@ -73,8 +91,8 @@ class HashingEmbedder:
                 feats.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
         return feats
 
-    def _add_terms(self, terms: list[str]) -> None:
-        """Hash each new term's features once into its row of the bucket table."""
+    def _extended(self, table: _Table, terms: list[str]) -> _Table:
+        """``table`` plus the rows of ``terms`` (each term's features hashed once)."""
         dim = self.dimension
         hashes: list[int] = []
         width: list[int] = []
@@ -88,46 +106,75 @@ class HashingEmbedder:
         cells, where = np.unique(owner * dim + h % dim, return_inverse=True)
         signed = np.bincount(where, weights=np.where((h >> 31) & 1, -1.0, 1.0))
         per_term = np.bincount(cells // dim, minlength=len(terms))
-        for term in terms:
-            self._term_id[term] = len(self._term_id)
-        self._ptr = np.concatenate([self._ptr, self._ptr[-1] + np.cumsum(per_term)])
-        self._cols = np.concatenate([self._cols, cells % dim])
-        self._vals = np.concatenate([self._vals, signed])
+        base = len(table.term_id)
+        return _Table(
+            {**table.term_id, **{t: base + i for i, t in enumerate(terms)}},
+            np.concatenate([table.ptr, table.ptr[-1] + np.cumsum(per_term)]),
+            np.concatenate([table.cols, cells % dim]),
+            np.concatenate([table.vals, signed]),
+        )
 
-    def _counts(self, docs: list[list[str]]) -> np.ndarray:
-        """Signed bucket counts, ``(len(docs), dimension)``, exact integers in float32."""
+    def _counts(self, docs: list[list[str]], remember: bool) -> np.ndarray:
+        """Signed bucket counts, ``(len(docs), dimension)``, exact integers in float32. Terms the
+        table lacks join it when ``remember`` (documents); otherwise (queries) they are hashed
+        into a table of this call only."""
         n, dim = len(docs), self.dimension
         flat = [t for terms in docs for t in terms]
         if not flat:
             return np.zeros((n, dim), dtype=np.float32)
-        new = [t for t in dict.fromkeys(flat) if t not in self._term_id]
-        if new:
-            self._add_terms(new)
-        ids = np.fromiter(map(self._term_id.__getitem__, flat), dtype=np.int64, count=len(flat))
-        rows = np.repeat(np.arange(n, dtype=np.int64), [len(terms) for terms in docs])
-        # each (text, term) pair once, with its frequency
-        pairs, tf = np.unique(rows * len(self._term_id) + ids, return_counts=True)
-        row, term = np.divmod(pairs, len(self._term_id))
-        # ... expanded to the term's buckets
-        start, width = self._ptr[term], self._ptr[term + 1] - self._ptr[term]
-        ends = np.cumsum(width)
-        at = np.repeat(start - ends + width, width) + np.arange(int(ends[-1]))
-        weights = self._vals[at] * np.repeat(tf, width)
-        cells = np.repeat(row, width) * dim + self._cols[at]
-        counts = np.bincount(cells, weights=weights, minlength=n * dim)
-        return counts.reshape(n, dim).astype(np.float32)  # integers: exact in float32
+        table = self._table
+        new = [t for t in dict.fromkeys(flat) if t not in table.term_id]
+        if not new:
+            return _bucket_counts(table, docs, dim)
+        if remember:
+            with self._lock:  # another call may have grown it meanwhile
+                table = self._table
+                new = [t for t in new if t not in table.term_id]
+                if new:
+                    table = self._table = self._extended(table, new)
+            return _bucket_counts(table, docs, dim)
+        # a query's unseen terms: counted from a table of this call alone, added to the counts of
+        # the known ones (integers: the sum is exact), so nothing is kept and nothing is copied
+        unseen = set(new)
+        known = [[t for t in terms if t not in unseen] for terms in docs]
+        fresh = [[t for t in terms if t in unseen] for terms in docs]
+        return _bucket_counts(table, known, dim) + _bucket_counts(
+            self._extended(_EMPTY, new), fresh, dim
+        )
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+    def _encode(self, texts: Sequence[str], remember: bool) -> np.ndarray:
         texts = list(texts)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for s in range(0, len(texts), _BATCH):
-            out[s : s + _BATCH] = self._counts(self.tokenizer(texts[s : s + _BATCH]))
+            out[s : s + _BATCH] = self._counts(self.tokenizer(texts[s : s + _BATCH]), remember)
         out = np.sign(out) * np.log1p(np.abs(out))  # sublinear term frequency
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms == 0, 1.0, norms)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts)
+        return self._encode(texts, remember=False)
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts)
+        return self._encode(texts, remember=True)
+
+
+def _bucket_counts(table: _Table, docs: list[list[str]], dim: int) -> np.ndarray:
+    """The term-frequency counts of ``docs`` times the table's rows of their terms (every term
+    of ``docs`` is in the table)."""
+    n, n_terms = len(docs), len(table.term_id)
+    flat = [t for terms in docs for t in terms]
+    if not flat:
+        return np.zeros((n, dim), dtype=np.float32)
+    ids = np.fromiter(map(table.term_id.__getitem__, flat), dtype=np.int64, count=len(flat))
+    rows = np.repeat(np.arange(n, dtype=np.int64), [len(terms) for terms in docs])
+    # each (text, term) pair once, with its frequency
+    pairs, tf = np.unique(rows * n_terms + ids, return_counts=True)
+    row, term = np.divmod(pairs, n_terms)
+    # ... expanded to the term's buckets
+    start, width = table.ptr[term], table.ptr[term + 1] - table.ptr[term]
+    ends = np.cumsum(width)
+    at = np.repeat(start - ends + width, width) + np.arange(int(ends[-1]))
+    weights = table.vals[at] * np.repeat(tf, width)
+    cells = np.repeat(row, width) * dim + table.cols[at]
+    counts = np.bincount(cells, weights=weights, minlength=n * dim)
+    return counts.reshape(n, dim).astype(np.float32)  # integers: exact in float32

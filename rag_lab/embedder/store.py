@@ -47,7 +47,7 @@ def flat_header(rows: int, dimension: int) -> bytes:
 
 
 @functools.cache
-def _faiss_searches_in_place() -> bool:
+def faiss_maps_flat_files() -> bool:
     """Whether this faiss memory-maps flat index files (``IO_FLAG_MMAP_IFC``, faiss >= 1.11) and
     writes them as ``flat_header`` says (checked on a two-row index, once per process)."""
     import faiss
@@ -142,7 +142,7 @@ def flat_index_file(matrix: np.ndarray) -> Path | None:
     rows, dimension = matrix.shape
     if not whole or path.stat().st_size != FLAT_HEADER_BYTES + rows * dimension * 4:
         return None
-    return path if _faiss_searches_in_place() else None
+    return path if faiss_maps_flat_files() else None
 
 
 def float32_slices(matrix: np.ndarray, rows: int = SLICE_ROWS) -> Iterator[np.ndarray]:

@@ -5,5 +5,10 @@ pyfunc model (``pyfunc``)."""
 from rag_lab.export.bundle import export_pipeline, export_sweep
 from rag_lab.export.load import ExportedPipeline, evaluate_exported, load_pipeline
 
-__all__ = ["ExportedPipeline", "evaluate_exported", "export_pipeline", "export_sweep",
-"load_pipeline"]
+__all__ = [
+    "ExportedPipeline",
+    "evaluate_exported",
+    "export_pipeline",
+    "export_sweep",
+    "load_pipeline",
+]

@@ -4,11 +4,16 @@ An *export* is what a run (or a sweep's winner) selected, frozen so it can answe
 the corpus files, the stage cache or Hydra::
 
     <export>/
-      pipeline.yaml          resolved stage configs (no dataset/tracking/paths/hydra/sweep/cache),
-                             top-level ``retrieve_k`` and an ``export`` section (provenance,
-                             bundled model paths, corpus fingerprint)
+      pipeline.yaml          resolved stage configs (no dataset/tracking/paths/hydra/sweep/cache;
+                             plain data, no interpolation; endpoints blanked) and an ``export``
+                             section (provenance, bundled paths, fallback levels, the endpoints
+                             the run used, corpus fingerprint)
       chunks.json.gz         every chunk (``rag_lab.types.chunk_to_dict``)
       indexes/<retriever>/   each retriever's persisted index (``save_index``)
+      levels/<level>/        a fallback level's own corpus (``chunks.json.gz``) and its indexes
+                             (``indexes/<retriever>/``; a retriever shared with the main
+                             pipeline over the main corpus reuses ``indexes/<retriever>``)
+      files/                 files stage settings name (a synonyms dictionary, a GGUF model)
       model/                 the dense embedder's weights, only when they were a local folder that
                              is not one of the offline model ids (``model/<retriever>/`` when
                              several retrievers bundle one)
@@ -20,6 +25,7 @@ the corpus files, the stage cache or Hydra::
       dataset_fingerprint    folder as a side
       metrics_test.json      the report-split metrics, when a test run was given
       card.md                human-readable summary
+      sources.json           every document: its source, type, last update and fallback level
       manifest.json          sha256 of every other file (``rag_lab.export.manifest``)
 
 Contracts:
@@ -30,6 +36,12 @@ Contracts:
 - Every name that becomes a path (retrievers, post-processors) is one plain path component
   (``rag_lab.io.safe_paths.plain_name``): nothing is written outside ``out_dir``. ``overwrite``
   replaces only an export (a folder with ``pipeline.yaml``).
+- Every stage ``evaluate`` runs is carried: query transforms (their files bundled), retrievers,
+  fusion (routed too), post-processors, the fallback chain with every level's corpus and indexes,
+  context stages, the generator and the judge. A stage that cannot be carried is refused by name
+  with the reason (a retriever that cannot save its index).
+- What an export can make its loader do is in ``rag_lab.export.portable``: nothing is resolved,
+  no endpoint is reached that the user did not name.
 - ``rag_lab.export.load`` says what loading checks and how an export ranks.
 """
 
@@ -41,7 +53,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -53,6 +65,12 @@ from omegaconf import OmegaConf
 from rag_lab._deprecated import upgrade_targets
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.export.manifest import write_manifest
+from rag_lab.export.portable import (
+    bundle_files,
+    escape_interpolations,
+    strip_endpoints,
+)
+from rag_lab.export.search import sources
 from rag_lab.io.run_folder import (
     FINGERPRINT_FILE,
     METRICS_FILE,
@@ -66,8 +84,9 @@ from rag_lab.pipeline.build import (
     build_pipeline,
     resolve_tokenizers,
 )
+from rag_lab.pipeline.fallback import FallbackPipeline
 from rag_lab.retrievers.base import PersistentRetriever
-from rag_lab.types import chunk_to_dict
+from rag_lab.types import Chunk, chunk_to_dict
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +94,8 @@ FORMAT_VERSION = 1
 PIPELINE_FILE = "pipeline.yaml"
 CHUNKS_FILE = "chunks.json.gz"
 INDEXES_DIR = "indexes"
+LEVELS_DIR = "levels"
+SOURCES_FILE = "sources.json"  # every document with its type, last update and fallback level
 # sections of an evaluate config that describe where a run read and wrote, not the pipeline
 DROPPED_SECTIONS = ("dataset", "tracking", "paths", "hydra", "sweep", "cache")
 # what defines the rankings: compared between the exported run and its test run
@@ -86,7 +107,9 @@ PIPELINE_SECTIONS = (
     "fusion",
     "reranker",
     "postprocess",
-    "retrieve_k",
+    "fallback",
+    "context",
+    "generator",
 )
 # distribution names tried in order for each package the card reports
 VERSIONED_PACKAGES: dict[str, tuple[str, ...]] = {
@@ -132,11 +155,17 @@ def _check_same_pipeline(resolved: Mapping[str, Any], test_run_dir: Path) -> Non
         return
     a, b = _pipeline_config(resolved), _pipeline_config(yaml.safe_load(path.read_text()))
     differ = [k for k in PIPELINE_SECTIONS if a.get(k) != b.get(k)]
+    if _depth(a) != _depth(b):
+        differ.append("evaluation.retrieve_k")
     if differ:
         raise ConfigError(
             f"{test_run_dir} ran a different pipeline than the exported run ({', '.join(differ)} "
             f"differ): its metrics cannot be the export's test metrics"
         )
+
+
+def _depth(config: Mapping[str, Any]) -> Any:
+    return (config.get("evaluation") or {}).get("retrieve_k")
 
 
 def _run_split(run_dir: Path) -> str | None:
@@ -267,7 +296,6 @@ def _pipeline_config(resolved: Mapping[str, Any]) -> dict[str, Any]:
     for node in stages:  # runs before 0.2 named the cache in stages; an export has none
         if isinstance(node, dict):
             node.pop("cache_dir", None)
-    config["retrieve_k"] = int(resolved["evaluation"]["retrieve_k"])
     return config
 
 
@@ -311,7 +339,7 @@ def _card(
         else "- reranker: none"
     )
     lines += [
-        f"- retrieve_k: {config['retrieve_k']} (per retriever, before fusion)",
+        f"- retrieve_k: {_depth(config)} (per retriever, before fusion)",
         f"- chunks: {export['n_chunks']}",
         "",
         "## Data",
@@ -357,11 +385,6 @@ def export_pipeline(
             f"{test_run_dir}: no metrics.json (test_run_dir must be a finished run folder)"
         )
     check_names(resolved, run_dir / "config_resolved.yaml")
-    if resolved.get("fallback"):  # refused now, not when the export is loaded
-        raise ConfigError(
-            f"{run_dir / 'config_resolved.yaml'}: fallback: a pipeline with a fallback chain "
-            "cannot be exported yet (its levels are not carried): export a run without fallback"
-        )
     _check_out_dir(out_dir, overwrite)
     if test_run_dir is not None:
         _check_same_pipeline(resolved, Path(test_run_dir))
@@ -382,28 +405,16 @@ def export_pipeline(
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     staging.chmod(0o755)  # mkdtemp makes it private; the export is an ordinary folder
     try:
-        for name, retriever in pipe.retrievers.items():
-            target = staging / INDEXES_DIR / name
-            target.mkdir(parents=True)
-            if not isinstance(retriever, PersistentRetriever):
-                raise ConfigError(
-                    f"retriever {name!r} ({type(retriever).__name__}) cannot save its index"
-                )
-            try:
-                retriever.save_index(target)
-            except NotImplementedError as exc:
-                raise ConfigError(
-                    f"retriever {name!r} cannot be exported: {exc} "
-                    f"(e.g. retrievers.{name}.backend=bm25s)"
-                ) from None
-        with gzip.GzipFile(staging / CHUNKS_FILE, "wb", mtime=0) as fh:
-            fh.write(
-                json.dumps([chunk_to_dict(c) for c in chunks], ensure_ascii=False).encode("utf-8")
-            )
+        _save_indexes(pipe.retrievers, staging / INDEXES_DIR)
+        _write_chunks(staging / CHUNKS_FILE, chunks)
         config = _pipeline_config(resolved)
+        levels = _save_levels(pipe, config, staging) if isinstance(pipe, FallbackPipeline) else {}
         # tokenizer=auto: record the choice made for this corpus (a loaded export has no corpus)
         resolve_tokenizers(config.get("retrievers") or {}, "retrievers", data)
         bundled = _bundle_models(config, staging)
+        files = bundle_files(config, staging)
+        endpoints = strip_endpoints(config)  # the user names them when loading
+        escape_interpolations(config)
         for name in (METRICS_FILE, PER_QUERY_FILE, FINGERPRINT_FILE):
             shutil.copy2(run_dir / name, staging / name)
         test_metrics = None
@@ -422,6 +433,9 @@ def export_pipeline(
             "corpus_fingerprint": data.corpus_fingerprint,
             "n_chunks": len(chunks),
             "bundled_models": bundled,
+            "bundled_files": files,
+            "levels": levels,
+            "endpoints": endpoints,
             "versions": package_versions(),
         }
         config["export"] = export
@@ -430,6 +444,7 @@ def export_pipeline(
         )
         dev = read_metrics(run_dir / "metrics.json")
         (staging / "card.md").write_text(_card(config, export, dev, test_metrics))
+        (staging / SOURCES_FILE).write_text(json.dumps(sources(pipe), indent=1, ensure_ascii=False))
         write_manifest(staging)  # last: it hashes every other file
         if out_dir.exists():
             shutil.rmtree(out_dir)
@@ -445,6 +460,65 @@ def export_pipeline(
         out_dir,
     )
     return out_dir
+
+
+def _save_indexes(retrievers: Mapping[str, Any], target: Path) -> None:
+    """Each retriever's index into ``target/<name>/``; a retriever that cannot persist is
+    refused by name with the reason."""
+    for name, retriever in retrievers.items():
+        folder = target / name
+        folder.mkdir(parents=True)
+        if not isinstance(retriever, PersistentRetriever):
+            raise ConfigError(
+                f"retriever {name!r} ({type(retriever).__name__}) cannot be exported: it cannot "
+                "save its index"
+            )
+        try:
+            retriever.save_index(folder)
+        except NotImplementedError as exc:
+            raise ConfigError(
+                f"retriever {name!r} cannot be exported: {exc} "
+                f"(e.g. retrievers.{name}.backend=bm25s)"
+            ) from None
+
+
+def _write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.GzipFile(path, "wb", mtime=0) as fh:
+        fh.write(json.dumps([chunk_to_dict(c) for c in chunks], ensure_ascii=False).encode())
+
+
+def _save_levels(
+    pipe: FallbackPipeline, config: dict[str, Any], staging: Path
+) -> dict[str, dict[str, Any]]:
+    """Each fallback level's corpus (when it has its own: ``levels/<name>/chunks.json.gz``) and
+    indexes (``levels/<name>/indexes/<retriever>/``; a retriever configured as the main
+    pipeline's of the same name over the main corpus reuses ``indexes/<retriever>``). The
+    level's ``corpus`` setting becomes its folder in the export. Returns what the loader reads:
+    ``{level: {"corpus": relative folder or None, "indexes": {retriever: relative folder}}}``."""
+    main_cfg = pipe.stage_configs.get("retrievers") or {}
+    out: dict[str, dict[str, Any]] = {}
+    for level in pipe.levels:
+        plain_name(level.name, "fallback level name")
+        sub = level.pipeline
+        sub.index_all()
+        rel = f"{LEVELS_DIR}/{level.name}"
+        indexes: dict[str, str] = {}
+        for name in sub.retrievers:
+            same = (sub.stage_configs.get("retrievers") or {}).get(name) == main_cfg.get(name)
+            if level.corpus is None and same and name in pipe.retrievers:
+                indexes[name] = f"{INDEXES_DIR}/{name}"
+        rest = [n for n in sub.retrievers if n not in indexes]
+        if rest:
+            _save_indexes({n: sub.retrievers[n] for n in rest}, staging / rel / INDEXES_DIR)
+            indexes.update({n: f"{rel}/{INDEXES_DIR}/{n}" for n in rest})
+        corpus = None
+        if level.corpus is not None:
+            _write_chunks(staging / rel / CHUNKS_FILE, list(sub.chunks.values()))
+            corpus = rel
+        config["fallback"]["levels"][level.name]["corpus"] = corpus
+        out[level.name] = {"corpus": corpus, "indexes": indexes}
+    return out
 
 
 def export_sweep(sweep_dir: Path, out_dir: Path, *, overwrite: bool = False) -> Path:

@@ -17,12 +17,13 @@ labelled split (``evaluate_exported``). The folder's layout and the contracts ar
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +31,24 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rag_lab._deprecated import upgrade_targets
+from rag_lab.contract.age import AgeRule
 from rag_lab.errors import ConfigError
 from rag_lab.export.bundle import CHUNKS_FILE, INDEXES_DIR, PIPELINE_FILE, check_names
 from rag_lab.export.manifest import MANIFEST_FILE, verify_manifest
+from rag_lab.export.portable import apply_endpoints, refuse_interpolations
+from rag_lab.export.search import SearchResult, chunk_record, search, sources
 from rag_lab.io.run_folder import write_scores
 from rag_lab.io.safe_paths import inside
-from rag_lab.metrics.score import check_labels, score_split
+from rag_lab.metrics.names import is_timing
+from rag_lab.metrics.score import check_labels
 from rag_lab.pipeline.build import build_pipeline, check_code_loading, check_targets, instantiate
+from rag_lab.pipeline.fallback import FallbackPipeline
 from rag_lab.pipeline.pipeline import Pipeline
+from rag_lab.pipeline.scoring import answer_result, score_result
 from rag_lab.ranking import ranked
 from rag_lab.types import Chunk, chunk_from_dict
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass
@@ -53,6 +59,7 @@ class ExportedPipeline:
     path: Path
     config: DictConfig
     pipeline: Pipeline
+    age_rule: AgeRule = field(default_factory=AgeRule)
 
     @property
     def chunks(self) -> dict[str, Chunk]:
@@ -111,6 +118,65 @@ class ExportedPipeline:
         """Top ``k`` chunks for one query (same dicts as ``retrieve_batch``)."""
         return self.retrieve_batch({"q": query}, k)["q"]
 
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        as_of: str | dt.date | None = None,
+        filters: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        today: dt.date | None = None,
+    ) -> SearchResult:
+        """One query with every chunk's contract fields, the query's flags and each stage's time
+        (``rag_lab.export.search``; the server's and the MCP tool's reply)."""
+        return search(
+            self.pipeline,
+            query,
+            k,
+            as_of=as_of,
+            filters=filters,
+            metadata=metadata,
+            age_rule=self.age_rule,
+            today=today,
+        )
+
+    def get_chunk(self, chunk_id: str) -> dict[str, Any] | None:
+        chunk = self.pipeline.all_chunks.get(chunk_id)
+        return None if chunk is None else chunk_record(chunk)
+
+    def sources(self) -> list[dict[str, Any]]:
+        """Every document the export can return, once: ``doc_id``, ``source``, ``source_type``,
+        ``last_updated`` (``rag_lab.contract.age.source_date``) and the fallback ``level`` whose
+        corpus holds it (``main`` for the main corpus)."""
+        return sources(self.pipeline)
+
+    def health(self, today: dt.date | None = None) -> dict[str, Any]:
+        """Source health: the stale sources (older than ``age_rule`` allows for their type) and
+        the undated ones, with the rule and the day it was judged on."""
+        day = today or dt.date.today()
+        stale, undated = [], []
+        for src in self.sources():
+            meta = {"source_type": src["source_type"], "updated": src["last_updated"]}
+            age = self.age_rule.age(meta, day)
+            if age is None:
+                undated.append(src["doc_id"])
+            elif self.age_rule.stale(meta, day):
+                stale.append(
+                    {
+                        **src,
+                        "age_days": age,
+                        "max_age_days": self.age_rule.limit(src["source_type"]),
+                    }
+                )
+        return {
+            "today": day.isoformat(),
+            "max_age_days": dict(self.age_rule.max_age_days),
+            "n_sources": len(self.sources()),
+            "stale": stale,
+            "undated": undated,
+        }
+
 
 def _set_key(config: DictConfig, dotted: str, value: str) -> None:
     if OmegaConf.select(config, dotted, default=None) is not None:
@@ -132,21 +198,28 @@ def _verify(root: Path) -> None:
 
 
 def load_pipeline(
-    path: str | os.PathLike[str], *, verify: bool = True, trust_remote_code: bool = False
+    path: str | os.PathLike[str],
+    *,
+    verify: bool = True,
+    trust_remote_code: bool = False,
+    endpoints: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ExportedPipeline:
     """Load an export folder written by ``export_pipeline``.
 
     Raises ``ConfigError`` (or ``DataError`` for a changed file), before anything is
-    instantiated, when ``pipeline.yaml`` is missing or malformed; names a ``_target_`` outside the
-    allow-list or not resolving to an allowed class (``check_targets``, on the whole file); with
-    ``verify``, when a file differs from ``manifest.json``, is missing from the folder or is not
-    in the manifest (an export without a manifest loads with one warning); unless
-    ``trust_remote_code``, when the file sets a code-loading argument (``check_code_loading``:
-    ``trust_remote_code: true`` anywhere, also inside ``model_kwargs``); when a retriever name is
-    not a plain name or a bundled model path leads outside the folder; when a stage's class does
-    not satisfy its slot's protocol (``build_pipeline``); or when an index is missing. Document
-    embeddings and BM25 statistics are read from ``indexes/``; only queries are encoded (the
-    dense model loads on the first query)."""
+    instantiated, when ``pipeline.yaml`` is missing or malformed; holds an interpolation
+    (``${...}``: the file is plain data, ``rag_lab.export.portable``); names a ``_target_``
+    outside the allow-list or not resolving to an allowed class (``check_targets``, on the whole
+    file); with ``verify``, when a file differs from ``manifest.json``, is missing from the
+    folder or is not in the manifest (an export without a manifest loads with one warning);
+    unless ``trust_remote_code``, when the file sets a code-loading argument
+    (``check_code_loading``: ``trust_remote_code: true`` anywhere, also inside
+    ``model_kwargs``); when a retriever name is not a plain name or a bundled path leads outside
+    the folder; when a stage calls an endpoint that ``endpoints`` does not name
+    (``{stage: {"base_url": URL, "api_key_env": NAME}}``; the file's own are never used); when a
+    stage's class does not satisfy its slot's protocol (``build_pipeline``); or when an index is
+    missing. Document embeddings and BM25 statistics are read from ``indexes/``; only queries are
+    encoded (the dense model loads on the first query)."""
     root = Path(path).expanduser().resolve()
     cfg_path = root / PIPELINE_FILE
     if not cfg_path.is_file():
@@ -155,13 +228,10 @@ def load_pipeline(
         raw = yaml.safe_load(cfg_path.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(f"{cfg_path}: not valid YAML ({exc})") from None
-    if (
-        not isinstance(raw, dict)
-        or not isinstance(raw.get("retrievers"), dict)
-        or "retrieve_k" not in raw
-    ):
-        raise ConfigError(f"{cfg_path}: expected a mapping with `retrievers` and `retrieve_k`")
-    raw = upgrade_targets(raw)  # an export of an earlier release may name moved classes
+    if not isinstance(raw, dict) or not isinstance(raw.get("retrievers"), dict):
+        raise ConfigError(f"{cfg_path}: expected a mapping with `retrievers`")
+    refuse_interpolations(raw, str(cfg_path))
+    raw = _upgrade(raw, cfg_path)
     try:
         check_targets(raw)
         if not trust_remote_code:
@@ -171,28 +241,73 @@ def load_pipeline(
     check_names(raw, cfg_path)
     if verify:
         _verify(root)
-    config = OmegaConf.create(raw)
     export = raw.get("export") or {}
-    bundled = export.get("bundled_models") or {}
-    if not isinstance(bundled, Mapping):
-        raise ConfigError(f"{cfg_path}: export.bundled_models must be a mapping")
-    for dotted, rel in bundled.items():
-        where = f"{cfg_path}: refusing to load: export.bundled_models.{dotted}"
-        _set_key(config, str(dotted), str(inside(root, str(rel), where)))
-    config.evaluation = config.get("evaluation") or {}
-    config.evaluation.retrieve_k = int(raw["retrieve_k"])
+    for section in ("bundled_models", "bundled_files", "levels", "endpoints"):
+        if not isinstance(export.get(section) or {}, Mapping):
+            raise ConfigError(f"{cfg_path}: export.{section} must be a mapping")
+    apply_endpoints(raw, dict(endpoints or {}), str(cfg_path))
+    config = OmegaConf.create(raw)
+    for section in ("bundled_models", "bundled_files"):
+        for dotted, rel in (export.get(section) or {}).items():
+            where = f"{cfg_path}: refusing to load: export.{section}.{dotted}"
+            _set_key(config, str(dotted), str(inside(root, str(rel), where)))
+    levels = export.get("levels") or {}
+    for name, level in levels.items():
+        if isinstance(level, Mapping) and level.get("corpus"):
+            where = f"{cfg_path}: refusing to load: export.levels.{name}.corpus"
+            folder = inside(root, str(level["corpus"]), where)
+            _set_key(config, f"fallback.levels.{name}.corpus", str(folder))
     pipe = build_pipeline(config)  # cache.dir absent: no stage cache
-    with gzip.open(root / CHUNKS_FILE, "rt", encoding="utf-8") as fh:
-        chunks = [chunk_from_dict(d) for d in json.load(fh)]
+    chunks = _read_chunks(root / CHUNKS_FILE)
     indexes = {
         name: inside(root, f"{INDEXES_DIR}/{name}", f"{cfg_path}: index of retriever {name!r}")
         for name in pipe.retrievers
     }
     try:
-        pipe.restore(chunks, indexes)
+        if isinstance(pipe, FallbackPipeline):
+            pipe.restore(chunks, indexes, _levels(root, cfg_path, levels))
+        else:
+            pipe.restore(chunks, indexes)
     except ConfigError as exc:
         raise ConfigError(f"{root}: {exc}") from None
     return ExportedPipeline(root, config, pipe)
+
+
+def _upgrade(raw: dict[str, Any], cfg_path: Path) -> dict[str, Any]:
+    """An export of an earlier release read as this release writes one: moved classes by their
+    new path; the top-level ``retrieve_k`` of 0.1-0.4 as ``evaluation.retrieve_k``."""
+    raw = upgrade_targets(raw)
+    if "retrieve_k" in raw:
+        evaluation = dict(raw.get("evaluation") or {})
+        evaluation.setdefault("retrieve_k", raw.pop("retrieve_k"))
+        raw["evaluation"] = evaluation
+    if "retrieve_k" not in (raw.get("evaluation") or {}):
+        raise ConfigError(f"{cfg_path}: no evaluation.retrieve_k (the retrieval depth)")
+    return raw
+
+
+def _read_chunks(path: Path) -> list[Chunk]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [chunk_from_dict(d) for d in json.load(fh)]
+
+
+def _levels(
+    root: Path, cfg_path: Path, levels: Mapping[str, Any]
+) -> dict[str, tuple[list[Chunk] | None, dict[str, Path]]]:
+    """Each fallback level's saved corpus (None: the main one) and index folders."""
+    out: dict[str, tuple[list[Chunk] | None, dict[str, Path]]] = {}
+    for name, level in levels.items():
+        where = f"{cfg_path}: refusing to load: export.levels.{name}"
+        if not isinstance(level, Mapping) or not isinstance(level.get("indexes"), Mapping):
+            raise ConfigError(f"{where}: expected corpus and indexes")
+        corpus = level.get("corpus")
+        chunks = _read_chunks(inside(root, f"{corpus}/{CHUNKS_FILE}", where)) if corpus else None
+        dirs = {
+            str(r): inside(root, str(rel), f"{where}.indexes.{r}")
+            for r, rel in level["indexes"].items()
+        }
+        out[str(name)] = (chunks, dirs)
+    return out
 
 
 # ---------------------------------------------------------------- re-evaluate
@@ -205,19 +320,24 @@ def evaluate_exported(
     out_dir: Path | None = None,
     verify: bool = True,
     trust_remote_code: bool = False,
+    endpoints: Mapping[str, Mapping[str, Any]] | None = None,
     **dataset_overrides: Any,
 ) -> dict[str, float]:
-    """Score an export on a labelled split and return ``score``'s flat metrics (the quality
-    metrics of ``evaluate``, per category and counts, plus ``n_documents`` / ``n_chunks``; no
-    timings). ``dataset`` is a dataset config node (``_target_`` + arguments, allow-listed); by
-    default the export's own source run's dataset is re-read from
-    ``<source_run>/config_resolved.yaml``.
+    """Score an export on a labelled split and return its flat metrics: the quality metrics of
+    ``evaluate`` (``rag_lab.pipeline.scoring``: ranking, evidence, miss reasons, conflict flags,
+    refusals, fallback levels and, with a generator, the answer metrics), per category and
+    counts, plus ``n_documents`` / ``n_chunks``; no timings. Each query's metadata (``as_of``)
+    reaches the stages that read it, as in ``evaluate``. ``dataset`` is a dataset config node
+    (``_target_`` + arguments, allow-listed); by default the export's own source run's dataset is
+    re-read from ``<source_run>/config_resolved.yaml``.
     ``dataset_overrides`` replace its arguments (``split="test"``, ``path=...``). The run uses the
     export's ``evaluation`` settings. With ``out_dir``, writes ``metrics.json``,
     ``per_query.parquet`` and ``dataset_fingerprint`` there (a gate side). A corpus fingerprint
     different from the export's is logged as a warning: the labels may not match the chunks.
-    ``verify`` and ``trust_remote_code`` are ``load_pipeline``'s."""
-    exported = load_pipeline(path, verify=verify, trust_remote_code=trust_remote_code)
+    ``verify``, ``trust_remote_code`` and ``endpoints`` are ``load_pipeline``'s."""
+    exported = load_pipeline(
+        path, verify=verify, trust_remote_code=trust_remote_code, endpoints=endpoints
+    )
     export = OmegaConf.select(exported.config, "export", default=None) or {}
     if dataset is None:
         source = Path(str(export.get("source_run", ""))) / "config_resolved.yaml"
@@ -242,11 +362,18 @@ def evaluate_exported(
             data.corpus_fingerprint,
             recorded,
         )
-    check_labels(data, {c.doc_id for c in exported.chunks.values()})
-    final = exported.run({q: x.text for q, x in data.queries.items()})
-    metrics, table = score_split(final, exported.chunks, data, exported.config.evaluation)
-    metrics["n_documents"] = len({c.doc_id for c in exported.chunks.values()})
-    metrics["n_chunks"] = len(exported.chunks)
+    pipe = exported.pipeline
+    check_labels(data, {c.doc_id for c in pipe.all_chunks.values()})
+    result = pipe.run(
+        {q: x.text for q, x in data.queries.items()},
+        None,  # the export's depth: evaluation.retrieve_k
+        0,
+        query_metadata={q: x.metadata for q, x in data.queries.items()},
+    )
+    metrics, table = score_result(result, pipe, data, exported.config.evaluation)
+    # each stage's own counters (fallback levels, flagged shares): the run's, but timings
+    metrics.update({k: v for k, v in result.stats.items() if not is_timing(k)})
+    table = answer_result(exported.config, data, pipe, result, metrics, table, out_dir)
     if out_dir is not None:
         write_scores(Path(out_dir), metrics, table, data.fingerprint)
     return metrics

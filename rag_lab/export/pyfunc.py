@@ -4,14 +4,18 @@
 local`` then answers ``POST /invocations`` with
 ``{"dataframe_records": [{"query": "...", "k": 5}]}``.
 
-Contract of ``predict``: input a DataFrame with a string column ``query`` and an optional integer
-column ``k`` (default ``DEFAULT_K``; a missing/NaN ``k`` takes the default); output one row per
-retrieved chunk, ordered by (``query_index``, ``rank``), with columns ``OUTPUT_COLUMNS``.
-``query_index`` is the input row's position (0-based). Rankings are ``load_pipeline``'s.
+Contract of ``predict``: input a DataFrame with a string column ``query`` and optional columns
+``k`` (integer; default ``DEFAULT_K``; a missing/NaN ``k`` takes the default) and ``as_of`` (an
+ISO date); output one row per retrieved chunk, ordered by (``query_index``, ``rank``), with
+columns ``OUTPUT_COLUMNS``: the chunk, its contract fields, and its query's flags (the reply of
+``rag-lab serve``'s ``/v1/retrieve``, ``rag_lab.export.search``, as a table; lists and the
+conflicting pairs as JSON text). ``query_index`` is the input row's position (0-based). Rankings
+are ``load_pipeline``'s.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +23,32 @@ import mlflow.pyfunc
 import pandas as pd
 
 from rag_lab.errors import ConfigError
+from rag_lab.export.search import Flags, Hit
 
 DEFAULT_K = 10
-OUTPUT_COLUMNS = ["query_index", "rank", "chunk_id", "doc_id", "score", "text"]
+# (column, MLflow type): the hit, its contract fields, then its query's flags
+COLUMNS = [
+    ("query_index", "long"),
+    ("rank", "long"),
+    ("chunk_id", "string"),
+    ("doc_id", "string"),
+    ("score", "double"),
+    ("text", "string"),
+    ("source", "string"),
+    ("page", "long"),
+    ("version", "string"),
+    ("valid_from", "string"),
+    ("valid_to", "string"),
+    ("section_type", "string"),
+    ("source_type", "string"),
+    ("entity_tags", "string"),
+    ("credibility", "double"),
+    ("stale", "boolean"),
+    ("conflicts", "string"),
+    ("fallback_level", "string"),
+    ("no_trustworthy_result", "boolean"),
+]
+OUTPUT_COLUMNS = [name for name, _ in COLUMNS]
 DEFAULT_MODEL_NAME = "rag_lab_pipeline"
 DEFAULT_EXPERIMENT = "rag_lab_exports"
 
@@ -59,37 +86,53 @@ class RagLabPipelineModel(mlflow.pyfunc.PythonModel):  # type: ignore[name-defin
         for value in frame["k"] if "k" in frame.columns else [None] * len(frame):
             missing = value is None or bool(pd.isna(value))  # None, NaN, pd.NA: the default
             ks.append(default_k if missing else int(value))
-        queries = [str(q) for q in frame["query"]]
+        dates = list(frame["as_of"]) if "as_of" in frame.columns else [None] * len(frame)
         rows: list[dict[str, Any]] = []
-        for k in sorted(
-            set(ks)
-        ):  # one batch per distinct k (fusion is per query, so batching is exact)
-            idx = [i for i, kk in enumerate(ks) if kk == k]
-            hits = self.pipeline.retrieve_batch({str(i): queries[i] for i in idx}, k)
-            for i in idx:
-                rows += [
-                    {"query_index": i, **{c: h[c] for c in OUTPUT_COLUMNS[1:]}}
-                    for h in hits[str(i)]
-                ]
-        rows.sort(key=lambda r: (r["query_index"], r["rank"]))
+        for i, (query, k, as_of) in enumerate(zip(frame["query"], ks, dates)):
+            day = None if as_of is None or bool(pd.isna(as_of)) else str(as_of)
+            found = self.pipeline.search(str(query), k, as_of=day)
+            rows += [_row(i, hit, found.flags) for hit in found.hits]
         return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
+
+
+def _row(i: int, hit: Hit, flags: Flags) -> dict[str, Any]:
+    meta = hit.metadata
+    tags = meta.get("entity_tags")
+    level = flags.fallback_name if flags.fallback_name is not None else None
+    return {
+        "query_index": i,
+        "rank": hit.rank,
+        "chunk_id": hit.chunk_id,
+        "doc_id": hit.doc_id,
+        "score": hit.score,
+        "text": hit.text,
+        "source": hit.source,
+        "page": hit.page,
+        **{f: None if meta.get(f) is None else str(meta[f]) for f in _TEXT_FIELDS},
+        "entity_tags": None if tags is None else json.dumps(tags, ensure_ascii=False),
+        "credibility": hit.assessments.get("credibility"),
+        "stale": hit.stale,
+        "conflicts": json.dumps(flags.conflicts, ensure_ascii=False),
+        "fallback_level": level,
+        "no_trustworthy_result": flags.no_trustworthy_result,
+    }
+
+
+_TEXT_FIELDS = ("version", "valid_from", "valid_to", "section_type", "source_type")
 
 
 def _signature() -> Any:
     from mlflow.models import ModelSignature
     from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
 
-    inputs = Schema([ColSpec("string", "query"), ColSpec("long", "k", required=False)])
-    outputs = Schema(
+    inputs = Schema(
         [
-            ColSpec("long", "query_index"),
-            ColSpec("long", "rank"),
-            ColSpec("string", "chunk_id"),
-            ColSpec("string", "doc_id"),
-            ColSpec("double", "score"),
-            ColSpec("string", "text"),
+            ColSpec("string", "query"),
+            ColSpec("long", "k", required=False),
+            ColSpec("string", "as_of", required=False),
         ]
     )
+    outputs = Schema([ColSpec(kind, name, required=False) for name, kind in COLUMNS])
     return ModelSignature(inputs, outputs, ParamSchema([ParamSpec("k", "long", DEFAULT_K)]))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,10 @@ TREC_QRELS_FILE = "qrels.trec"
 INGEST_REPORT_FILE = "ingest_report.json"
 ANSWERS_FILE = "answers.jsonl"
 REPORT_FILE = "report.html"  # rag_lab.report
+
+# what cannot stand in a TREC column as it is: whitespace of any kind (``\s`` is what str.split()
+# splits on, as ranx and ir_measures do), other control characters, and % (the escape itself)
+_TREC_UNSAFE = re.compile(r"[\s\x00-\x1f\x7f-\x9f%]")
 
 _INGEST_TEXT: dict[str, str] = {}  # the last ingest report written: compact JSON -> its text
 
@@ -72,30 +77,76 @@ def read_metrics(path: Path) -> dict[str, Any]:
     return {k: math.nan if v is None else v for k, v in data.items()}
 
 
+def trec_id(value: str) -> str:
+    """An id as one TREC column: whitespace (a file name's spaces, a newline: TREC readers split
+    lines on any whitespace), control characters and ``%`` are percent-encoded as UTF-8 bytes
+    (``Spindle Bearing Guide`` → ``Spindle%20Bearing%20Guide``); every other character, CJK
+    included, is kept. Run and qrels files escape alike, so ranx, trec_eval and ir_measures
+    score them unchanged; :func:`untrec_id` reverses it."""
+    if not _TREC_UNSAFE.search(value):
+        return value
+    return "".join(
+        "".join(f"%{b:02X}" for b in ch.encode("utf-8")) if _TREC_UNSAFE.match(ch) else ch
+        for ch in value
+    )
+
+
+def untrec_id(column: str) -> str:
+    """An id read back from a TREC column written by :func:`trec_id`."""
+    from urllib.parse import unquote
+
+    return unquote(column, errors="strict") if "%" in column else column
+
+
 def write_trec_run(out_dir: Path, run: Mapping[str, Mapping[str, float]], tag: str) -> Path:
     """The document run in TREC format (``qid Q0 doc_id rank score tag``, best first, ties by
     ascending id), so ranx, trec_eval and ir_measures read it with the dataset's qrels. trec_eval
-    re-sorts by score and breaks ties its own way; ``rank`` is rag_lab's order."""
+    re-sorts by score and breaks ties its own way; ``rank`` is rag_lab's order. Ids are written
+    with :func:`trec_id` (whitespace and ``%`` percent-encoded)."""
     from rag_lab.ranking import ranked
 
     path = out_dir / TREC_RUN_FILE
+    tag = trec_id(tag)
     with path.open("w", encoding="utf-8") as fh:
         for qid, scores in run.items():
+            q = trec_id(qid)
             for rank, doc in enumerate(ranked(scores), 1):
-                fh.write(f"{qid} Q0 {doc} {rank} {scores[doc]!r} {tag}\n")
+                fh.write(f"{q} Q0 {trec_id(doc)} {rank} {scores[doc]!r} {tag}\n")
     return path
 
 
 def write_trec_qrels(out_dir: Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:
     """The split's judgments in TREC qrels format (``qid 0 doc_id grade``, grades as given,
     0 and negative included), so ``qrels.trec`` and ``run.trec`` together are all trec_eval, ranx
-    or ir_measures need. Queries in ``qrels`` order, documents sorted."""
+    or ir_measures need. Queries in ``qrels`` order, documents sorted; ids as in
+    :func:`write_trec_run`."""
     path = out_dir / TREC_QRELS_FILE
     with path.open("w", encoding="utf-8") as fh:
         for qid, grades in qrels.items():
+            q = trec_id(qid)
             for doc in sorted(grades):
-                fh.write(f"{qid} 0 {doc} {int(grades[doc])}\n")
+                fh.write(f"{q} 0 {trec_id(doc)} {int(grades[doc])}\n")
     return path
+
+
+def read_trec_run(path: Path) -> dict[str, dict[str, float]]:
+    """``run.trec`` back as ``{qid: {doc_id: score}}``, ids unescaped (:func:`untrec_id`)."""
+    run: dict[str, dict[str, float]] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            qid, _, doc, _, score, _ = line.split()
+            run.setdefault(untrec_id(qid), {})[untrec_id(doc)] = float(score)
+    return run
+
+
+def read_trec_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """``qrels.trec`` back as ``{qid: {doc_id: grade}}``, ids unescaped."""
+    qrels: dict[str, dict[str, int]] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            qid, _, doc, grade = line.split()
+            qrels.setdefault(untrec_id(qid), {})[untrec_id(doc)] = int(grade)
+    return qrels
 
 
 def write_ingest_report(out_dir: Path, report: Mapping[str, Any]) -> Path:

@@ -58,6 +58,16 @@ _COUNT = re.compile(
 )
 
 
+# keys that measure the machine, not the pipeline's output: durations, rates, latencies
+_TIMING = re.compile(r"(_seconds|_ms|per_second|ms_per_query)$")
+
+
+def is_timing(key: str) -> bool:
+    """Whether a ``metrics.json`` key is a duration, latency or rate (``index_seconds``,
+    ``query_p95_ms``, ``embed_docs_per_second``, ``bm25/tokenize_seconds``)."""
+    return _TIMING.search(key.rsplit("/", 1)[-1]) is not None
+
+
 def metric_key(name: str) -> str:
     """``ndcg@10`` → ``ndcg_at_10``; any other character MLflow rejects → ``_``; a name that
     would not read back as itself as a path (``a//b``, ``/a``, ``a/../b``) is tidied the same way

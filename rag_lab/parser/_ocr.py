@@ -63,10 +63,13 @@ __all__ = [
     "TesseractMissing",
     "check_tesseract",
     "debian_package",
+    "has_osd",
     "join_lines",
     "join_words",
     "no_space_char",
     "ocr_image",
+    "orientation",
+    "upright",
 ]
 
 # Scripts written without spaces between words: CJK ideographs (with extension A and
@@ -151,6 +154,17 @@ def debian_package(language: str) -> str:
     return "tesseract-ocr-" + language.lower().replace("_", "-")
 
 
+def has_osd() -> bool:
+    """Whether Tesseract's orientation and script data (``osd``, Debian's
+    ``tesseract-ocr-osd``) is installed."""
+    import pytesseract
+
+    try:
+        return "osd" in pytesseract.get_languages(config="")
+    except (pytesseract.TesseractNotFoundError, FileNotFoundError, PermissionError):
+        return False
+
+
 def check_tesseract(languages: str) -> None:
     """Raise ``TesseractMissing`` when Tesseract cannot be run and ``LanguageMissing`` when any of
     ``languages`` (``eng+chi_sim``) has no data installed; return quietly otherwise."""
@@ -194,6 +208,47 @@ def _single_threaded() -> Iterator[None]:
             if _ENV_USERS == 0 and _ENV_SET:
                 os.environ.pop("OMP_THREAD_LIMIT", None)
                 _ENV_SET = False
+
+
+# orientation detection: the image shrunk to this resolution (OSD reads 150 dpi as well as 300,
+# in half the time), and the least orientation confidence that turns an image (Tesseract's
+# scale: an upright or turned page of text scores 3-20; below 1.5 it is a guess)
+_OSD_DPI = 150
+_OSD_MIN_CONFIDENCE = 1.5
+
+
+def orientation(image: Image.Image, dpi: int) -> tuple[int, float]:
+    """``(degrees, confidence)``: how far ``image`` (rendered at ``dpi``) must be turned
+    clockwise to be upright (0, 90, 180 or 270), by Tesseract's orientation and script detection
+    (``--psm 0``, the ``osd`` data); ``(0, 0.0)`` when it cannot tell (too little text, or a
+    confidence under 1.5)."""
+    import pytesseract
+
+    scale = min(1.0, _OSD_DPI / dpi)
+    small = _shrink(image.convert("L"), scale)
+    small.format = "PPM"
+    try:
+        with _single_threaded():
+            osd = pytesseract.image_to_osd(
+                small,
+                config=f"--psm 0 --dpi {round(dpi * scale)}",
+                output_type=pytesseract.Output.DICT,
+            )
+    except (pytesseract.TesseractNotFoundError, FileNotFoundError):
+        raise TesseractMissing(pytesseract.pytesseract.tesseract_cmd) from None
+    except pytesseract.TesseractError:  # "Too few characters. Skipping this page"
+        return 0, 0.0
+    degrees, conf = int(osd.get("rotate", 0)) % 360, float(osd.get("orientation_conf", 0.0))
+    if degrees not in (90, 180, 270) or conf < _OSD_MIN_CONFIDENCE:
+        return 0, conf
+    return degrees, conf
+
+
+def upright(image: Image.Image, degrees: int) -> Image.Image:
+    """``image`` turned ``degrees`` clockwise (``orientation``'s answer); itself for 0."""
+    if degrees % 360 == 0:
+        return image
+    return image.rotate(-degrees, expand=True)  # a multiple of 90: exact (a transpose)
 
 
 def _tesseract_data(
@@ -612,12 +667,14 @@ class OcrLine:
 @dataclass(frozen=True)
 class OcrTable:
     """A ruled table read cell by cell: ``rows`` with merged cells repeated in every unit they
-    cover; ``top`` / ``bottom`` in PDF points."""
+    cover; ``top`` / ``bottom`` in PDF points; ``confidence``: the mean word confidence (0-1)
+    over its cells (``None``: no word)."""
 
     rows: list[list[str]]
     top: float
     bottom: float
     x_edges: tuple[float, ...]
+    confidence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -818,13 +875,22 @@ def ocr_image(
             paragraphs.append(lines)
 
     text_of = {box: r.text for box, r in zip(cell_boxes, cell_readings)}
+    words_of = {box: r.words for box, r in zip(cell_boxes, cell_readings)}
     tables = []
     for g in grids:
         rows = [[text_of.get(box, "") for box in row] for row in g.units]
         if any(any(c for c in row) for row in rows):
             xs = sorted({b[0] for row in g.units for b in row} | {g.bbox[2]})
+            cells = {box for row in g.units for box in row}
+            conf = _mean_conf([w for box in cells for w in words_of.get(box, [])])
             tables.append(
-                OcrTable(rows, g.bbox[1] * to_pt, g.bbox[3] * to_pt, tuple(x * to_pt for x in xs))
+                OcrTable(
+                    rows,
+                    g.bbox[1] * to_pt,
+                    g.bbox[3] * to_pt,
+                    tuple(x * to_pt for x in xs),
+                    conf,
+                )
             )
     all_words = [w for r in readings for w in r.words]
     return OcrPage(paragraphs, tables, _mean_conf(all_words), len(all_words))

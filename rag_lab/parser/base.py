@@ -46,6 +46,16 @@ class LineLocated(Protocol):
     def parse_lines(self, path: Path, root: Path) -> Iterator[tuple[int | None, Document]]: ...
 
 
+@runtime_checkable
+class Selective(Protocol):
+    """A parser that, as configured, reads only some files of its suffixes: ``unread(path)`` is
+    why it leaves ``path`` out (``None``: it reads it). The corpus read counts such files with
+    the others it does not read (an auto parser's SQLite entry without a query: the file is
+    left out and counted, not refused)."""
+
+    def unread(self, path: Path) -> str | None: ...
+
+
 def relative_id(path: Path, root: Path) -> str:
     try:
         rel = path.relative_to(root)
@@ -86,11 +96,16 @@ def parse_file(parser: Parser, path: Path, root: Path) -> ParsedFile:
 class ParsedCorpus:
     """What the corpus read (``rag_lab.pipeline.corpus.read_corpus``) produced: the documents
     kept, how many had empty text (``n_empty_documents``; skipped under ``on_empty=skip``), the
-    warnings to report, each file parsed (``files``: for the ingest report) and the files refused
-    under ``on_error=skip`` (``skipped_files``: ``(file, one-line error)``)."""
+    warnings to report, each file parsed (``files``: for the ingest report), the files refused
+    under ``on_error=skip`` (``skipped_files``: ``(file, one-line error)``), the files no parser
+    read (``unread_files``: another suffix, a hidden file, a SQLite file without a query) and
+    the symbolic links left out (``skipped_links``: out of the corpus folder, dangling, to a
+    folder), each ``(file, reason)``."""
 
     documents: tuple[Document, ...]
     n_empty: int = 0
     warnings: tuple[str, ...] = ()
     files: tuple[ParsedFile, ...] = ()
     skipped_files: tuple[tuple[str, str], ...] = ()
+    unread_files: tuple[tuple[str, str], ...] = ()
+    skipped_links: tuple[tuple[str, str], ...] = ()

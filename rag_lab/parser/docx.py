@@ -21,7 +21,7 @@ from rag_lab.parser._records import (
 )
 from rag_lab.parser.base import relative_id
 from rag_lab.types import Document
-from rag_lab.validate import boolean
+from rag_lab.validate import boolean, number
 
 if TYPE_CHECKING:
     from docx.document import Document as WordDocument
@@ -90,15 +90,27 @@ class DocxParser:
 
     A file that is not a Word document (not a zip, a zip without the Word parts, another Office
     format, malformed XML inside) is a ``DataError``.
+
+    Size limits, checked on the zip's directory before anything is inflated (a zip member is
+    never inflated past the size its directory entry states: ``zipfile`` stops there and fails
+    the CRC): ``max_xml_mb``, the XML parts (body, styles, relationships: what is parsed,
+    into trees of ~4x their size) unzipped, and ``max_unzipped_mb``, all parts (images
+    included: python-docx holds every part in memory). A file over either is a ``DataError``
+    naming the sizes and the option (``parser.on_error=skip`` skips and counts it): a 532 KB
+    file of repeated paragraphs unzips to 305 MB of text.
     """
 
     suffixes = (".docx",)
 
-    def __init__(self, comments_metadata: bool = True) -> None:
+    def __init__(
+        self, comments_metadata: bool = True, max_xml_mb: float = 50, max_unzipped_mb: float = 500
+    ) -> None:
         self.comments_metadata = boolean(comments_metadata, "comments_metadata")
+        self.max_xml_mb = number(max_xml_mb, "max_xml_mb", gt=0)
+        self.max_unzipped_mb = number(max_unzipped_mb, "max_unzipped_mb", gt=0)
 
     def parse(self, path: Path, root: Path) -> Iterator[Document]:
-        word = _open(path)
+        word = _open(path, self.max_xml_mb, self.max_unzipped_mb)
         builder = DocumentBuilder()
         try:
             doc_id, title, meta = self._metadata(word, path)
@@ -144,11 +156,42 @@ class DocxParser:
         return doc_id, title, meta
 
 
-def _open(path: Path) -> WordDocument:
+_MB = 1_000_000
+_XML_PART = re.compile(r"\.(?:xml|rels)$", re.I)
+
+
+def _check_sizes(path: Path, max_xml_mb: float, max_unzipped_mb: float) -> None:
+    """Refuse a zip whose parts would unzip past the limits (``DocxParser``), from the sizes in
+    its directory: nothing is inflated here."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise DataError(f"{path}: not a Word .docx file ({type(exc).__name__}: {exc})") from None
+    xml = sum(m.file_size for m in members if _XML_PART.search(m.filename))
+    total = sum(m.file_size for m in members)
+    packed = path.stat().st_size
+    for size, limit, what, key in (
+        (xml, max_xml_mb, "XML", "max_xml_mb"),
+        (total, max_unzipped_mb, "content", "max_unzipped_mb"),
+    ):
+        if size > limit * _MB:
+            raise DataError(
+                f"{path}: Word file too large: {size / _MB:,.0f} MB of {what} unzipped from "
+                f"{_size(packed)} (limit {limit:g} MB: parser.parsers.docx.{key})"
+            )
+
+
+def _size(n: int) -> str:
+    return f"{n / _MB:,.1f} MB" if n >= _MB else f"{n / 1000:,.0f} KB"
+
+
+def _open(path: Path, max_xml_mb: float = 50, max_unzipped_mb: float = 500) -> WordDocument:
     import docx
 
     if not zipfile.is_zipfile(path):
         raise DataError(f"{path}: not a Word .docx file (not a zip archive)")
+    _check_sizes(path, max_xml_mb, max_unzipped_mb)
     try:
         return docx.Document(str(path))
     except KeyError as exc:  # a part the package names is missing

@@ -5,6 +5,7 @@ banners left out (trafilatura, a library built for that, picks the main content)
 from __future__ import annotations
 
 import codecs
+import logging
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,6 +20,8 @@ from rag_lab.validate import OptionError, boolean
 
 if TYPE_CHECKING:
     from lxml.etree import _Element
+
+log = logging.getLogger(__name__)
 
 META_FIELDS = (
     "doc_id",
@@ -39,6 +42,9 @@ _HEADING_REND = re.compile(r"^h([1-6])$")
 # trafilatura's block elements: text on either side of one is not the same line
 _BLOCKS = frozenset({"p", "head", "list", "item", "quote", "table", "row", "cell", "code", "div"})
 _MAX_SPAN = 100  # as trafilatura: a colspan="100000" must not blow a table up
+# libxml2's HTML parser keeps elements up to this depth and drops what lies deeper (lxml's
+# huge_tree would raise it to 2048, but trafilatura parses the page again without it)
+_MAX_DEPTH = 256
 
 
 def _squash(text: str) -> str:
@@ -47,6 +53,25 @@ def _squash(text: str) -> str:
 
 def _no_text(path: Path, why: str) -> DataError:
     return DataError(f"{path}: no main text found in the HTML ({why})")
+
+
+def _why_empty(cut_at: int | None, otherwise: str) -> str:
+    if cut_at is None:
+        return otherwise
+    return (
+        f"elements nested deeper than {_MAX_DEPTH} levels from line {cut_at}: the HTML parser's "
+        "nesting limit was hit and the text below that depth is not read"
+    )
+
+
+def _depth_limit(parser: Any) -> int | None:
+    """The line where libxml2's nesting limit (256 elements deep) cut the page off, when it did:
+    everything below that depth is dropped from the tree, so a page whose text sits deeper has
+    no text left for the extractor."""
+    for entry in parser.error_log:
+        if "Excessive depth" in entry.message:
+            return int(entry.line or 0)
+    return None
 
 
 class HtmlParser:
@@ -99,6 +124,7 @@ class HtmlParser:
             tree = lxml_html.document_fromstring(page, parser=parser)
         except (etree.ParserError, ValueError):
             raise _no_text(path, "not readable as HTML") from None
+        cut_at = _depth_limit(parser)
         # scripts and styles are never text (trafilatura drops them too); dropped here so the
         # table captions below are matched on what trafilatura keeps
         etree.strip_elements(tree, "script", "style", "template", with_tail=False)
@@ -132,7 +158,7 @@ class HtmlParser:
         except (ValueError, TypeError, RecursionError, etree.LxmlError) as exc:
             raise _no_text(path, f"extraction failed: {_squash(str(exc))}") from None
         if not xml:
-            raise _no_text(path, "nothing but boilerplate, or not HTML")
+            raise _no_text(path, _why_empty(cut_at, "nothing but boilerplate, or not HTML"))
         main = etree.fromstring(xml.encode("utf-8")).find("main")
         builder = DocumentBuilder()
         if main is not None and page_h1 and not _has_h1(main):
@@ -144,7 +170,9 @@ class HtmlParser:
         meta["source"] = source_of(path, root)
         doc = builder.build(doc_id, title or first_heading or path.stem, meta)
         if not doc.text.strip():
-            raise _no_text(path, "nothing but boilerplate")
+            raise _no_text(path, _why_empty(cut_at, "nothing but boilerplate"))
+        if cut_at is not None:  # some text was read: the rest is lost, say so
+            log.warning("%s: %s", path, _why_empty(cut_at, ""))
         yield doc
 
     def _meta(self, tree: _Element, path: Path) -> tuple[str, dict[str, Any]]:

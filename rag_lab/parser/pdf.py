@@ -4,14 +4,17 @@ Text comes from each page's characters (``page.chars``, no repeated layout analy
 are clustered into lines by vertical overlap (a subscript or superscript stays on its line),
 lines into paragraphs by vertical gaps; ruled tables become Markdown tables, running headers and
 footers are taken out of the body, and lines set clearly larger or bold become headings. Pages
-without a text layer are rendered and read by Tesseract (``rag_lab.parser._ocr``). The blocks go
-through ``DocumentBuilder``, so every section knows its page (and ``ocr`` / ``confidence``).
+without a text layer, or with one that is not text (``rag_lab.parser._layer_quality``), are
+rendered and read by Tesseract (``rag_lab.parser._ocr``), turned upright first when they lie on
+their side; so are images with no text over them on text-layer pages. The blocks go through
+``DocumentBuilder``, so every section knows its page (and ``ocr`` / ``confidence``).
 """
 
 from __future__ import annotations
 
 import bisect
 import datetime as dt
+import logging
 import math
 import re
 from collections import Counter
@@ -21,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from rag_lab.errors import ConfigError, DataError, RagLabError
-from rag_lab.parser import _ocr
+from rag_lab.parser import _layer_quality, _ocr
 from rag_lab.parser._builder import DocumentBuilder, Rows, fill_merged
 from rag_lab.parser.base import relative_id
 from rag_lab.types import Document
 from rag_lab.validate import OptionError, boolean, choice, integer, number
 
 __all__ = ["OCR_MODES", "PdfParser"]
+
+log = logging.getLogger(__name__)
 
 OCR_MODES = ("auto", "off")
 
@@ -73,6 +78,27 @@ _PLACEHOLDERS = {"", "null", "none", "untitled", "anonymous", "unspecified", "un
 _MISSING = {"", "null"}
 
 _TEXT, _OCR, _SKIPPED = "text", "ocr", "skipped"
+# an image on a text-layer page is read by OCR from this size (points: 1 x 0.4 in), and kept when
+# OCR reads it with at least this mean word confidence (a photo or a logo reads as a few weak
+# "words")
+_MIN_IMAGE_W, _MIN_IMAGE_H = 72.0, 28.8
+_MIN_IMAGE_CONFIDENCE = 0.5
+
+
+def _page_text(page: _Page) -> str:
+    """A read page's text as the layer check judges it: its lines and table cells."""
+    cells = (c for t in page.tables for row in t.rows for c in row if c)
+    return "\n".join([*(ln.text for ln in page.lines), *cells])
+
+
+def _overlap(a: Sequence[float], b: Sequence[float]) -> float:
+    """The share of the smaller of two boxes ``(x0, top, x1, bottom)`` the other covers."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    if w <= 0 or h <= 0:
+        return 0.0
+    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return w * h / max(smaller, 1e-6)
 
 
 def _one_line(problem: object) -> str:
@@ -100,6 +126,7 @@ class _Line:
     par_start: bool | None = None  # OCR: Tesseract's paragraph start; None: decide by geometry
     role: str = "body"  # body | heading | caption | running (header/footer)
     level: int = 0
+    ocr: bool = False  # read by OCR from an image on a text-layer page (no font size, no headings)
 
 
 @dataclass
@@ -113,14 +140,31 @@ class _Table:
 
 
 @dataclass
+class _Region:
+    """An image on a text-layer page with no text over it (a scanned table pasted into a digital
+    manual), rendered for Tesseract; its box in PDF points."""
+
+    x0: float
+    top: float
+    x1: float
+    bottom: float
+    image: Any
+    dpi: int
+
+
+@dataclass
 class _Render:
-    """A scanned page rendered for Tesseract."""
+    """A page for Tesseract: a scanned page rendered whole (``image``), or a text-layer page
+    (``layer``) with image ``regions`` to read (``image`` is ``None``). A whole page with a
+    ``layer`` is a page whose text layer was judged unreadable: kept if OCR reads worse."""
 
     number: int
     width: float
     height: float
     image: Any
     dpi: int
+    layer: _Page | None = None
+    regions: list[_Region] = field(default_factory=list)
 
 
 @dataclass
@@ -133,6 +177,11 @@ class _Page:
     tables: list[_Table] = field(default_factory=list)
     confidence: float | None = None
     blocks: list[Any] = field(default_factory=list)  # _Line (heading) | list[_Line] | _Table
+    readable: float | None = None  # the text layer's readable share (``_layer_quality``)
+    garbled: bool = False  # the text layer was judged unreadable (then OCR'd when OCR is on)
+    ocr_images: int = 0  # images on a text-layer page read by OCR
+    rotated: int = 0  # the page or images on it read after turning them upright
+    weak_tables: int = 0  # OCR tables too weakly read to be tables (their text kept as lines)
 
 
 # ---------------------------------------------------------------- characters → lines
@@ -393,8 +442,8 @@ class PdfParser:
     that have no text layer.
 
     Args:
-        ocr: ``auto`` reads pages without a text layer with Tesseract (only those: a page with
-            a text layer is never OCR'd); ``off`` skips them (counted in
+        ocr: ``auto`` reads pages without a text layer with Tesseract (and those whose layer is
+            unreadable, and images on text pages: below); ``off`` skips them (counted in
             ``stats["ocr_skipped_pages"]``; a PDF with no text layer at all is a ``DataError``).
             Counted as without a text layer: a page whose glyphs are mostly unmapped
             (``(cid:N)``: a font without a Unicode map) and one whose only text is a stamp
@@ -425,6 +474,21 @@ class PdfParser:
             image); ``false`` reads their cells as text lines.
         ocr_workers: scanned pages recognised at once (each by up to two single-threaded
             Tesseract processes at once, while the next pages are read).
+        text_layer_min_readable: a text layer whose readable share (``_layer_quality``: the
+            characters in words, numbers and codes rather than in random glyph runs, control
+            characters or ``(cid:N)``) is below this is unreadable: the page is read by OCR
+            (kept as it is when OCR reads worse, or with ``ocr=off``) and counted
+            (``stats["garbled_layer_pages"]``). 0 turns the check off.
+        ocr_images: images on a text-layer page with no text over them (a scanned table pasted
+            into a digital manual; at least 1 x 0.4 in) are read by OCR too, their lines and
+            ruled tables placed where the image is (``stats["ocr_images"]``).
+        ocr_orientation: before OCR, each scanned page and image is turned upright when
+            Tesseract's orientation detection (the ``osd`` data, ``tesseract-ocr-osd``) says it
+            lies on its side or upside down (``stats["rotated_ocr"]``); without the data it is
+            read as it is, with a warning.
+        ocr_min_table_confidence: an OCR'd ruled table whose mean cell confidence is below this
+            is not made a table (junk read from a table the detector cannot turn): its rows are
+            kept as text lines and counted (``stats["weak_ocr_tables"]``).
 
     What a document holds:
 
@@ -445,8 +509,10 @@ class PdfParser:
       ``confidence`` (mean Tesseract word confidence, 0-1) on OCR'd pages; ``kind: table``,
       ``caption``, ``pages`` on tables.
     - ``stats``: ``pages``, ``text_layer_pages``, ``ocr_pages``, ``ocr_skipped_pages``,
-      ``ocr_page_numbers``, ``skipped_page_numbers``, ``tables``, ``sections``, and
-      ``ocr_confidence`` (mean over OCR'd pages) when any.
+      ``ocr_page_numbers``, ``skipped_page_numbers``, ``tables``, ``sections``,
+      ``garbled_layer_pages`` / ``garbled_layer_page_numbers``, ``ocr_images``,
+      ``rotated_ocr``, ``weak_ocr_tables``, and ``ocr_confidence`` (mean over OCR'd pages) when
+      any.
 
     Headings: a line that is short, not a caption, and set at ``heading_size_ratio`` x the body
     size or larger, or all bold (in a body that is not), or numbered and at least 1.08x the
@@ -485,6 +551,10 @@ class PdfParser:
         ocr_layout_dpi: int | None = 150,
         ocr_reread_dpi: int | None = None,
         ocr_cell_dpi: int | None = 180,
+        text_layer_min_readable: float = 0.5,
+        ocr_images: bool = True,
+        ocr_orientation: bool = True,
+        ocr_min_table_confidence: float = 0.6,
     ) -> None:
         self.ocr = choice(ocr, "ocr", OCR_MODES)
         if not isinstance(ocr_languages, str) or not re.fullmatch(
@@ -518,7 +588,17 @@ class PdfParser:
         self.ocr_cell_dpi = (
             None if ocr_cell_dpi is None else integer(ocr_cell_dpi, "ocr_cell_dpi", ge=72, le=1200)
         )
+        self.text_layer_min_readable = number(
+            text_layer_min_readable, "text_layer_min_readable", ge=0, le=1
+        )
+        self.ocr_images = boolean(ocr_images, "ocr_images")
+        self.ocr_orientation = boolean(ocr_orientation, "ocr_orientation")
+        self.ocr_min_table_confidence = number(
+            ocr_min_table_confidence, "ocr_min_table_confidence", ge=0, le=1
+        )
         self._tesseract_ok = False
+        self._osd: bool | None = None  # whether the osd data is installed (checked once)
+        self._ocr_warned = False  # the warning that optional OCR is unavailable, given once
 
     # ------------------------------------------------------------ reading
 
@@ -582,6 +662,7 @@ class PdfParser:
         from rag_lab.runtime import progress
 
         pages: list[_Page | None] = []
+        seen_images: set[Any] = set()  # image objects met on earlier pages (logos repeat)
         running: list[tuple[int, Future[_Page]]] = []
         pool: ThreadPoolExecutor | None = None
         shown = progress.bar(total=len(pdf_pages), desc=f"read {path.name}", unit="page")
@@ -597,7 +678,7 @@ class PdfParser:
         try:
             for i, page in enumerate(pdf_pages, start=1):
                 try:
-                    got = self._read_page(page, i, path)
+                    got = self._read_page(page, i, path, seen_images)
                 except RagLabError:
                     raise
                 except Exception as exc:
@@ -635,8 +716,11 @@ class PdfParser:
             raise DataError(f"{path} page {number}: OCR failed ({_reason(exc)})") from None
         return page
 
-    def _read_page(self, page: Any, number: int, path: Path) -> _Page | _Render:
-        """A text-layer page read; a skipped page; or a scanned page rendered for OCR."""
+    def _read_page(
+        self, page: Any, number: int, path: Path, seen_images: set[Any] | None = None
+    ) -> _Page | _Render:
+        """A text-layer page read; a skipped page; or a page rendered for OCR: a scanned page,
+        a page whose text layer is unreadable, or a text-layer page with images to read."""
         width, height = float(page.width), float(page.height)
         chars = page.chars
         glyphs = [c for c in chars if c["text"].strip()]
@@ -648,10 +732,67 @@ class PdfParser:
         ):
             if unmapped:
                 chars = [c for c in chars if not c["text"].startswith(_CID)]
-            return self._text_page(page, number, chars)
+            out = self._text_page(page, number, chars)
+            out.readable = _layer_quality.readable_share(_page_text(out))
+            if out.readable is not None and out.readable < self.text_layer_min_readable:
+                out.garbled = True
+                if self.ocr == "off" or not self._can_ocr(path, number):
+                    return out
+                job = self._render(page, number, path)
+                job.layer = out
+                return job
+            if self.ocr != "off" and self.ocr_images:
+                regions = self._image_regions(page, chars, number, path, seen_images)
+                if regions:
+                    return _Render(number, width, height, None, 0, out, regions)
+            return out
         if self.ocr == "off":
             return _Page(number, width, height, _SKIPPED)
         return self._render(page, number, path)
+
+    def _image_regions(
+        self,
+        page: Any,
+        chars: Sequence[Mapping[str, Any]],
+        number: int,
+        path: Path,
+        seen: set[Any] | None = None,
+    ) -> list[_Region]:
+        """The images of a text-layer page that no character lies on (at least 1 x 0.4 in),
+        each rendered at ``ocr_dpi`` (the page's text and drawings over it included). Left
+        out: images inside the running header/footer margins, and an image object already met
+        on an earlier page of the file (``seen``): a logo or a watermark, not a pasted scan."""
+        width, height = float(page.width), float(page.height)
+        margin = self.header_footer_margin * height
+        boxes: list[tuple[float, float, float, float]] = []
+        for im in page.images:
+            x0, top = max(0.0, float(im["x0"])), max(0.0, float(im["top"]))
+            x1, bottom = min(width, float(im["x1"])), min(height, float(im["bottom"]))
+            if x1 - x0 < _MIN_IMAGE_W or bottom - top < _MIN_IMAGE_H:
+                continue
+            if bottom <= margin or top >= height - margin:
+                continue
+            if seen is not None:
+                key = getattr(im.get("stream"), "objid", None)  # pdfminer's PDFStream
+                if key is not None:
+                    if key in seen:
+                        continue
+                    seen.add(key)
+            box = (x0, top, x1, bottom)
+            if sum(1 for c in chars if c["text"].strip() and _inside(c, box)) > 2:
+                continue  # text over the image: a searchable scan, or a figure with labels
+            if any(_overlap(box, b) > 0.5 for b in boxes):
+                continue  # the same picture twice (an image and its mask)
+            boxes.append(box)
+        if not boxes or not self._can_ocr(path, number):
+            return []
+        regions = []
+        for box in boxes:
+            area_in2 = (box[2] - box[0]) * (box[3] - box[1]) / 72**2
+            dpi = min(self.ocr_dpi, int(math.sqrt(_MAX_PIXELS / max(area_in2, 1e-6))))
+            image = page.crop(box).to_image(resolution=dpi).original
+            regions.append(_Region(*box, image, dpi))
+        return regions
 
     @staticmethod
     def _image_covered(page: Any) -> bool:
@@ -692,35 +833,158 @@ class PdfParser:
         return _Render(number, float(page.width), float(page.height), image, dpi)
 
     def _recognise(self, job: _Render, path: Path) -> _Page:
-        """Tesseract's reading of a rendered page (runs in a worker thread)."""
+        """Tesseract's reading of a rendered page, or of the images of a text-layer page (runs
+        in a worker thread)."""
         number = job.number
         try:
-            result = _ocr.ocr_image(
-                job.image,
-                self.ocr_languages,
-                job.dpi,
-                reread_dpi=self.ocr_reread_dpi,
-                layout_dpi=self.ocr_layout_dpi,
-                cell_dpi=self.ocr_cell_dpi,
-            )
+            if job.image is None and job.layer is not None:
+                return self._read_regions(job.layer, job.regions)
+            return self._read_scan(job)
         except _ocr.TesseractMissing:
             raise self._missing_tesseract(path, number) from None
+        except RagLabError:
+            raise
         except Exception as exc:
             text = str(exc)
             if "Failed loading language" in text or "load any languages" in text:
                 self._tesseract_ok = False
                 self._check_tesseract(path, number)
             raise DataError(f"{path} page {number}: OCR failed ({_reason(exc)})") from None
-        out = _Page(number, job.width, job.height, _OCR)
+
+    def _read_image(self, image: Any, dpi: int) -> tuple[_ocr.OcrPage, int, tuple[int, int]]:
+        """``(reading, degrees turned, (width, height) of the image read)``: ``image`` turned
+        upright first when orientation detection is on and sure (``_ocr.orientation``)."""
+        degrees = 0
+        if self.ocr_orientation and self._has_osd():
+            degrees, _ = _ocr.orientation(image, dpi)
+            image = _ocr.upright(image, degrees)
+        result = _ocr.ocr_image(
+            image,
+            self.ocr_languages,
+            dpi,
+            reread_dpi=self.ocr_reread_dpi,
+            layout_dpi=self.ocr_layout_dpi,
+            cell_dpi=self.ocr_cell_dpi,
+        )
+        return result, degrees, (image.width, image.height)
+
+    def _read_scan(self, job: _Render) -> _Page:
+        result, degrees, (w_px, h_px) = self._read_image(job.image, job.dpi)
+        width, height = (job.width, job.height)
+        if degrees in (90, 270):  # the page is read in the turned frame
+            width, height = height, width
+        out = _Page(job.number, width, height, _OCR)
         out.confidence = result.confidence
+        out.rotated = int(degrees != 0)
         for par in result.paragraphs:
             for k, ol in enumerate(par):
                 out.lines.append(
                     _Line(ol.text, ol.top, ol.bottom, ol.x0, ol.x1, ol.size, par_start=k == 0)
                 )
-        for t in result.tables:
-            out.tables.append(_Table(t.rows, t.top, t.bottom, t.x_edges, [number]))
+        self._add_tables(out, result.tables, job.number)
+        if job.layer is not None:  # the text layer was unreadable: OCR wins unless it reads worse
+            layer = job.layer
+            ocr_share = _layer_quality.readable_share(_page_text(out))
+            if ocr_share is None and not out.lines and not out.tables:
+                ocr_share = 0.0
+            if ocr_share is not None and layer.readable is not None and ocr_share < layer.readable:
+                return layer
+            out.garbled = True
         return out
+
+    def _read_regions(self, page: _Page, regions: Sequence[_Region]) -> _Page:
+        """The lines and tables OCR reads in the images of a text-layer page, placed in the
+        image's box (an image read turned keeps its reading order, squeezed into the box)."""
+        for r in regions:
+            result, degrees, (w_px, h_px) = self._read_image(r.image, r.dpi)
+            if not result.n_words or (result.confidence or 0.0) < _MIN_IMAGE_CONFIDENCE:
+                continue  # a photo, a logo, a drawing: no text worth keeping
+            page.ocr_images += 1
+            page.rotated += int(degrees != 0)
+            # OCR positions (points in the image read) → the page: x from the box's left, y
+            # scaled into the box (a turned image is taller or wider than its box)
+            sx = (r.x1 - r.x0) / max(w_px * 72 / r.dpi, 1e-6)
+            sy = (r.bottom - r.top) / max(h_px * 72 / r.dpi, 1e-6)
+
+            def y(v: float, r: _Region = r, sy: float = sy) -> float:
+                return r.top + v * sy
+
+            def x(v: float, r: _Region = r, sx: float = sx) -> float:
+                return r.x0 + v * sx
+
+            for par in result.paragraphs:
+                for k, ol in enumerate(par):
+                    page.lines.append(
+                        _Line(
+                            ol.text,
+                            y(ol.top),
+                            y(ol.bottom),
+                            x(ol.x0),
+                            x(ol.x1),
+                            ol.size * sy,
+                            par_start=k == 0,
+                            ocr=True,
+                        )
+                    )
+            tables = [
+                _ocr.OcrTable(
+                    t.rows, y(t.top), y(t.bottom), tuple(x(e) for e in t.x_edges), t.confidence
+                )
+                for t in result.tables
+            ]
+            self._add_tables(page, tables, page.number, ocr=True)
+        page.lines.sort(key=lambda ln: (ln.top, ln.x0))
+        return page
+
+    def _add_tables(
+        self, page: _Page, tables: Sequence[_ocr.OcrTable], number: int, ocr: bool = False
+    ) -> None:
+        """OCR'd tables onto ``page``; one read too weakly (``ocr_min_table_confidence``) gives
+        its rows as lines of text instead (one paragraph), counted."""
+        for t in tables:
+            if t.confidence is not None and t.confidence < self.ocr_min_table_confidence:
+                page.weak_tables += 1
+                step = (t.bottom - t.top) / max(len(t.rows), 1)
+                for i, row in enumerate(t.rows):
+                    text = " ".join(c for c in row if c)
+                    if text:
+                        top = t.top + i * step
+                        x0, x1 = t.x_edges[0], t.x_edges[-1]
+                        page.lines.append(
+                            _Line(text, top, top + step, x0, x1, step, par_start=i == 0, ocr=ocr)
+                        )
+                continue
+            page.tables.append(_Table(t.rows, t.top, t.bottom, t.x_edges, [number]))
+
+    def _can_ocr(self, path: Path, number: int) -> bool:
+        """Whether Tesseract can read a page whose OCR is an improvement, not a need (an
+        unreadable text layer, images on a text page): without it such pages keep their layer,
+        with one warning, where a scanned page stops the run (``_check_tesseract``)."""
+        try:
+            self._check_tesseract(path, number)
+        except ConfigError as exc:
+            if not self._ocr_warned:
+                self._ocr_warned = True
+                log.warning(
+                    "%s page %d: not OCR'd (its text layer is unreadable, or it holds images), "
+                    "and PDFs after it are read the same way: %s",
+                    path,
+                    number,
+                    exc,
+                )
+            return False
+        return True
+
+    def _has_osd(self) -> bool:
+        if self._osd is None:
+            self._osd = _ocr.has_osd()
+            if not self._osd:
+                log.warning(
+                    "Tesseract's orientation data (osd) is not installed: scanned pages and "
+                    "images are read as they lie (apt-get install tesseract-ocr-osd, or "
+                    "scripts/install_system_deps.sh)"
+                )
+        return self._osd
 
     def _missing_tesseract(self, path: Path, number: int) -> ConfigError:
         return ConfigError(
@@ -815,7 +1079,7 @@ class PdfParser:
             if p.kind != _TEXT:
                 continue
             for line in p.lines:
-                if line.role == "running":
+                if line.role == "running" or line.ocr:
                     continue
                 n = len(line.text.replace(" ", ""))
                 sizes[round(line.size, 1)] += n
@@ -877,7 +1141,7 @@ class PdfParser:
         fonts: Counter[str] = Counter()
         for p in pages:
             for ln in p.lines:
-                if p.kind == _TEXT and ln.role == "body":
+                if p.kind == _TEXT and ln.role == "body" and not ln.ocr:
                     fonts[ln.font] += len(ln.text)
         body_font = fonts.most_common(1)[0][0] if fonts else ""
         for p in pages:
@@ -886,6 +1150,8 @@ class PdfParser:
         for p in pages:
             if p.kind == _TEXT:
                 for ln in p.lines:
+                    if ln.ocr:
+                        continue  # no font size or weight to judge a heading by
                     if ln.role == "body" and self._is_heading(ln, body_size, body_font, body_bold):
                         ln.role = "heading"
                         heads.append(ln)
@@ -940,7 +1206,7 @@ class PdfParser:
         for p in pages:
             if p.kind != _TEXT:
                 continue
-            body = [ln for ln in p.lines if ln.role == "body"]
+            body = [ln for ln in p.lines if ln.role == "body" and not ln.ocr]
             for a, b in zip(body, body[1:]):
                 if abs(a.size - b.size) <= 0.05 * a.size:
                     r = (b.top - a.bottom) / a.size
@@ -1102,6 +1368,17 @@ class PdfParser:
             "ocr_page_numbers": [p.number for p in pages if p.kind == _OCR],
             "skipped_page_numbers": [p.number for p in pages if p.kind == _SKIPPED],
         }
+        garbled = [p.number for p in pages if p.garbled]
+        stats.update(
+            {
+                # pages whose text layer was unreadable (OCR'd unless OCR is off or read worse)
+                "garbled_layer_pages": len(garbled),
+                "garbled_layer_page_numbers": garbled,
+                "ocr_images": sum(p.ocr_images for p in pages),  # images read on text pages
+                "rotated_ocr": sum(p.rotated for p in pages),  # pages and images turned upright
+                "weak_ocr_tables": sum(p.weak_tables for p in pages),  # kept out of tables
+            }
+        )
         confs = [p.confidence for p in pages if p.kind == _OCR and p.confidence is not None]
         if confs:
             stats["ocr_confidence"] = round(sum(confs) / len(confs), 4)

@@ -119,6 +119,13 @@ class SqlRecordsParser:
         self.connect_timeout = integer(connect_timeout, "connect_timeout", gt=0)
         self.batch_size = integer(batch_size, "batch_size", gt=0)
 
+    def unread(self, path: Path) -> str | None:
+        """A SQLite file while ``query`` is unset is not read (``Selective``): in a corpus read
+        by the auto parser it is left out and counted, not an error (``parse`` refuses it)."""
+        if path.suffix.lower() in SQLITE_SUFFIXES and not self.query:
+            return "a SQLite database: no query set to run on it"
+        return None
+
     def parse(self, path: Path, root: Path) -> Iterator[Document]:
         for _, doc in self.parse_lines(path, root):
             yield doc

@@ -294,6 +294,8 @@ def build_parser(node: Any) -> tuple[Any, Any, str]:
                     entry = _group_option("parser", entry, f"parser.parsers.{suffix}")
                 if isinstance(entry, dict):
                     entry = {k: v for k, v in entry.items() if k != "on_error"}
+                    if "_target_" not in entry:
+                        raise ConfigError(_no_parser_target(str(suffix), entry))
                 expanded[suffix] = entry
             parser_cfg["parsers"] = expanded
         try:
@@ -301,6 +303,20 @@ def build_parser(node: Any) -> tuple[Any, Any, str]:
         except OptionError as exc:
             raise exc.at("parser") from None
     return instantiate(parser_cfg, "parser"), parser_cfg, on_error
+
+
+def _no_parser_target(suffix: str, entry: Mapping[str, Any]) -> str:
+    """An auto parser's entry that holds settings but no parser: what Hydra leaves of
+    ``+parser.parsers.db=sql_records +parser.parsers.db.query=...`` (the second override
+    replaces the option's name with a mapping)."""
+    names = ", ".join(sorted(map(str, entry))) or "nothing"
+    return (
+        f"parser.parsers.{suffix}: settings ({names}) without a parser: an option's name and its "
+        f"settings cannot both be set with +key=value; add the option as a defaults entry, then "
+        f"set its keys: +parser@parser.parsers.{suffix}=<option> "
+        f"parser.parsers.{suffix}.<key>=<value> (e.g. +parser@parser.parsers.{suffix}=sql_records"
+        f' parser.parsers.{suffix}.query="SELECT ...")'
+    )
 
 
 AUTO_TOKENIZER = "rag_lab.tokenizer.AutoTokenizer"

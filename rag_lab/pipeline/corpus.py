@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,15 @@ from rag_lab.chunker.base import Chunker
 from rag_lab.contract.base import Contract
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.io.files import fingerprint_files
-from rag_lab.parser.base import ON_EMPTY, ON_ERROR, ParsedCorpus, ParsedFile, Parser, parse_file
+from rag_lab.parser.base import (
+    ON_EMPTY,
+    ON_ERROR,
+    ParsedCorpus,
+    ParsedFile,
+    Parser,
+    Selective,
+    parse_file,
+)
 from rag_lab.pipeline.ingest import ingest_report
 from rag_lab.protocols import Identified
 from rag_lab.runtime import progress
@@ -43,6 +52,7 @@ def read_corpus(
     on_empty: str = "skip",
     on_error: str = "fail",
     parse: Callable[[Path], ParsedFile] | None = None,
+    left_out: Sequence[tuple[str, str]] = (),
 ) -> ParsedCorpus:
     """Parse every source whose suffix the parser reads.
 
@@ -54,6 +64,10 @@ def read_corpus(
     stops the read under ``on_error="fail"``; under ``skip`` it is left out whole, counted
     (``n_skipped_files``) and named in the warnings. ``ConfigError`` (a missing OCR engine) is
     never skipped. ``parse`` replaces ``parse_file`` (the loader's per-file cache).
+    Counted and named in the warnings, never silently dropped: the sources no parser reads
+    (another suffix; a ``Selective`` parser's files it does not read as configured) and
+    ``left_out``, the entries the corpus folder's listing did not read (``(path, reason)``:
+    symbolic links out of the folder, dangling or to a folder; hidden files).
     """
     if on_empty not in ON_EMPTY:
         raise ConfigError(f"dataset.on_empty={on_empty!r}: use one of {', '.join(ON_EMPTY)}")
@@ -68,10 +82,21 @@ def read_corpus(
     files: list[ParsedFile] = []
     refused: list[tuple[str, str]] = []
     shown = progress.bar(list(sources), desc="parse", unit="file")  # draws only for a slow read
+    unread: list[tuple[str, str]] = []
+    as_configured: list[tuple[str, str]] = []  # of a suffix the parser has, left out as set up
+    links: list[tuple[str, str]] = []
+    for where, why in left_out:
+        (links if Path(where).is_symlink() else unread).append((where, why))
     for path in shown:
         shown.set_postfix_str(path.name, refresh=False)
         if path.suffix.lower() not in parser.suffixes:
             skipped.append(path)
+            unread.append((str(path), f"no parser reads {path.suffix or 'a file without suffix'}"))
+            continue
+        why_not = parser.unread(path) if isinstance(parser, Selective) else None
+        if why_not:
+            unread.append((str(path), why_not))
+            as_configured.append((str(path), why_not))
             continue
         read.append(path)
         try:
@@ -99,7 +124,9 @@ def read_corpus(
                 continue
             docs.append(doc)
     if not docs:
-        raise DataError(_empty_corpus(root, parser, refused, empty, read, skipped))
+        raise DataError(
+            _empty_corpus(root, parser, refused, empty, read, skipped, as_configured, links)
+        )
     warnings: list[str] = []
     if empty:
         warnings.append(
@@ -111,7 +138,32 @@ def read_corpus(
             f"n_skipped_files={len(refused)}: files the parser refused, left out under "
             f"parser.on_error=skip (first: {refused[0][1]})"
         )
-    return ParsedCorpus(tuple(docs), len(empty), tuple(warnings), tuple(files), tuple(refused))
+    if unread:
+        warnings.append(
+            f"n_unread_files={len(unread)}: files in the corpus that no parser read, left out "
+            f"({_by_reason(unread)}); first: {unread[0][0]} (all in ingest_report.json)"
+        )
+    if links:
+        warnings.append(
+            f"n_skipped_links={len(links)}: symbolic links in the corpus folder left out "
+            f"(first: {links[0][0]}: {links[0][1]}; all in ingest_report.json)"
+        )
+    return ParsedCorpus(
+        tuple(docs),
+        len(empty),
+        tuple(warnings),
+        tuple(files),
+        tuple(refused),
+        tuple(unread),
+        tuple(links),
+    )
+
+
+def _by_reason(entries: Sequence[tuple[str, str]], shown: int = 3) -> str:
+    """``2 x no parser reads .png, 1 x a hidden file``: the commonest reasons, counted."""
+    counts = Counter(why for _, why in entries)
+    text = ", ".join(f"{n} x {why}" for why, n in counts.most_common(shown))
+    return text + (f", {len(counts) - shown} other reasons" if len(counts) > shown else "")
 
 
 def _empty_corpus(
@@ -121,6 +173,8 @@ def _empty_corpus(
     empty: Sequence[tuple[str, str]],
     read: Sequence[Path],
     skipped: Sequence[Path],
+    as_configured: Sequence[tuple[str, str]] = (),
+    links: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Why a corpus has no documents, in one line."""
     if refused:
@@ -137,11 +191,18 @@ def _empty_corpus(
         return f"{read[0]}: no records (empty corpus file)"
     if read:
         return f"empty corpus under {root}: no records in any of {len(read)} files (e.g. {read[0]})"
+    if as_configured:  # files of a suffix the parser has, left out as set up (SQLite, no query)
+        return (
+            f"empty corpus under {root}: no file read ({as_configured[0][0]}: "
+            f"{as_configured[0][1]})"
+        )
     what = (
         f"{len(skipped)} files, none with a suffix in {sorted(parser.suffixes)}"
         if skipped
         else "no files"
     )
+    if links:
+        what += f"; {len(links)} links left out (first: {links[0][0]}: {links[0][1]})"
     return f"empty corpus under {root}: {what}"
 
 
@@ -245,17 +306,24 @@ class CorpusLoader:
         return docs_key, keys.chunks_key(chunker_key, docs_key)
 
     def load(
-        self, sources: Sequence[Path], root: Path, corpus_fingerprint: str, on_empty: str = "skip"
+        self,
+        sources: Sequence[Path],
+        root: Path,
+        corpus_fingerprint: str,
+        on_empty: str = "skip",
+        left_out: Sequence[tuple[str, str]] = (),
     ) -> LoadedCorpus:
         """Parse, check and chunk ``sources`` (files under ``root``); each step read back from
         the cache when its key hits. ``on_empty``: documents with empty text are skipped
-        (counted in the warnings) or refused (``fail``)."""
+        (counted in the warnings) or refused (``fail``). ``left_out``: the corpus folder's
+        entries its listing did not read (``(path, reason)``), counted in the ingest report
+        (the corpus fingerprint must cover them)."""
         t0 = time.perf_counter()
         docs_key, chunks_key = self.keys(corpus_fingerprint, on_empty)
         built: dict[str, Any] = {}
 
         def chunk() -> tuple[tuple[Chunk, ...], Mapping[str, Any]]:
-            docs, ingest, warnings = self._documents(sources, root, docs_key, on_empty)
+            docs, ingest, warnings = self._documents(sources, root, docs_key, on_empty, left_out)
             t1 = time.perf_counter()
             chunks = tuple(self.chunker.chunk(docs))
             built.update(
@@ -287,13 +355,24 @@ class CorpusLoader:
         )
 
     def _documents(
-        self, sources: Sequence[Path], root: Path, key: str, on_empty: str
+        self,
+        sources: Sequence[Path],
+        root: Path,
+        key: str,
+        on_empty: str,
+        left_out: Sequence[tuple[str, str]] = (),
     ) -> tuple[list[Document], Mapping[str, Any], tuple[str, ...]]:
         """The checked documents, the ingest report and the warnings (``documents`` entry)."""
 
         def parse() -> dict[str, Any]:
             corpus = read_corpus(
-                self.parser, sources, root, on_empty, self.on_parse_error, self._parse_file(root)
+                self.parser,
+                sources,
+                root,
+                on_empty,
+                self.on_parse_error,
+                self._parse_file(root),
+                left_out,
             )
             docs, warnings = list(corpus.documents), list(corpus.warnings)
             problems: tuple[Any, ...] = ()

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rag_lab.cache.fingerprints import fingerprint
 from rag_lab.errors import ConfigError
+from rag_lab.io.files import CorpusFolder, list_corpus_folder
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.pipeline.result import RetrievalResult
 from rag_lab.ranking import ranked
@@ -274,8 +275,9 @@ class FallbackPipeline(Pipeline):
         root: Path,
         corpus_fingerprint: str,
         on_empty: str = "skip",
+        left_out: Sequence[tuple[str, str]] = (),
     ) -> list[Chunk]:
-        chunks = super().load_corpus(sources, root, corpus_fingerprint, on_empty)
+        chunks = super().load_corpus(sources, root, corpus_fingerprint, on_empty, left_out)
         for level in self.levels:
             self._load_level(level, on_empty)
         return chunks
@@ -289,14 +291,13 @@ class FallbackPipeline(Pipeline):
             sub.set_chunks(list(self.chunks.values()), self.chunks_key)
             return
         root = Path(level.corpus)
-        files = (
-            sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
-            if root.is_dir()
-            else []
-        )
+        # listed as a dataset's corpus folder: links out of it, hidden files left out, counted
+        listing = list_corpus_folder(root) if root.is_dir() else CorpusFolder(())
+        files = list(listing.files)
         if not files:
             raise ConfigError(f"fallback.levels.{level.name}.corpus: no files in {root}")
-        sub.load_corpus(files, root, fingerprint(files, root=root), on_empty)
+        left_out = [(str(p), why) for p, why in listing.left_out]
+        sub.load_corpus(files, root, fingerprint(files, root=root), on_empty, left_out)
         clash = sorted(set(sub.chunks) & set(self.chunks))
         if clash:
             raise ConfigError(
@@ -330,11 +331,27 @@ class FallbackPipeline(Pipeline):
                 out.update(level.pipeline.chunks)
         return out
 
-    def restore(self, chunks: Sequence[Chunk], index_dirs: Mapping[str, Path]) -> None:
-        raise ConfigError(
-            "fallback: a pipeline with a fallback chain cannot be restored from saved indexes "
-            "(exports and servers do not carry its levels yet): export a run without fallback"
-        )
+    def restore(
+        self,
+        chunks: Sequence[Chunk],
+        index_dirs: Mapping[str, Path],
+        levels: Mapping[str, tuple[Sequence[Chunk] | None, Mapping[str, Path]]] | None = None,
+    ) -> None:
+        """The main corpus and indexes, then each level's: ``levels[name]`` is ``(its own chunks,
+        or None for the main ones; its retrievers' index folders)`` (an export carries them)."""
+        levels = dict(levels or {})
+        for level in self.levels:
+            if level.name not in levels:
+                raise ConfigError(f"fallback.levels.{level.name}: no saved corpus or indexes")
+            if (levels[level.name][0] is None) != (level.corpus is None):
+                raise ConfigError(
+                    f"fallback.levels.{level.name}: its saved corpus does not match its config "
+                    f"({'no own' if levels[level.name][0] is None else 'an own'} corpus saved)"
+                )
+        super().restore(chunks, index_dirs)
+        for level in self.levels:
+            own, dirs = levels[level.name]
+            level.pipeline.restore(list(self.chunks.values()) if own is None else own, dirs)
 
     def run(
         self,
@@ -345,9 +362,19 @@ class FallbackPipeline(Pipeline):
     ) -> RetrievalResult:
         """The pipeline's own run, then each level over the original query texts (its own
         transforms, if it keeps them), through its cache, for the queries still refused."""
+        with self._lock:
+            return self._chain(queries, k, latency_queries, query_metadata)
+
+    def _chain(
+        self,
+        queries: Mapping[str, str],
+        k: int | None,
+        latency_queries: int,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None,
+    ) -> RetrievalResult:
         assert self.chain is not None
         k = int(k or self.retrieve_k)
-        result = super().run(queries, k, latency_queries, query_metadata)
+        result = super()._run(queries, k, latency_queries, query_metadata)
         t0 = time.perf_counter()
         level_results: dict[str, RetrievalResult] = {}
 

@@ -1,7 +1,8 @@
 """The ingest report: per document what parsing found (pages, text-layer and OCR pages, tables,
 sections, seconds) and what the metadata contract said; plus the files refused under
-``parser.on_error=skip``. Written to the run folder as ``ingest_report.json``; its totals join
-``metrics.json`` (``ingest/...``) and MLflow."""
+``parser.on_error=skip``, the files no parser read and the symbolic links left out. Written to
+the run folder as ``ingest_report.json``; its totals join ``metrics.json`` (``ingest/...``) and
+MLflow."""
 
 from __future__ import annotations
 
@@ -13,7 +14,19 @@ from rag_lab.parser.base import ParsedCorpus
 from rag_lab.types import Document
 
 # document stats summed into the totals (absent stats count 0)
-_COUNTED = ("pages", "text_layer_pages", "ocr_pages", "ocr_skipped_pages", "tables")
+_COUNTED = (
+    "pages",
+    "text_layer_pages",
+    "ocr_pages",
+    "ocr_skipped_pages",
+    "tables",
+    # hostile scans (rag_lab.parser.pdf): unreadable text layers, images OCR'd on text pages,
+    # pages and images turned upright, OCR tables too weak to be tables
+    "garbled_layer_pages",
+    "ocr_images",
+    "rotated_ocr",
+    "weak_ocr_tables",
+)
 
 
 def ingest_report(
@@ -36,7 +49,12 @@ def ingest_report(
         row: dict[str, Any] = {"doc_id": doc.doc_id, "source": str(src)}
         row.update({k: doc.stats[k] for k in _COUNTED if k in doc.stats})
         row["sections"] = int(doc.stats.get("sections", len(doc.sections)))
-        for key in ("ocr_confidence", "ocr_page_numbers", "skipped_page_numbers"):
+        for key in (
+            "ocr_confidence",
+            "ocr_page_numbers",
+            "skipped_page_numbers",
+            "garbled_layer_page_numbers",
+        ):
             if doc.stats.get(key) not in (None, []):
                 row[key] = doc.stats[key]
         row["contract_problems"] = by_doc.get(doc.doc_id, [])
@@ -45,6 +63,8 @@ def ingest_report(
     totals: dict[str, float] = {
         "n_files": len(corpus.files) + len(corpus.skipped_files),
         "n_skipped_files": len(corpus.skipped_files),
+        "n_unread_files": len(corpus.unread_files),
+        "n_skipped_links": len(corpus.skipped_links),
         "n_empty_documents": corpus.n_empty,
         "n_contract_problems": len(problems),
         "parse_seconds": round(sum(f.seconds for f in corpus.files), 6),
@@ -55,6 +75,8 @@ def ingest_report(
         "totals": totals,
         "documents": rows,
         "skipped_files": [{"source": s, "error": e} for s, e in corpus.skipped_files],
+        "unread_files": [{"source": s, "reason": r} for s, r in corpus.unread_files],
+        "skipped_links": [{"source": s, "reason": r} for s, r in corpus.skipped_links],
         "contract_problems": [str(p) for p in problems],
     }
 

@@ -15,6 +15,7 @@ answer stage (context → generator → judge) is ``rag_lab.pipeline.answers``.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -88,6 +89,8 @@ class Pipeline:
                     "retrievers=[...])"
                 )
         self._corpus_seconds: dict[str, float] = {}
+        # stages keep a run's per-query state (metadata, annotations, stats): one run at a time
+        self._lock = threading.RLock()
         self._cache_start = self.cache.stats() if self.cache is not None else {}
         self.corpus_loader = CorpusLoader(
             self.parser,
@@ -148,10 +151,12 @@ class Pipeline:
         root: Path,
         corpus_fingerprint: str,
         on_empty: str = "skip",
+        left_out: Sequence[tuple[str, str]] = (),
     ) -> list[Chunk]:
         """Parse, check and chunk the corpus (``rag_lab.pipeline.corpus``: each step read from
-        the cache when its key hits) and make it this pipeline's."""
-        loaded = self.corpus_loader.load(sources, root, corpus_fingerprint, on_empty)
+        the cache when its key hits) and make it this pipeline's. ``left_out``: the corpus
+        folder's entries not read (``LabelledQueries.corpus_left_out``), counted."""
+        loaded = self.corpus_loader.load(sources, root, corpus_fingerprint, on_empty, left_out)
         self.corpus_warnings = list(loaded.warnings)
         self.ingest = dict(loaded.ingest)
         self._corpus_seconds = {
@@ -210,7 +215,18 @@ class Pipeline:
         """Every retrieval stage over ``queries`` (``{query_id: text}``) at depth ``k``
         (default ``retrieve_k``); see ``RetrievalResult``.
         ``query_metadata``: each query's metadata (``Query.metadata``), of which
-        ``QueryMetadataAware`` stages see the fields they declare (``as_of``)."""
+        ``QueryMetadataAware`` stages see the fields they declare (``as_of``). Safe to call from
+        several threads: runs of one pipeline take turns (its stages keep a run's state)."""
+        with self._lock:
+            return self._run(queries, k, latency_queries, query_metadata)
+
+    def _run(
+        self,
+        queries: Mapping[str, str],
+        k: int | None,
+        latency_queries: int,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None,
+    ) -> RetrievalResult:
         k = int(k or self.retrieve_k)
         side = self.query_side
         self.set_query_metadata(query_metadata)

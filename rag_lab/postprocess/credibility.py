@@ -112,6 +112,10 @@ class CredibilityFilter:
                         return True
         return False
 
+    def assess(self, chunk: Chunk, others: Sequence[Chunk]) -> dict[str, float]:
+        """``{"credibility": score}`` (``ChunkAssessing``: a served chunk carries it)."""
+        return {"credibility": self.score(chunk, others)}
+
     def score(self, chunk: Chunk, others: Sequence[Chunk]) -> float:
         held = self.signals(chunk, others)
         total = sum(self.weights.values())

@@ -237,7 +237,8 @@ class BM25Retriever:
         bm25s = _bm25s()
 
         self._ids = json.loads((directory / "ids.json").read_text())
-        self._engine = bm25s.BM25.load(str(directory / "bm25s"))
+        # memory-mapped: server workers share the matrix pages instead of each holding a copy
+        self._engine = bm25s.BM25.load(str(directory / "bm25s"), mmap=True)
         self.stats = {"index_loaded": 1.0}
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:

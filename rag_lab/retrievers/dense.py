@@ -350,6 +350,9 @@ class DenseRetriever:
         for i, part in enumerate(self._parts):
             faiss.write_index(part, str(directory / f"index.{i}.faiss"))
 
+    def _maps_flat_files(self) -> bool:
+        return self.index_type == "flat" and matrix_store.faiss_maps_flat_files()
+
     def load_index(self, directory: Path) -> None:
         """Restore what ``save_index`` wrote: no encoding, no index build. Queries still need the
         embedder (loaded lazily on the first ``retrieve``). Raises ``ValueError`` when the index
@@ -363,7 +366,10 @@ class DenseRetriever:
         else:  # segments: as many as the saved ids need
             count = len(self._segments(len(ids)))
             files = [directory / f"index.{i}.faiss" for i in range(count)]
-        parts: list[Any] = [faiss.read_index(str(f)) for f in files]
+        # a flat index file is searched where it lies (memory-mapped): server workers share its
+        # pages instead of each holding a copy
+        flag = faiss.IO_FLAG_MMAP_IFC if self._maps_flat_files() else 0
+        parts: list[Any] = [faiss.read_index(str(f), flag) for f in files]
         rows = sum(p.ntotal for p in parts)
         if rows != len(ids):
             raise ValueError(f"{directory}: the index holds {rows} vectors for {len(ids)} ids")

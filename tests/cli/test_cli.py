@@ -86,6 +86,8 @@ def test_the_table_covers_every_command():
         "judge",
         "cache",
         "serve",
+        "register",
+        "health",
         "llm-server",
         "tracking-server",
         "report",

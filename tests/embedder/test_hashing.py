@@ -102,3 +102,33 @@ def test_shared_terms_are_closer_than_unrelated_text():
         ["hydraulic pump pressure drop", "the pump lost hydraulic pressure", "invoice due date"]
     )
     assert q @ near > 0.3 > q @ far
+
+
+def test_queries_do_not_grow_the_term_table_and_equal_the_reference(toy_texts):
+    emb = HashingEmbedder(JiebaTokenizer())
+    emb.encode_documents(toy_texts)
+    known = len(emb._table.term_id)
+    queries = [f"never seen term{i} zyx{i} 新词{i}" for i in range(200)]
+    got = emb.encode_queries(queries)
+    assert len(emb._table.term_id) == known  # a server's memory does not grow with its queries
+    np.testing.assert_array_equal(got, reference(JiebaTokenizer(), queries))
+
+
+def test_concurrent_calls_give_the_sequential_vectors(toy_texts):
+    """20 threads encoding documents and queries at once (the table grows meanwhile) get exactly
+    the vectors one thread gets."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tok = JiebaTokenizer()
+    batches = [[f"{t} extra{i} 词{i}" for t in toy_texts] for i in range(40)]
+    expected = [reference(tok, b) for b in batches]
+    emb = HashingEmbedder(tok)
+
+    def run(i: int) -> np.ndarray:
+        encode = emb.encode_documents if i % 2 else emb.encode_queries
+        return encode(batches[i])
+
+    with ThreadPoolExecutor(20) as pool:
+        got = list(pool.map(run, range(len(batches))))
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)

@@ -74,7 +74,8 @@ def test_layout_config_and_card(hybrid):
     assert sorted(p.name for p in (export_dir / "indexes").iterdir()) == ["bm25", "dense"]
     config = yaml.safe_load((export_dir / "pipeline.yaml").read_text())
     assert not {"dataset", "tracking", "paths", "hydra", "sweep", "cache"} & set(config)
-    assert config["retrieve_k"] == 100 and "cache_dir" not in config["retrievers"]["dense"]
+    assert config["evaluation"]["retrieve_k"] == 100 and "retrieve_k" not in config
+    assert "cache_dir" not in config["retrievers"]["dense"]
     for name in ("metrics.json", "per_query.parquet", "dataset_fingerprint"):
         assert (export_dir / name).read_bytes() == (run_dir / name).read_bytes()
     with gzip.open(export_dir / "chunks.json.gz", "rt") as fh:

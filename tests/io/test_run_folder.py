@@ -101,3 +101,18 @@ def test_ingest_report_and_config_files_are_the_plain_dumps(tmp_path):
     ]
     for config in configs:
         assert write_config(tmp_path, config).read_text() == OmegaConf.to_yaml(config)
+
+
+def test_trec_ids_escape_whitespace_and_percent_only():
+    from rag_lab.io.run_folder import trec_id, untrec_id
+
+    cases = {
+        "hx200-manual#3": "hx200-manual#3",
+        "手册/液压泵 第2章": "手册/液压泵%20第2章",  # CJK kept, the space escaped
+        "a\nb\tc\u3000d": "a%0Ab%09c%E3%80%80d",
+        "100%": "100%25",
+    }
+    for value, column in cases.items():
+        assert trec_id(value) == column
+        assert len(f"q Q0 {trec_id(value)} 1 1.0 t".split()) == 6
+        assert untrec_id(column) == value

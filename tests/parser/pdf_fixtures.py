@@ -481,3 +481,143 @@ def dense_scanned_pdf(path: Path) -> tuple[Path, list[str], list[list[list[str]]
     canvas.showPage()
     canvas.save()
     return path, lines, tables
+
+
+# -- hostile scans (issue 32): a garbage text layer over a readable scan, a scanned table pasted
+# into a digital page, a table scanned on its side
+
+ALARM_LINES = [
+    "Spindle overheating alarm E417",
+    "Check the coolant pump and clean the fan filter.",
+    "Reset the alarm once the spindle is below 40 C.",
+    "Call service when E417 returns within one hour.",
+]
+ROTATED_TABLE = [
+    ["Code", "Meaning", "Action"],
+    ["E417", "Spindle hot", "Check coolant"],
+    ["E102", "Oil hot", "Clean cooler"],
+    ["E205", "Low pressure", "Check pump"],
+]
+PASTED_TABLE = [
+    ["Part", "Interval", "Torque"],
+    ["Filter", "500 h", "25 Nm"],
+    ["Seal", "1000 h", "40 Nm"],
+]
+DIGITAL_TEXT = [
+    "Maintenance of the HX-200 spindle unit",
+    "The table below was scanned from the supplier's sheet and pasted into this manual.",
+    "Replace the parts at the intervals given and tighten them to the torque listed.",
+]
+
+
+def _lines_image(lines: Sequence[str], dpi: int = 300, size_pt: float = 14) -> Any:
+    """A4 at ``dpi``, ``lines`` in DejaVu Sans at ``size_pt`` from 1 in from the top-left."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("L", (round(8.27 * dpi), round(11.69 * dpi)), 255)
+    draw = ImageDraw.Draw(img)
+    px = round(size_pt * dpi / 72)
+    font = ImageFont.truetype(str(SANS_FONT), px)
+    for i, line in enumerate(lines):
+        draw.text((dpi, dpi + round(i * px * 1.8)), line, font=font, fill=0)
+    return img
+
+
+def ruled_table_image(rows: Sequence[Sequence[str]], dpi: int = 300, size_pt: float = 12) -> Any:
+    """A ruled table on white (just the table and a margin), cells in DejaVu Sans."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    px = round(size_pt * dpi / 72)
+    font = ImageFont.truetype(str(SANS_FONT), px)
+    col_w = [max(round(font.getlength(r[c])) for r in rows) + 2 * px for c in range(len(rows[0]))]
+    row_h, margin = round(px * 2.2), px
+    w, h = sum(col_w) + 2 * margin, row_h * len(rows) + 2 * margin
+    img = Image.new("L", (w, h), 255)
+    draw = ImageDraw.Draw(img)
+    xs = [margin]
+    for cw in col_w:
+        xs.append(xs[-1] + cw)
+    line_w = max(2, round(dpi / 150))
+    for r, row in enumerate(rows):
+        top = margin + r * row_h
+        for c, cell in enumerate(row):
+            draw.text((xs[c] + px, top + round(px * 0.55)), cell, font=font, fill=0)
+    for r in range(len(rows) + 1):
+        y = margin + r * row_h
+        draw.line((xs[0], y, xs[-1], y), fill=0, width=line_w)
+    for x in xs:
+        draw.line((x, margin, x, margin + len(rows) * row_h), fill=0, width=line_w)
+    return img
+
+
+def garbage_layer_scan_pdf(path: Path, seed: int = 32) -> tuple[Path, str]:
+    """A 300 dpi scan of ``ALARM_LINES`` under an invisible (render mode 3) text layer of random
+    glyphs, one run per scanned line, as a broken OCR step leaves it. Returns the path and the
+    layer's text."""
+    import random
+
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen.canvas import Canvas
+
+    rng = random.Random(seed)
+    glyphs = [chr(c) for c in range(33, 127)]
+    c = Canvas(str(path), pagesize=A4, invariant=1)
+    c.drawImage(ImageReader(_lines_image(ALARM_LINES)), 0, 0, width=A4[0], height=A4[1])
+    layer = []
+    for i in range(len(ALARM_LINES) * 6):  # the layer covers the page, not just the four lines
+        words = [
+            "".join(rng.choice(glyphs) for _ in range(rng.randint(2, 9)))
+            for _ in range(rng.randint(8, 12))
+        ]
+        text = c.beginText(72, A4[1] - 72 - 12 - i * 24)
+        text.setTextRenderMode(3)  # invisible: neither filled nor stroked
+        text.setFont("Helvetica", 12)
+        text.textLine(" ".join(words))
+        c.drawText(text)
+        layer.append(" ".join(words))
+    c.showPage()
+    c.save()
+    return path, "\n".join(layer)
+
+
+def pasted_scan_pdf(path: Path) -> Path:
+    """A digital page (``DIGITAL_TEXT`` as a text layer) with ``PASTED_TABLE`` pasted in as a
+    300 dpi image (no text over it) below the text."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen.canvas import Canvas
+
+    register_fonts()
+    c = Canvas(str(path), pagesize=A4, invariant=1)
+    c.setFont("WQY", 15)
+    c.drawString(72, A4[1] - 90, DIGITAL_TEXT[0])
+    c.setFont("WQY", 10.5)
+    for i, line in enumerate(DIGITAL_TEXT[1:]):
+        c.drawString(72, A4[1] - 120 - i * 15, line)
+    table = ruled_table_image(PASTED_TABLE)
+    w, h = table.width * 72 / 300, table.height * 72 / 300
+    c.drawImage(ImageReader(table), 72, A4[1] - 170 - h, width=w, height=h)
+    c.setFont("WQY", 10.5)
+    c.drawString(72, A4[1] - 190 - h, "Check the seal after the first 100 hours.")
+    c.showPage()
+    c.save()
+    return path
+
+
+def rotated_table_scan_pdf(path: Path, angle: int = 90, rows: Sequence[Sequence[str]] = ()) -> Path:
+    """An image-only A4 page (300 dpi) holding a ruled table (``ROTATED_TABLE``) turned by
+    ``angle`` degrees counter-clockwise (0: upright)."""
+    from PIL import Image
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen.canvas import Canvas
+
+    table = ruled_table_image(rows or ROTATED_TABLE).rotate(angle, expand=True, fillcolor=255)
+    page = Image.new("L", (round(8.27 * 300), round(11.69 * 300)), 255)
+    page.paste(table, (300, 450))
+    c = Canvas(str(path), pagesize=A4, invariant=1)
+    c.drawImage(ImageReader(page), 0, 0, width=A4[0], height=A4[1])
+    c.showPage()
+    c.save()
+    return path

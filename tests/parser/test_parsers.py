@@ -225,6 +225,11 @@ def test_plain_text_id_is_relative_path(tmp_path):
 def test_plain_text_not_utf8(tmp_path):
     path = tmp_path / "latin1.txt"
     path.write_bytes("caf\xe9".encode("latin-1"))
+    # the likely encoding is named (was "iconv -f <its encoding>"); random bytes name none
+    named = r"latin1\.txt:1: not UTF-8 .*, likely cp1252 .*iconv -f cp1252"
+    with pytest.raises(DataError, match=named):
+        list(PlainTextParser().parse(path, tmp_path))
+    path.write_bytes(bytes(range(128, 256)) * 4)
     with pytest.raises(DataError, match=r"latin1\.txt:1: not UTF-8 .*iconv -f <its encoding>"):
         list(PlainTextParser().parse(path, tmp_path))
 

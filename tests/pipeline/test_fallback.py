@@ -15,7 +15,7 @@ import pytest
 
 from rag_lab.errors import ConfigError
 from rag_lab.evaluate import evaluate
-from rag_lab.export import export_pipeline
+from rag_lab.export import evaluate_exported, export_pipeline
 from rag_lab.pipeline import RetrievalResult
 from rag_lab.pipeline.fallback import (
     Acceptance,
@@ -28,6 +28,7 @@ from rag_lab.pipeline.fallback import (
 )
 from rag_lab.types import Run
 from tests.compose import TOY, compose_evaluate
+from tests.export.roundtrip import assert_same_outputs
 
 
 def result(final: Run, **stages: Run) -> RetrievalResult:
@@ -178,10 +179,14 @@ def test_chain_in_evaluate_levels_refusal_and_cache(toy_with_standards, tmp_path
     # runs computed are main bm25 + dense and the standards level's bm25 + dense, no fifth
     assert metrics["cache/runs/misses"] == 4
     assert metrics["cache/runs/hits"] >= 1
-    # an export would not carry the levels: refused when exporting, before anything is written
-    with pytest.raises(ConfigError, match="fallback chain cannot be exported"):
-        export_pipeline(Path(cfg.paths.output_dir), tmp_path / "export")
-    assert not (tmp_path / "export").exists()
+    # the export carries every level (the standards corpus and its indexes): re-scored, it gives
+    # the run's metrics, each query answered by the same level
+    out = export_pipeline(Path(cfg.paths.output_dir), tmp_path / "export")
+    assert (out / "levels" / "standards" / "chunks.json.gz").is_file()
+    again = evaluate_exported(out, out_dir=tmp_path / "again")
+    assert_same_outputs(metrics, again)
+    rescored = pd.read_parquet(tmp_path / "again" / "per_query.parquet").set_index("query_id")
+    assert rescored["fallback_level"].to_dict() == levels
 
 
 def test_without_the_chain_nothing_is_refused(toy_with_standards, tmp_path):
@@ -241,9 +246,11 @@ def test_stacked_experiment_builds_its_levels_from_the_main_config(tmp_path):
     assert not isinstance(build_pipeline(off), FallbackPipeline)
 
 
-def test_a_chain_is_not_restored_from_saved_indexes(tmp_path):
+def test_a_chain_is_restored_only_with_every_levels_corpus_and_indexes(tmp_path, toy_chunks):
     from rag_lab.pipeline.build import build_pipeline
 
     cfg = compose_evaluate(["fallback=chain", "embedder=hashing", "tracking=none"], tmp_path)
-    with pytest.raises(ConfigError, match="fallback: a pipeline with a fallback chain cannot"):
-        build_pipeline(cfg).restore([], {})
+    pipe = build_pipeline(cfg)
+    assert isinstance(pipe, FallbackPipeline)
+    with pytest.raises(ConfigError, match=r"fallback.levels.standards: no saved corpus or indexes"):
+        pipe.restore(toy_chunks, {})

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-import rag_lab.evaluate as evaluate_module
+import rag_lab.pipeline.scoring as scoring_module
 from rag_lab.errors import ConfigError
 from rag_lab.evaluate import evaluate
 from rag_lab.tracking.evaluation import (
@@ -189,13 +189,13 @@ def test_a_run_in_mlflow(tmp_path, monkeypatch, restore_tracking_uri):
     """Chinese categories are two keys with their values; metrics grouped; the run open for the
     job's whole duration; the dataset an input with rag_lab's fingerprint; the table logged."""
     slow = 1.0  # work the run must include: scoring made slower by this many seconds
-    score = evaluate_module.score_split
+    score = scoring_module.score_split
 
     def slow_score(*args, **kwargs):
         time.sleep(slow)
         return score(*args, **kwargs)
 
-    monkeypatch.setattr(evaluate_module, "score_split", slow_score)
+    monkeypatch.setattr(scoring_module, "score_split", slow_score)
     data = chinese_toy(tmp_path)
     cfg = compose_evaluate(
         [*TOY_OVERRIDES, f"dataset.path={data}", "retrievers=[bm25]", "dataset.name=toy_zh"],

@@ -1,5 +1,5 @@
-"""``rag-lab serve EXPORT``: log an export as an MLflow pyfunc model; a folder that is not an
-export is refused with one line, before anything is logged."""
+"""``rag-lab register EXPORT``: log an export as an MLflow pyfunc model (the MLflow path of
+serving); a folder that is not an export is refused with one line, before anything is logged."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rag_lab.cli.serve import main
+from rag_lab.cli.register import main
 from rag_lab.errors import exit_status
-from tests.cli.helpers import error_line, rag_lab
+from tests.cli.helpers import cli, error_line
 from tests.compose import TOY_OVERRIDES, compose_evaluate
 
 
@@ -28,7 +28,7 @@ def test_logs_and_registers_the_export(export_dir, tmp_path, capsys):
     from mlflow.tracking import MlflowClient
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    assert exit_status(main, [str(export_dir), "--tracking-uri", uri, "--register", "toy"]) == 0
+    assert exit_status(main, [str(export_dir), "--tracking-uri", uri, "--name", "toy"]) == 0
     out = capsys.readouterr().out
     assert "logged model: models:/toy/1" in out
     assert f"MLFLOW_TRACKING_URI={uri} mlflow models serve -m models:/toy/1" in out
@@ -38,7 +38,7 @@ def test_logs_and_registers_the_export(export_dir, tmp_path, capsys):
 def test_not_an_export_is_refused(tmp_path):
     (tmp_path / "empty").mkdir()
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = rag_lab("serve", str(tmp_path / "empty"), "--tracking-uri", uri, timeout=120)
+    proc = cli("register", str(tmp_path / "empty"), "--tracking-uri", uri)
     assert proc.returncode == 2 and "not a rag_lab export folder" in error_line(proc)
     assert not (tmp_path / "mlflow.db").exists()
 

@@ -1,0 +1,100 @@
+"""A pipeline's run over a labelled split scored: every quality metric and the per-query table,
+shared by ``rag-lab evaluate`` and the re-scoring of an export (``evaluate_exported``), so both
+report the same numbers for the same pipeline.
+
+``score_result``: the ranking and evidence metrics (``rag_lab.metrics.score``), the miss reasons
+(``rag_lab.metrics.attribution``), what ``Annotating`` stages said (conflict pairs), retrieval
+refusals and the fallback level of each query. ``answer_result``: the answer stage when the config
+has a generator (context stages → generator → judge; ``rag_lab.pipeline.answers``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rag_lab.io import run_folder
+from rag_lab.metrics.attribution import attribute, attribution_metrics, with_attribution
+from rag_lab.metrics.score import (
+    annotation_metrics,
+    score_split,
+    with_annotations,
+    with_answers,
+)
+from rag_lab.pipeline import build
+from rag_lab.pipeline.answers import answer_queries
+from rag_lab.pipeline.fallback import refusal_metrics
+from rag_lab.pipeline.pipeline import Pipeline
+from rag_lab.pipeline.result import RetrievalResult
+from rag_lab.postprocess.conflicts import notes_by_query
+from rag_lab.protocols import Annotating
+from rag_lab.types import LabelledQueries
+
+
+def score_result(
+    result: RetrievalResult, pipe: Pipeline, data: LabelledQueries, evaluation: Mapping[str, Any]
+) -> tuple[dict[str, float], pd.DataFrame]:
+    """The quality metrics of ``result`` (a run of ``pipe`` over ``data``'s queries) and the
+    per-query table. ``evaluation`` is the config's ``evaluation`` section."""
+    chunks = pipe.all_chunks  # with a fallback chain: its levels' corpora too
+    metrics, table = score_split(result.final, chunks, data, evaluation)
+    k_miss = int(evaluation.get("attribution_k", 5))
+    reasons = attribute(
+        result.runs, list(pipe.retrievers), chunks, data.qrels, data.queries, k_miss
+    )
+    metrics.update(attribution_metrics(reasons, data.queries, k_miss))
+    table = with_attribution(table, reasons, k_miss)
+    # what Annotating stages said per query (conflict pairs): a column each, counted
+    stages = [
+        s
+        for s in [*pipe.retrievers.values(), *pipe.postprocessors.values()]
+        if isinstance(s, Annotating)
+    ]
+    names = [n for s in stages for n in s.annotation_names]
+    table = with_annotations(table, result.annotations, names)
+    metrics.update(annotation_metrics(result.annotations, data.queries, names))
+    metrics.update(refusal_metrics(result.final, data.qrels))
+    if result.fallback_level:  # the level that answered each query (rag_lab.pipeline.fallback)
+        table = table.assign(fallback_level=table["query_id"].map(dict(result.fallback_level)))
+    metrics.update(
+        n_documents=len({c.doc_id for c in pipe.chunks.values()}), n_chunks=len(pipe.chunks)
+    )
+    return metrics, table
+
+
+def answer_result(
+    cfg: Any,
+    data: LabelledQueries,
+    pipe: Pipeline,
+    result: RetrievalResult,
+    metrics: dict[str, float],
+    table: pd.DataFrame,
+    out_dir: Path | None = None,
+) -> pd.DataFrame:
+    """The answer stage when ``cfg`` has a generator: its metrics join ``metrics`` and the
+    per-query table comes back with its columns (``answers.jsonl`` into ``out_dir`` when given).
+    A conflict flag reaches the generator as a note before the context."""
+    generator = build.build_generator(cfg)
+    if generator is None:
+        return table
+    t0 = time.perf_counter()
+    queries = {q: x.text for q, x in data.queries.items()}
+    answers, rows = answer_queries(
+        data,
+        pipe.all_chunks,
+        result.final,
+        generator,
+        build.build_judge(cfg),
+        int(cfg.evaluation.answer_k),
+        cache=pipe.cache,
+        stages=build.build_context_stages(cfg, generator),
+        notes=notes_by_query(result.annotations, queries),
+    )
+    metrics.update(answers, answer_seconds=time.perf_counter() - t0)
+    if out_dir is not None:
+        run_folder.write_answer_log(Path(out_dir), data.queries, rows)
+    return with_answers(table, rows)
