@@ -26,7 +26,7 @@ Aggregates (``answer/…`` in ``metrics.json`` and MLflow; ``aggregate_answers``
 - call counts: ``generator_calls`` / ``generator_cache_hits``, ``judge_calls`` (retries included)
   / ``judge_cache_hits`` / ``judge_retries``; ``n_invalid_outputs``: replies that failed a
   ``generator=structured`` schema twice and were replaced by the refusal (per query
-  ``invalid_output``);
+  ``answer_invalid_output``, only when some reply failed);
 - ``answer_misses/<reason>`` (``rag_lab.metrics.attribution.answer_miss_reason``, per query
   ``miss_reason``).
 
@@ -194,9 +194,7 @@ def answer_queries(
             given = stage.apply(q.text, given)
             stage_ms[name] += (time.perf_counter() - t0) * 1000
         try:
-            response = generate(
-                generator, q.text, given, cache, counts, (notes or {}).get(qid, ())
-            )
+            response = generate(generator, q.text, given, cache, counts, (notes or {}).get(qid, ()))
             invalid = False
         except InvalidOutputError:  # the schema failed twice: the fallback is the refusal
             response, invalid = REFUSALS[detect_language(q.text)], True
@@ -206,7 +204,8 @@ def answer_queries(
         contexts = [chunks[c.chunk_id].text if c.chunk_id in chunks else c.text for c in given]
         row = score_response(runner, q.text, contexts, response, golds or None)
         row["response"] = response
-        row["invalid_output"] = invalid
+        if invalid:  # the column appears only where some reply failed (answer_invalid_output)
+            row["invalid_output"] = True
         row["contexts"] = contexts  # for the run folder's answers.jsonl
         row["answerable"] = any(g > 0 for g in data.qrels[qid].values())
         language = detect_language(q.text)

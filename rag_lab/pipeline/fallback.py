@@ -66,7 +66,10 @@ def zscore(scores: Sequence[float]) -> float:
 class AnswerCheck(Protocol):
     """Whether the answer to ``query`` written from ``chunks`` (a level's run, best first) is good
     enough to keep that level (``Acceptance.judge``); ``level`` names it (``main`` or a level's
-    name) for the check's own counts."""
+    name) for the check's own counts (``counts``, reported as ``fallback/answers/<key>``)."""
+
+    @property
+    def counts(self) -> Mapping[str, int]: ...
 
     def accepts(self, level: str, query: str, chunks: Sequence[Chunk]) -> bool: ...
 
@@ -176,7 +179,9 @@ class FallbackChain:
         ``answer_ok(level, query id, run)`` checks a kept run's answer where the acceptance asks
         for it (``level`` None: the pipeline itself)."""
 
-        def ok(accept: Acceptance, result: RetrievalResult, qid: str, lv: FallbackLevel | None):
+        def ok(
+            accept: Acceptance, result: RetrievalResult, qid: str, lv: FallbackLevel | None
+        ) -> bool:
             if not accept.accepts(result, qid):
                 return False
             if not accept.judge:
@@ -389,6 +394,9 @@ class FallbackPipeline(Pipeline):
             stats.update({f"fallback/{name}/{k_}": v for k_, v in sub.stats.items()})
         ms = 1000 * (time.perf_counter() - t0) / max(len(queries), 1)
         stats.update({f"fallback/{k_}": v for k_, v in chain.stats.items()})
+        if self.answers is not None:  # the judge gate: answers judged / rejected per level
+            gate = self.answers.counts
+            stats.update({f"fallback/answers/{k_}": float(v) for k_, v in gate.items()})
         stats["fallback/ms_per_query"] = ms
         seconds = {**result.seconds, "fallback": time.perf_counter() - t0}
         # only the chain's outcome joins the stage runs: a level's run over another corpus is no
