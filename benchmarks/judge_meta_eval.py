@@ -103,7 +103,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="CMRC pair sampling seed")
     ap.add_argument("--threshold", type=float, default=0.5, help="verdict of judges without one")
     ap.add_argument("--nli-model", default=None, help="a local NLI classifier for the nli judge")
-    ap.add_argument("--nli-label", default="entailment", help="its entailment class (name/index)")
+    ap.add_argument(
+        "--nli-label", default=None, help="its supported class (name/index; default: its family's)"
+    )
     ap.add_argument("--tune", action="store_true", help="threshold sweep on the dev split only")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = ap.parse_args()
@@ -134,7 +136,8 @@ def main() -> None:
         }
         res["nli"] = {"skipped": NO_NLI}
         if args.nli_model:
-            label = int(args.nli_label) if args.nli_label.isdigit() else args.nli_label
+            label = args.nli_label
+            label = int(label) if label is not None and label.isdigit() else label
             judges["nli"] = NLIJudge(args.nli_model, entailment_label=label)
             res["nli"] = {"model": args.nli_model}
         for name, judge in judges.items():

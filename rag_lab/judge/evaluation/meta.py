@@ -29,7 +29,8 @@ Two sources of pairs:
 
 ``evaluate_judge`` scores a judge on pairs: accuracy of its verdict (``details["faithful"]`` when
 the judge gives one, else faithfulness >= ``threshold``) overall and per kind, and AUROC of its
-faithfulness and of its continuous scores.
+faithfulness and of its continuous scores, overall and per unfaithful kind (that kind's pairs
+against all faithful ones).
 """
 
 from __future__ import annotations
@@ -340,6 +341,7 @@ def summarise(judged: Sequence[Judged]) -> dict[str, Any]:
         out["auroc"][name] = auroc(y, s) if 0 < y.sum() < len(y) else None
     kinds = [k for k in dict.fromkeys(KINDS + KINDS_V2) if any(j.pair.kind == k for j in judged)]
     kinds += sorted({j.pair.kind for j in judged} - set(kinds))
+    faithful = [j for j in judged if j.pair.faithful]
     for kind in kinds:
         rows = [j for j in judged if j.pair.kind == kind]
         out["by_kind"][kind] = {
@@ -348,4 +350,10 @@ def summarise(judged: Sequence[Judged]) -> dict[str, Any]:
             "mean_faithfulness": sum(j.faithfulness for j in rows) / len(rows),
             "wrong": [j.pair.seed for j in rows if j.verdict != j.pair.faithful],
         }
+        if faithful and not rows[0].pair.faithful:  # this kind against the faithful answers
+            both = faithful + rows
+            out["by_kind"][kind]["auroc"] = {
+                name: auroc([j.pair.faithful for j in both], [j.scores[name] for j in both])
+                for name in judged[0].scores
+            }
     return out
