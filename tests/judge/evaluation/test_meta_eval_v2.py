@@ -8,8 +8,9 @@ into a failure the day they are, so the docs (docs/results/judges.md) get update
 The held-out split: 20 seeds (10 en: 8 SciFact abstracts and 2 written procedures; 10 zh: CMRC 2018
 paragraphs) on documents that are neither in dev nor in the corpus the trained judge was trained
 on, committed (sha256 5f16a941 of seeds.jsonl) before any judge was run on them, measured once,
-never tuned on. The slow test trains the classifier of ``rag-lab train judge`` on the sample
-dataset and measures it beside the lexical judge."""
+never tuned on. The classifier of ``rag-lab train judge`` is measured beside it in
+docs/results/judges.md, not here: training it takes the better part of an hour on two CPU cores
+(tests/train/test_judge.py trains a small one and checks that it learns)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_lab.judge import LexicalJudge, NLIJudge
+from rag_lab.judge import LexicalJudge
 from rag_lab.judge.evaluation.meta import (
     KINDS_V2,
     judge_pairs,
@@ -97,34 +98,3 @@ def test_lexical_judge_per_kind_at_its_documented_verdict(lexical, lang, split):
 def test_the_issue_targets(lexical, lang):
     worst = min(row["accuracy"] for row in lexical[(lang, "test")]["by_kind"].values())
     assert worst >= TARGET[lang]
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(2400)
-def test_trained_classifier_beside_the_lexical_judge(tmp_path, suite):
-    """~8 min on 2 cores: ``rag-lab train judge`` on the sample dataset (60 steps, as in
-    tests/train/test_judge.py), then the held-out suites judged by it (``judge=nli`` loads it):
-    its AUROC per language, as measured, with a small margin."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import open_dict
-
-    from rag_lab.paths import CONFIG_DIR
-    from rag_lab.train.judge import train_judge
-
-    overrides = ["tracking=none", "train.max_steps=60", "train.eval_steps=30"]
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        cfg = compose("train_judge", overrides=overrides)
-    with open_dict(cfg):
-        cfg.paths.output_dir = str(tmp_path / "run")
-        cfg.paths.experiments = str(tmp_path / "experiments")
-    train_judge(cfg)
-    judge = NLIJudge(str(tmp_path / "run" / "model"))
-    for lang in ("en", "zh"):
-        part = [p for p in suite if (p.lang, p.split) == (lang, "test")]
-        res = summarise(judge_pairs(part, judge, 1.0))
-        print(lang, res["auroc"], {k: r["accuracy"] for k, r in res["by_kind"].items()})
-        assert res["auroc"]["mean_entailment"] >= TRAINED_AUROC[lang] - 0.05, res["auroc"]
-
-
-# the sample-trained classifier's AUROC (mean P(supported) over sentences) on the test split
-TRAINED_AUROC = {"en": 0.5, "zh": 0.5}
