@@ -34,7 +34,8 @@ COMMANDS: dict[str, Command] = {
     ),
     "train": Command(
         _TRAIN,
-        "fine-tune an embedder (LoRA) or train a reranker: rag-lab train embedder|reranker",
+        "fine-tune an embedder (LoRA), train a reranker or a faithfulness judge: "
+        "rag-lab train embedder|reranker|judge",
         tasks={
             "embedder": Command(
                 _TRAIN,
@@ -45,6 +46,11 @@ COMMANDS: dict[str, Command] = {
                 _TRAIN,
                 "train a cross-encoder reranker, selected and interpolated on dev",
                 "reranker",
+            ),
+            "judge": Command(
+                _TRAIN,
+                "train a faithfulness cross-encoder on claims synthesised from the corpus",
+                "judge",
             ),
         },
     ),

@@ -1,7 +1,8 @@
-"""``rag-lab train embedder|reranker [key=value ...]``: the Hydra tasks around
-:func:`rag_lab.train.embedder.train_embedder` and :func:`rag_lab.train.reranker.train_reranker`
-(configs ``conf/train_embedder.yaml`` and ``conf/train_reranker.yaml``). Both write into
-``train.output_dir`` and return nothing: there is no train sweep to optimise.
+"""``rag-lab train embedder|reranker|judge [key=value ...]``: the Hydra tasks around
+:func:`rag_lab.train.embedder.train_embedder`, :func:`rag_lab.train.reranker.train_reranker` and
+:func:`rag_lab.train.judge.train_judge` (configs ``conf/train_embedder.yaml``,
+``conf/train_reranker.yaml``, ``conf/train_judge.yaml``). All write into ``train.output_dir``
+and return nothing: there is no train sweep to optimise.
 """
 
 from __future__ import annotations
@@ -45,6 +46,21 @@ def reranker() -> None:
     """``rag-lab train reranker``: Hydra's own writes guarded (a full disk is one line)."""
     guard_run_dir()
     _reranker()
+
+
+@hydra.main(config_path=CONFIG_DIR, config_name="train_judge", version_base="1.3")
+@user_errors
+def _judge(cfg: DictConfig) -> None:
+    from rag_lab.train.judge import train_judge
+
+    train_judge(cfg)
+
+
+@functools.wraps(_judge)
+def judge() -> None:
+    """``rag-lab train judge``: Hydra's own writes guarded (a full disk is one line)."""
+    guard_run_dir()
+    _judge()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -204,6 +204,7 @@ OPTIONAL_ANSWER_COLUMNS = (
     "context_precision",
     "context_recall",
     "judge_error",
+    "invalid_output",  # a generator=structured reply that failed its schema twice (True)
     "miss_reason",  # rag_lab.metrics.attribution.answer_miss_reason
     # the context stages' input and output sizes (rag_lab.pipeline.answers)
     "context_tokens_before",

@@ -21,6 +21,7 @@ from rag_lab.cache import keys, open_cache
 from rag_lab.errors import ConfigError
 from rag_lab.parser.base import ON_ERROR
 from rag_lab.paths import CONFIG_DIR
+from rag_lab.pipeline.answers import JudgedAnswers
 from rag_lab.pipeline.fallback import FallbackChain, FallbackLevel, FallbackPipeline, acceptance
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.validate import OptionError, boolean, choice
@@ -474,7 +475,11 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
         "on_parse_error": on_parse_error,
         "access": access,
     }
-    pipe = Pipeline(**stages) if chain is None else FallbackPipeline(**stages, chain=chain)
+    if chain is None:
+        pipe = Pipeline(**stages)
+    else:  # the judge gate: a level is kept only when the answer written from it is faithful
+        gate = build_answer_check(cfg, stages["cache"]) if chain.judged else None
+        pipe = FallbackPipeline(**stages, chain=chain, answers=gate)
     log.info(
         "pipeline: parser=%s chunker=%s query_transforms=%s retrievers=%s fusion=%s postprocess=%s",
         type(parser).__name__,
@@ -549,6 +554,19 @@ def build_fallback(cfg: DictConfig) -> FallbackChain | None:
     chain = FallbackChain(acceptance(node.get("accept"), "fallback.accept"), levels)
     log.info("fallback chain: %s", " -> ".join(chain.names()))
     return chain
+
+
+def build_answer_check(cfg: DictConfig, cache: Any | None) -> JudgedAnswers:
+    """The fallback chain's judge gate (``accept.judge: true``): the run's generator writes the
+    answer from a level's top ``evaluation.answer_k`` chunks (through the ``context`` stages) and
+    its judge's verdict keeps the level (``rag_lab.pipeline.answers.JudgedAnswers``)."""
+    generator, judge = build_generator(cfg), build_judge(cfg)
+    if generator is None or judge is None:
+        raise ConfigError(
+            "fallback: accept.judge=true needs a generator and a judge (generator=... judge=...)"
+        )
+    k = OmegaConf.select(cfg, "evaluation.answer_k", default=5)
+    return JudgedAnswers(generator, judge, int(k), cache, build_context_stages(cfg, generator))
 
 
 def build_generator(cfg: DictConfig) -> Any | None:
