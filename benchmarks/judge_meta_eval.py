@@ -4,6 +4,8 @@
     python benchmarks/judge_meta_eval.py --tune                      # threshold sweep, dev split
     python benchmarks/judge_meta_eval.py --data ../shared/data --n 600 --seed 0   # + CMRC 2018
     python benchmarks/judge_meta_eval.py --nli-model /models/nli-deberta-v3-base
+    python benchmarks/judge_meta_eval.py --suites datasets/judge_meta/v2 --split test \
+        --nli-model judge33        # the second suites, a judge trained by rag-lab train judge
 
 By default: the shipped multi-sentence suites ``datasets/judge_meta/{en,zh}.jsonl``, per language
 and split (``dev``: the thresholds were chosen on it; ``test``: never tuned on), for every offline
@@ -54,12 +56,14 @@ def load_items(root: Path) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
     return paragraphs, items
 
 
-def by_suite(pairs: Sequence[Pair], judge: Judge, threshold: float) -> dict[str, Any]:
+def by_suite(
+    pairs: Sequence[Pair], judge: Judge, threshold: float, splits: Sequence[str] = ("dev", "test")
+) -> dict[str, Any]:
     """``{lang: {split: summary}}`` of the shipped suites."""
     out: dict[str, Any] = {}
     for lang in sorted({p.lang for p in pairs}):
         out[lang] = {}
-        for split in ("dev", "test"):
+        for split in splits:
             part = [p for p in pairs if p.lang == lang and p.split == split]
             if part:
                 out[lang][split] = summarise(judge_pairs(part, judge, threshold))
@@ -103,8 +107,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="CMRC pair sampling seed")
     ap.add_argument("--threshold", type=float, default=0.5, help="verdict of judges without one")
     ap.add_argument("--nli-model", default=None, help="a local NLI classifier for the nli judge")
-    ap.add_argument("--nli-label", default="entailment", help="its entailment class (name/index)")
+    ap.add_argument(
+        "--nli-label", default=None, help="its supported class (name/index; default: its family's)"
+    )
     ap.add_argument("--tune", action="store_true", help="threshold sweep on the dev split only")
+    ap.add_argument(
+        "--split", choices=("dev", "test"), default=None, help="only this split (default: both)"
+    )
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = ap.parse_args()
     t0 = time.perf_counter()
@@ -134,11 +143,13 @@ def main() -> None:
         }
         res["nli"] = {"skipped": NO_NLI}
         if args.nli_model:
-            label = int(args.nli_label) if args.nli_label.isdigit() else args.nli_label
+            label = args.nli_label
+            label = int(label) if label is not None and label.isdigit() else label
             judges["nli"] = NLIJudge(args.nli_model, entailment_label=label)
             res["nli"] = {"model": args.nli_model}
         for name, judge in judges.items():
-            res[name]["suites"] = by_suite(pairs, judge, args.threshold)
+            splits = (args.split,) if args.split else ("dev", "test")
+            res[name]["suites"] = by_suite(pairs, judge, args.threshold, splits)
             if args.data:
                 paragraphs, items = load_items(Path(args.data) / "cmrc2018")
                 cmrc = build_pairs(paragraphs, items, args.n, args.seed)

@@ -5,9 +5,12 @@ launcher's workers all report through it."""
 
 from __future__ import annotations
 
+import errno
 import functools
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn, ParamSpec, TypeVar
 
 
@@ -21,6 +24,32 @@ class DataError(RagLabError):
 
 class ConfigError(RagLabError):
     """A configuration that cannot be built (unknown option, unresolvable model)."""
+
+
+# a write that cannot succeed until the user frees space or remounts: full disk, exhausted quota,
+# read-only file system
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def is_disk_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an ``OSError`` of :data:`DISK_ERRNOS`."""
+    return isinstance(exc, OSError) and exc.errno in DISK_ERRNOS
+
+
+class DiskError(RagLabError):
+    """A write refused by the file system (:data:`DISK_ERRNOS`), naming the path. Finished stages
+    are in the stage cache (when ``cache.dir`` is elsewhere or still had room), so a rerun after
+    freeing space redoes only what was not finished."""
+
+    @classmethod
+    def of(cls, exc: OSError, path: str | os.PathLike[str] | None = None) -> DiskError:
+        where = path if path is not None else exc.filename
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        return cls(
+            f"cannot write {Path(where) if where is not None else 'a file'}: {reason.lower()}; "
+            "free space (or make it writable) and run again: finished stages are kept in the "
+            "stage cache"
+        )
 
 
 P = ParamSpec("P")
@@ -47,7 +76,9 @@ def fail(message: str, more: str = "") -> NoReturn:
 
 def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn a :class:`RagLabError` raised by ``fn`` into ``error: <message>`` (one
-    line on stderr, no traceback) and exit status 2. Other exceptions are bugs: they propagate.
+    line on stderr, no traceback) and exit status 2; so is an ``OSError`` of a full disk, an
+    exhausted quota or a read-only file system raised anywhere in ``fn`` (:class:`DiskError`,
+    naming the file when the error does). Other exceptions are bugs: they propagate.
 
     Under ``@hydra.main`` put it innermost (next to the function): Hydra lets ``SystemExit``
     through, and unwraps ``__wrapped__`` to name the job after the module."""
@@ -58,6 +89,10 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except RagLabError as exc:
             fail(str(exc))
+        except OSError as exc:
+            if not is_disk_error(exc):
+                raise
+            fail(str(DiskError.of(exc)))
 
     return wrapper
 

@@ -22,10 +22,12 @@ from rag_lab.analysis.runs import Labels
 from rag_lab.cache import ON_ERROR, open_cache
 from rag_lab.errors import ConfigError
 from rag_lab.io import run_folder as outputs
+from rag_lab.metrics.names import canonical_key
 from rag_lab.metrics.relevance import to_document_run
 from rag_lab.metrics.score import (
     check_labels,
     check_metric_names,
+    label_free_metrics,
 )
 from rag_lab.pipeline import build
 from rag_lab.pipeline.ingest import ingest_metrics
@@ -34,8 +36,9 @@ from rag_lab.pipeline.scoring import answer_result, score_result
 from rag_lab.protocols import Remote
 from rag_lab.report import console
 from rag_lab.sweep.context import check_sweep, sweep_context
-from rag_lab.tracking.evaluation import evaluation_run, log_evaluation
-from rag_lab.validate import OptionError, boolean, choice, integer
+from rag_lab.tracking.evaluation import evaluation_run, log_evaluation, log_query_traces
+from rag_lab.tracking.traces import selected as selected_traces
+from rag_lab.validate import OptionError, boolean, check_added_keys, choice, integer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,12 +60,23 @@ def wants_html_report(ecfg: DictConfig) -> bool:
     return value == "true" or (value == "auto" and sweep_context() is None)
 
 
+def _overrides() -> list[str]:
+    """The job's command-line overrides (none when Hydra did not start the job: a test's
+    composed config)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return []
+    return [str(o) for o in HydraConfig.get().overrides.task]
+
+
 def check_config(cfg: DictConfig) -> None:
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         raise ConfigError(
             f"missing required setting(s): {', '.join(missing)} (e.g. {missing[0]}=...)"
         )
+    check_added_keys(cfg, _overrides())  # +evaluation.retrive_k=5 is a typo, not a new setting
     check_sweep(cfg)
     check_metric_names(list(cfg.evaluation.metrics))
     ecfg = cfg.evaluation
@@ -77,6 +91,7 @@ def check_config(cfg: DictConfig) -> None:
             integer(k, f"evidence_k[{i}]", ge=1)
     except OptionError as exc:
         raise exc.at("evaluation") from None
+    selected_traces(OmegaConf.select(cfg, "tracking.traces", default=None), [])  # a bad value
     cache_dir = OmegaConf.select(cfg, "cache.dir", default=None)
     on_error = OmegaConf.select(cfg, "cache.on_error", default="fail")
     try:
@@ -136,6 +151,7 @@ def track(
         warnings=[*data.warnings, *warnings],
         table=table,
         out_dir=out_dir,
+        objective=canonical_key(str(cfg.get("optimized_metric") or "")) or None,
     )
     console.show_tracking(cfg, run.run_id, tracker.uri if isinstance(tracker, Remote) else "")
 
@@ -163,11 +179,13 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
             query_metadata={q: x.metadata for q, x in data.queries.items()},  # as_of, ...
         )
         metrics, table = score_result(result, pipe, data, ecfg)
-        table = answer_result(cfg, data, pipe, result, metrics, table, out_dir)
+        table, answers = answer_result(cfg, data, pipe, result, metrics, table, out_dir)
         metrics.update(runtime_metrics(result, pipe.timings, list(pipe.retrievers)))
         metrics.update(pipe.cache_counters())
         metrics.update(ingest_metrics(pipe.ingest))
         metrics["total_seconds"] = time.perf_counter() - t_start
+        if not data.labelled:  # a label-free query set (dataset.labels=false)
+            metrics = label_free_metrics(metrics)
 
         outputs.write_scores(out_dir, metrics, table, data.fingerprint)
         chunk_doc = {cid: c.doc_id for cid, c in pipe.all_chunks.items()}
@@ -181,4 +199,15 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
             cfg, console.title(data.name, data.split, pipe), metrics, list(ecfg.metrics), out_dir
         )
         track(cfg, run, tracker, data, pipe, metrics, warnings, table, out_dir)
+        if run is not None:  # a trace per query (tracking.traces), after the run's own logging
+            log_query_traces(
+                run,
+                cfg,
+                result,
+                data,
+                pipe.all_chunks,
+                list(pipe.retrievers),
+                answers,
+                sweep=sweep_context() is not None,
+            )
     return metrics

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar, runtime_checkable
+
+_T = TypeVar("_T")
+
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -142,6 +146,15 @@ class DatasetLogging(Protocol):
 
 
 @runtime_checkable
+class TraceLogging(Protocol):
+    """A :class:`TrackedRun` that records a trace per query (``rag_lab.tracking.traces``
+    records; MLflow: traces with spans and assessments, linked to the run) and returns their
+    ids."""
+
+    def log_traces(self, traces: Sequence[Any]) -> list[str]: ...
+
+
+@runtime_checkable
 class Tracker(Protocol):
     """What the ``tracking`` group builds: ``start_run`` opens a run when a job starts and returns
     it (:class:`TrackedRun`); ``log_run`` records a finished one in one go and returns its id
@@ -174,3 +187,15 @@ class Remote(Protocol):
     uri: str
 
     def check(self) -> None: ...
+
+
+def implements(stage: object, capability: type[_T]) -> TypeGuard[_T]:
+    """``isinstance(stage, capability)`` remembered per (class, capability): a capability belongs
+    to a stage's class (its instances set the members in ``__init__``). A runtime-checkable
+    Protocol's ``isinstance`` inspects every member each time (~50 µs on Python 3.11): nine per
+    served query were a sixth of its time."""
+    key = (type(stage), capability)
+    found = _IMPLEMENTS.get(key)
+    if found is None:
+        found = _IMPLEMENTS[key] = isinstance(stage, capability)
+    return found

@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 
 from rag_lab.dataset.synthesis import read_review, synthesize, write_review, write_split
 from rag_lab.errors import ConfigError
+from rag_lab.io.atomic import write_atomic
 from rag_lab.pipeline import build
 from rag_lab.validate import OptionError, boolean, integer
 
@@ -79,5 +80,5 @@ def synthesize_run(cfg: DictConfig) -> dict[str, object]:
         "examples_dropped": list(result.samples_dropped),
         "examples_kept": [asdict(c) for c in result.kept[:5]],
     }
-    (out / SUMMARY_FILE).write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
+    write_atomic(out / SUMMARY_FILE, json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     return summary

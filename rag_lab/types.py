@@ -206,3 +206,5 @@ class LabelledQueries:
     warnings: tuple[str, ...] = field(default=())
     on_empty: str = "skip"
     corpus_left_out: tuple[tuple[str, str], ...] = ()
+    # False: a label-free query set (no query judged; ``rag_lab.metrics.score.label_free_metrics``)
+    labelled: bool = True

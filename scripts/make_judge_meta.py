@@ -1,6 +1,7 @@
 """Build the judge meta-evaluation suites from the hand-written seeds (deterministic).
 
-    python scripts/make_judge_meta.py            # writes datasets/judge_meta/{en,zh}.jsonl
+    python scripts/make_judge_meta.py            # writes datasets/judge_meta/{en,zh}.jsonl and
+                                                 # datasets/judge_meta/v2/{en,zh}.jsonl
     python scripts/make_judge_meta.py --check    # exit 1 when the shipped files are out of date
 
 Seeds (``datasets/judge_meta/seeds.jsonl``, one JSON object a line): ``id``, ``lang`` (en | zh),
@@ -9,6 +10,10 @@ Seeds (``datasets/judge_meta/seeds.jsonl``, one JSON object a line): ``id``, ``l
 [[old, new], ...]}`` for number, code, unit, date, entity: ``old`` is replaced once in the answer,
 ``new`` must not be in the passage) and ``outside`` (a sentence the passage does not support).
 The pairs and their kinds: ``rag_lab.judge.evaluation.meta.suite_pairs``.
+
+The second suites (``datasets/judge_meta/v2/seeds.jsonl``, issue 33) have their own seed format
+and kinds (a value changed to one the passage states for something else, an invented step):
+``rag_lab.judge.evaluation.meta.suite_pairs_v2``.
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ import json
 import sys
 from pathlib import Path
 
-from rag_lab.judge.evaluation.meta import read_seeds, suite_pairs
+from rag_lab.judge.evaluation.meta import Pair, read_seeds, suite_pairs, suite_pairs_v2
 
 ROOT = Path(__file__).resolve().parents[1] / "datasets" / "judge_meta"
 
 
-def render(seeds_path: Path) -> dict[str, str]:
-    pairs = suite_pairs(read_seeds(seeds_path))
+def render(seeds_path: Path, v2: bool = False) -> dict[str, str]:
+    seeds = read_seeds(seeds_path)
+    pairs: list[Pair] = suite_pairs_v2(seeds) if v2 else suite_pairs(seeds)
     out: dict[str, str] = {}
     for lang in sorted({p.lang for p in pairs}):
         lines = [json.dumps(p.to_json(), ensure_ascii=False) for p in pairs if p.lang == lang]
@@ -39,6 +45,8 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="only compare with the files in --out")
     args = ap.parse_args()
     files = render(args.seeds)
+    if args.seeds == ROOT / "seeds.jsonl" and args.out == ROOT:
+        files |= {f"v2/{n}": t for n, t in render(ROOT / "v2" / "seeds.jsonl", v2=True).items()}
     stale = [
         n
         for n, t in files.items()

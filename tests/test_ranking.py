@@ -62,3 +62,21 @@ def test_mined_negatives_follow_the_tie_rule(toy_path, toy_chunks):
         data, [qid], chunks, mined, num_negatives=2, depth=10, sampling="top"
     )
     assert list(example.negative_ids) == sorted(others)[:2]
+
+
+def test_ranked_equals_the_tuple_key_order_on_random_ties():
+    """``ranked`` sorts twice in C (by id, then stably by score); it must give exactly the order
+    of the one-key definition, ties and signed zeros included."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(500):
+        scores = {
+            f"d{rng.randint(0, 40)}#{rng.randint(0, 3)}": rng.choice(
+                [0.0, -0.0, 1.0, 0.5, rng.random(), -rng.random()]
+            )
+            for _ in range(rng.randint(0, 40))
+        }
+        assert ranked(scores) == [
+            i for i, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]

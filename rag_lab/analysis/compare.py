@@ -220,13 +220,20 @@ def _chunk_lines(run: RunView, query_id: str, depth: int, width: int) -> Any:
     return out
 
 
+_UNBOUNDED = 10_000  # columns offered to the metric table to measure the width it needs
+
+
 def render_console(
     result: Comparison, console: Any = None, show: int = 5, depth: int = 5, width: int = 120
 ) -> None:
     """Print the comparison with rich: the metric table, then the ``show`` most improved and
     most regressed queries, each with A's and B's top ``depth`` chunks side by side (chunk
     texts shortened to ``width`` characters; ``rel``: chunk of a relevant document, ``ev``:
-    contains a gold string). Corpus text is printed as plain text, never as rich markup."""
+    contains a gold string). Corpus text is printed as plain text, never as rich markup.
+
+    Where the output is not a terminal (a pipe, a file, CI's log), rich assumes 80 columns and
+    would cut the table's numbers to ``0.6…``: the metric table is printed at the width it
+    needs, so every number is whole."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -250,7 +257,17 @@ def render_console(
             f"{r.p_value:.4f}",
             str(r.n),
         )
-    console.print(table)
+    if console.is_terminal:
+        console.print(table)
+    else:  # a pipe has no width to fit: the whole numbers, however long the metric names
+        # (print(width=...) is capped at the console's width: widen the console for the table)
+        width = console.width
+        wide = console.options.update_width(_UNBOUNDED)
+        console.width = max(width, console.measure(table, options=wide).maximum)
+        try:
+            console.print(table)
+        finally:
+            console.width = width
     console.print(
         f"{result.metric}: {len(result.better)} queries better in B, {len(result.worse)} worse, "
         f"{result.n_unchanged} unchanged"

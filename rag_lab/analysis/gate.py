@@ -12,6 +12,12 @@ Contract:
   ``metrics.json``, else the ``dataset_fingerprint`` file, which for an MLflow run is its tag;
   key and file must agree); a mismatch or a missing fingerprint is refused unless
   ``allow_fingerprint_mismatch``.
+- The fingerprint is a file anyone can copy, so the sides' own records are checked too: the
+  query ids of the two per-query tables must be the same set, each query's ``n_relevant`` the
+  same, and where both folders hold ``qrels.trec`` (evaluate writes it) the judgments must be
+  equal. A mismatch is refused like a fingerprint mismatch (exit 2; the same flag overrides it,
+  as a note). A side without a per-query table (a bare ``metrics.json``) is checked by its
+  fingerprint alone.
 - ``--max-drop m=t`` regresses when ``candidate - baseline < -t``; ``--max-rise m=t`` when
   ``candidate - baseline > t``. When both sides have per-query scores for ``m``, a breach only
   fails if the paired randomisation test gives ``p < alpha``; a breach with ``p >= alpha`` is a
@@ -67,6 +73,7 @@ class Side:
     metrics: Mapping[str, object]
     per_query: pd.DataFrame | None
     fingerprint: str | None
+    qrels: Mapping[str, Mapping[str, int]] | None = None  # qrels.trec beside metrics.json
 
 
 @dataclass(frozen=True)
@@ -157,15 +164,30 @@ def _folder_fingerprint(metrics: Mapping[str, object], folder: Path) -> str | No
     return str(key) if key is not None else on_disk or None
 
 
+def _read_qrels(path: Path) -> dict[str, dict[str, int]] | None:
+    """``qrels.trec`` (the judgments the run was scored with), ``None`` when absent."""
+    from rag_lab.io.run_folder import read_trec_qrels
+
+    if not path.is_file():
+        return None
+    try:
+        return read_trec_qrels(path)
+    except (OSError, ValueError) as exc:  # not UTF-8, a line without four columns, a bad grade
+        raise GateError(f"{path}: cannot read the judgments ({_why(exc)})") from None
+
+
 def load_metrics_file(path: Path, ref: str | None = None) -> Side:
-    """A side from a ``metrics.json`` path; ``per_query.parquet`` and the fingerprint file
-    beside it."""
+    """A side from a ``metrics.json`` path; ``per_query.parquet``, the fingerprint file and
+    ``qrels.trec`` beside it."""
+    from rag_lab.io.run_folder import TREC_QRELS_FILE
+
     metrics = _read_json(path)
     return Side(
         ref or str(path),
         metrics,
         _read_table(path.parent / "per_query.parquet"),
         _folder_fingerprint(metrics, path.parent),
+        _read_qrels(path.parent / TREC_QRELS_FILE),
     )
 
 
@@ -229,6 +251,59 @@ def check_fingerprints(baseline: Side, candidate: Side, allow_mismatch: bool) ->
     raise GateError(
         f"refusing to compare: {note} (the runs scored different data; "
         f"--allow-fingerprint-mismatch overrides)"
+    )
+
+
+def _examples(ids: set[str], n: int = 3) -> str:
+    shown = sorted(ids)[:n]
+    return ", ".join(shown) + (f" (+{len(ids) - n} more)" if len(ids) > n else "")
+
+
+def data_mismatch(baseline: Side, candidate: Side) -> str | None:
+    """Why the two sides were not scored on the same queries and judgments (``None``: they
+    were, as far as their files tell): the per-query tables' query ids, each query's
+    ``n_relevant``, and ``qrels.trec`` where both sides have it."""
+    tb, tc = baseline.per_query, candidate.per_query
+    if tb is not None and tc is not None and "query_id" in tb and "query_id" in tc:
+        qb, qc = set(tb["query_id"].astype(str)), set(tc["query_id"].astype(str))
+        if qb != qc:
+            parts = [f"baseline {len(qb)}, candidate {len(qc)}, {len(qb & qc)} in common"]
+            if qb - qc:
+                parts.append(f"only in the baseline: {_examples(qb - qc)}")
+            if qc - qb:
+                parts.append(f"only in the candidate: {_examples(qc - qb)}")
+            return f"the sides scored different queries ({'; '.join(parts)})"
+        if "n_relevant" in tb and "n_relevant" in tc:
+            nb = dict(zip(tb["query_id"].astype(str), tb["n_relevant"], strict=True))
+            nc = dict(zip(tc["query_id"].astype(str), tc["n_relevant"], strict=True))
+            differ = {q for q in nb if int(nb[q]) != int(nc[q])}
+            if differ:
+                q = min(differ)
+                return (
+                    f"the sides' judgments differ: {len(differ)} of {len(nb)} queries have "
+                    f"another number of relevant documents (e.g. {q}: baseline {int(nb[q])}, "
+                    f"candidate {int(nc[q])})"
+                )
+    if baseline.qrels is not None and candidate.qrels is not None:
+        rb, rc = baseline.qrels, candidate.qrels
+        differ = {q for q in set(rb) | set(rc) if dict(rb.get(q, {})) != dict(rc.get(q, {}))}
+        if differ:
+            return (
+                f"the sides' qrels.trec differ for {len(differ)} of {len(set(rb) | set(rc))} "
+                f"queries (e.g. {_examples(differ)})"
+            )
+    return None
+
+
+def check_data(baseline: Side, candidate: Side, allow_mismatch: bool) -> str | None:
+    """Raise :class:`GateError` when :func:`data_mismatch` finds one; with ``allow_mismatch``
+    return it as a note instead (``None`` when the sides agree)."""
+    why = data_mismatch(baseline, candidate)
+    if why is None or allow_mismatch:
+        return why
+    raise GateError(
+        f"refusing to compare: {why}, whatever their dataset fingerprints say "
+        "(--allow-fingerprint-mismatch overrides)"
     )
 
 
@@ -349,7 +424,11 @@ def gate(
     cand = (
         candidate if isinstance(candidate, Side) else resolve_side(candidate, tracking_uri, verify)
     )
-    note = check_fingerprints(base, cand, allow_fingerprint_mismatch)
+    notes = [
+        check_fingerprints(base, cand, allow_fingerprint_mismatch),
+        check_data(base, cand, allow_fingerprint_mismatch),
+    ]
+    note = "; ".join(n for n in notes if n) or None
     rows: list[Row] = []
     checks: tuple[tuple[Direction, Mapping[str, float]], ...] = (
         ("drop", max_drop),

@@ -40,6 +40,7 @@ import yaml
 
 from rag_lab.analysis.stats import paired_bootstrap_diff_ci, randomization_test
 from rag_lab.errors import ConfigError, RagLabError
+from rag_lab.io.atomic import write_atomic
 from rag_lab.metrics.names import higher_is_better, metric_key
 
 WALK_FILE = "walk.json"
@@ -535,9 +536,7 @@ def write_result(result: WalkResult, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     payload = {"plan": asdict(result.plan), "steps": [asdict(s) for s in result.steps]}
     path = out_dir / WALK_FILE
-    path.write_text(
-        json.dumps(_finite_or_none(payload), indent=2, ensure_ascii=False), encoding="utf-8"
-    )
+    write_atomic(path, json.dumps(_finite_or_none(payload), indent=2, ensure_ascii=False))
     return path
 
 

@@ -34,7 +34,8 @@ COMMANDS: dict[str, Command] = {
     ),
     "train": Command(
         _TRAIN,
-        "fine-tune an embedder (LoRA) or train a reranker: rag-lab train embedder|reranker",
+        "fine-tune an embedder (LoRA), train a reranker or a faithfulness judge: "
+        "rag-lab train embedder|reranker|judge",
         tasks={
             "embedder": Command(
                 _TRAIN,
@@ -45,6 +46,11 @@ COMMANDS: dict[str, Command] = {
                 _TRAIN,
                 "train a cross-encoder reranker, selected and interpolated on dev",
                 "reranker",
+            ),
+            "judge": Command(
+                _TRAIN,
+                "train a faithfulness cross-encoder on claims synthesised from the corpus",
+                "judge",
             ),
         },
     ),
@@ -86,6 +92,21 @@ COMMANDS: dict[str, Command] = {
     "walk": Command(
         "rag_lab.cli.walk",
         "walk from one pipeline to another a stage at a time (dev decides, test reports)",
+    ),
+    "runs": Command(
+        "rag_lab.cli.runs",
+        "MLflow runs: rag-lab runs close-stale (mark KILLED the runs of dead processes)",
+        tasks={
+            "close-stale": Command(
+                "rag_lab.cli.runs",
+                "mark KILLED the runs left RUNNING by processes of this host that died",
+                "close_stale",
+            ),
+        },
+    ),
+    "traces": Command(
+        "rag_lab.cli.traces",
+        "MLflow traces as data: rag-lab traces to-dataset (a BEIR query set, qrels from feedback)",
     ),
     "synthesize": Command(
         "rag_lab.cli.synthesize",

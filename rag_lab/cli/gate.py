@@ -17,6 +17,7 @@ from pathlib import Path
 from rag_lab.analysis.gate import GateError, gate, render_junit, render_markdown
 from rag_lab.cli._options import tracking_uri_option
 from rag_lab.errors import exit_status, user_errors
+from rag_lab.io.atomic import write_atomic
 from rag_lab.metrics.names import canonical_key
 
 
@@ -120,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for path, text in ((args.summary, summary), (args.junit, render_junit(result))):
         if path:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            write_atomic(path, text)
     sys.exit(result.exit_code)
 
 

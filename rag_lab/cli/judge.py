@@ -27,7 +27,8 @@ judge failures are printed per judge and input.
 
 Reports, in ``--report-dir`` (default: the folder of ``--out``):
 
-- with ``--labels FILE`` (human 0/1 verdicts, :mod:`rag_lab.judge.evaluation.labels`): each judge's
+- with ``--labels FILE`` or ``--labels mlflow:<experiment>`` (human 0/1 verdicts, a file or the
+  human feedback on MLflow traces, :mod:`rag_lab.judge.evaluation.labels`): each judge's
   agreement with them (accuracy and Cohen's κ of its verdicts: its own rule when it has one, the
   lexical judge's ``verdict_threshold`` + facts, else ``score >= --threshold``; AUROC of the score)
   and each input's faithful share estimated by prediction-powered inference (the judge on all
@@ -47,6 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag_lab.errors import ConfigError, exit_status, user_errors
+from rag_lab.io.atomic import write_atomic
 from rag_lab.judge.evaluation.judging import (
     LABELS_REPORT,
     Item,
@@ -96,10 +98,10 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--labels",
-        type=Path,
         default=None,
         metavar="FILE",
-        help="human verdicts (JSONL or CSV: id, faithful 0/1[, run]): agreement and PPI CIs",
+        help="human verdicts (JSONL or CSV: id, faithful 0/1[, run]; or mlflow:<experiment>"
+        "[@uri]: the human 'faithful' feedback on its traces): agreement and PPI CIs",
     )
     ap.add_argument(
         "--threshold",
@@ -178,9 +180,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     inputs = read_inputs(args.input)
     labels: dict[Item, int] = {}
     if args.labels is not None:
-        from rag_lab.judge.evaluation.labels import match_labels, read_labels
+        from rag_lab.judge.evaluation.labels import (
+            match_labels,
+            read_labels,
+            read_mlflow_labels,
+        )
 
-        labels = match_labels(read_labels(args.labels), inputs)
+        given = (
+            read_mlflow_labels(args.labels, inputs)
+            if args.labels.startswith("mlflow:")
+            else read_labels(Path(args.labels))
+        )
+        labels = match_labels(given, inputs)
 
     judged: dict[str, Judged] = {}
     skipped: dict[str, str] = {}
@@ -221,9 +232,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         report["skipped"] = skipped
         report_dir.mkdir(parents=True, exist_ok=True)
-        (report_dir / LABELS_REPORT).write_text(
-            json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8"
-        )
+        write_atomic(report_dir / LABELS_REPORT, json.dumps(report, indent=2, ensure_ascii=False))
         print(render_labels_report(report))
         print(f"\n  report: {report_dir / LABELS_REPORT}")
     if len(specs) > 1:

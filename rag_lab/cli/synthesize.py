@@ -10,6 +10,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from rag_lab.cli._run_dir import guard_run_dir
 from rag_lab.errors import user_errors
 from rag_lab.llm.client import check_overrides
 from rag_lab.paths import CONFIG_DIR
@@ -37,6 +38,7 @@ def task(cfg: DictConfig) -> None:
 def main() -> None:
     """Refuse a credential pasted on the command line, then run the Hydra task."""
     user_errors(check_overrides)(sys.argv[1:])
+    guard_run_dir()  # Hydra's own writes: atomic; a full disk is one line
     task()
 
 

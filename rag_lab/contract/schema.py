@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rag_lab.access import readers_of
 from rag_lab.contract.base import MODES, Checked, Problem
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.types import Chunk, Document, Section
@@ -66,6 +67,9 @@ class SchemaContract:
         headings joins its ``entity_tags`` (the document's are the union, plus any ``entities``
         the source already lists). After chunking, a chunk's ``entity_tags`` are its section's
         plus every match in its own section path and text (``tag_chunks``).
+    readers_field: the field naming who may read a document (``rag_lab.access``): a list of
+        names, stored in canonical form; anything else is a problem (and reads as unknown).
+        ``None``: not checked.
     """
 
     def __init__(
@@ -79,6 +83,7 @@ class SchemaContract:
         identity: Sequence[str] = ("title", "version"),
         section_types: Mapping[str, Sequence[str]] | None = None,
         entity_patterns: Mapping[str, str] | None = None,
+        readers_field: str | None = "readers",
     ) -> None:
         try:
             self.mode = choice(mode, "mode", MODES)
@@ -97,6 +102,7 @@ class SchemaContract:
             (str(t), [_compile(p, f"section_types.{t}") for p in pats])
             for t, pats in (section_types or {}).items()
         ]
+        self.readers_field = readers_field
         self.entity_patterns = [
             _compile(p, f"entity_patterns.{k}") for k, p in (entity_patterns or {}).items()
         ]
@@ -178,6 +184,12 @@ class SchemaContract:
         start, end = parsed.get("valid_from"), parsed.get("valid_to")
         if start and end and start > end:
             problem("valid_from", f"{start} is after valid_to {end}")
+        if self.readers_field and meta.get(self.readers_field) is not None:
+            readers = readers_of({"readers": meta[self.readers_field]})
+            if readers is None:
+                problem(self.readers_field, f"{meta[self.readers_field]!r} is not a list of names")
+            else:
+                meta[self.readers_field] = sorted(readers)
         sections = self._sections(doc)
         tags = {t for sec in sections for t in sec.metadata.get("entity_tags", ())}
         listed = meta.get("entities") or []

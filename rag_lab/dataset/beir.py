@@ -114,6 +114,9 @@ class BeirDataset:
             (counted: ``n_empty_documents`` in the warnings) or ``fail`` naming its file and line.
             Carried on the loaded split (``LabelledQueries.on_empty``) for the corpus read
             (``rag_lab.pipeline.corpus``).
+        labels: ``False`` = label-free: every query of the queries file, none labelled, no qrels
+            file read (``rag-lab traces to-dataset`` writes such query sets); the run reports
+            only what needs no labels (``rag_lab.metrics.score.label_free_metrics``).
     """
 
     def __init__(
@@ -124,7 +127,11 @@ class BeirDataset:
         queries: str = "queries.jsonl",
         name: str | None = None,
         on_empty: str = "skip",
+        labels: bool = True,
     ) -> None:
+        if not isinstance(labels, bool):
+            raise ConfigError(f"dataset.labels={labels!r}: expected true or false")
+        self.labels = labels
         if on_empty not in ON_EMPTY:
             raise ConfigError(f"dataset.on_empty={on_empty!r}: use one of {', '.join(ON_EMPTY)}")
         self.path = Path(path).expanduser()
@@ -175,6 +182,8 @@ class BeirDataset:
             self._squad_hint()
         if not self.path.is_dir():
             raise DataError(f"dataset folder not found: {self.path}")
+        if not self.labels:
+            return self._label_free()
         qrels_path = self.path / "qrels" / f"{self.split}.tsv"
         if not qrels_path.exists():
             self._squad_hint()
@@ -209,6 +218,30 @@ class BeirDataset:
         fp = fingerprint([*sources, queries_path, qrels_path])
         for w in warnings:
             log.warning(w)
+        return self._split(queries, qrels, fp, warnings, listing, sources, root)
+
+    def _label_free(self) -> LabelledQueries:
+        """Every query of the queries file, with no judgment (``labels=False``)."""
+        root, listing = self.corpus_sources()
+        queries_path = self.path / self.queries_file
+        queries = read_queries(queries_path)
+        if not queries:
+            raise DataError(f"{queries_path}: no queries")
+        fp = fingerprint([*listing.files, queries_path])
+        qrels: Qrels = {q: {} for q in queries}
+        return self._split(queries, qrels, fp, [], listing, listing.files, root, labelled=False)
+
+    def _split(
+        self,
+        queries: dict[str, Query],
+        qrels: Qrels,
+        fp: str,
+        warnings: list[str],
+        listing: CorpusFolder,
+        sources: tuple[Path, ...],
+        root: Path,
+        labelled: bool = True,
+    ) -> LabelledQueries:
         corpus_fp = fingerprint(sources, root=root)
         left_out = tuple((str(p), why) for p, why in listing.left_out)
         if left_out:  # a link added or removed changes what the ingest report counts
@@ -228,4 +261,5 @@ class BeirDataset:
             tuple(warnings),
             self.on_empty,
             left_out,
+            labelled,
         )

@@ -115,15 +115,16 @@ class SentenceTransformerEmbedder:
         }
 
     def _encode(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
-        emb = self.model.encode(
-            list(texts),
-            prompt=prompt,
-            batch_size=self.batch_size,
-            normalize_embeddings=self.normalize,
-            convert_to_numpy=True,
-            # a bar for a corpus, not for one query at a time (latency timing)
-            show_progress_bar=len(texts) > self.batch_size and progress.enabled(),
-        )
+        corpus = len(texts) > self.batch_size  # a bar for a corpus, not for one query at a time
+        with progress.batches(self.model, len(texts) if corpus else 0, "embed", "text"):
+            emb = self.model.encode(
+                list(texts),
+                prompt=prompt,
+                batch_size=self.batch_size,
+                normalize_embeddings=self.normalize,
+                convert_to_numpy=True,
+                show_progress_bar=corpus and progress.enabled(),
+            )
         return np.ascontiguousarray(emb, dtype=np.float32)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:

@@ -102,6 +102,7 @@ DROPPED_SECTIONS = ("dataset", "tracking", "paths", "hydra", "sweep", "cache")
 PIPELINE_SECTIONS = (
     "parser",
     "chunker",
+    "permissions",
     "query_transforms",
     "retrievers",
     "fusion",

@@ -31,12 +31,13 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rag_lab._deprecated import upgrade_targets
+from rag_lab.access import PRINCIPAL_FIELD
 from rag_lab.contract.age import AgeRule
 from rag_lab.errors import ConfigError
 from rag_lab.export.bundle import CHUNKS_FILE, INDEXES_DIR, PIPELINE_FILE, check_names
 from rag_lab.export.manifest import MANIFEST_FILE, verify_manifest
 from rag_lab.export.portable import apply_endpoints, refuse_interpolations
-from rag_lab.export.search import SearchResult, chunk_record, search, sources
+from rag_lab.export.search import SearchResult, chunk_record, readable_chunk, search, sources
 from rag_lab.io.run_folder import write_scores
 from rag_lab.io.safe_paths import inside
 from rag_lab.metrics.names import is_timing
@@ -69,11 +70,15 @@ class ExportedPipeline:
     def retrieve_k(self) -> int:
         return self.pipeline.retrieve_k
 
-    def run(self, queries: Mapping[str, str], k: int | None = None) -> dict[str, dict[str, float]]:
+    def run(
+        self, queries: Mapping[str, str], k: int | None = None, principal: Any = None
+    ) -> dict[str, dict[str, float]]:
         """The fused run over ``queries`` at depth ``max(k, retrieve_k)`` (scores as
-        evaluation's)."""
+        evaluation's); ``principal``: who asks (``rag_lab.access``; with a ``permissions``
+        policy, ``None`` is anonymous)."""
         depth = max(int(k or 0), self.pipeline.retrieve_k)
-        return self.pipeline.run(dict(queries), depth).final
+        meta = {q: {PRINCIPAL_FIELD: principal} for q in queries}
+        return self.pipeline.run(dict(queries), depth, query_metadata=meta).final
 
     def _rows(self, scores: Mapping[str, float], k: int) -> list[dict[str, Any]]:
         out = []
@@ -92,7 +97,7 @@ class ExportedPipeline:
         return out
 
     def retrieve_batch(
-        self, queries: Mapping[str, str] | Sequence[str], k: int = 10
+        self, queries: Mapping[str, str] | Sequence[str], k: int = 10, principal: Any = None
     ) -> dict[str, list[dict[str, Any]]]:
         """Top ``k`` chunks per query, best first: ``{qid: [{chunk_id, doc_id, text, metadata,
         score, rank}, ...]}`` (rank is 1-based). A sequence of strings gets ids ``"0"``, ``"1"``,
@@ -111,12 +116,12 @@ class ExportedPipeline:
                 raise TypeError(f"query {qid!r} is {type(text).__name__}, expected str")
         if not qmap:
             return {}
-        final = self.run(qmap, k)
+        final = self.run(qmap, k, principal)
         return {qid: self._rows(final.get(qid, {}), k) for qid in qmap}
 
-    def retrieve(self, query: str, k: int = 10) -> list[dict[str, Any]]:
+    def retrieve(self, query: str, k: int = 10, principal: Any = None) -> list[dict[str, Any]]:
         """Top ``k`` chunks for one query (same dicts as ``retrieve_batch``)."""
-        return self.retrieve_batch({"q": query}, k)["q"]
+        return self.retrieve_batch({"q": query}, k, principal)["q"]
 
     def search(
         self,
@@ -127,6 +132,7 @@ class ExportedPipeline:
         filters: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
         today: dt.date | None = None,
+        principal: Any = None,
     ) -> SearchResult:
         """One query with every chunk's contract fields, the query's flags and each stage's time
         (``rag_lab.export.search``; the server's and the MCP tool's reply)."""
@@ -139,10 +145,12 @@ class ExportedPipeline:
             metadata=metadata,
             age_rule=self.age_rule,
             today=today,
+            principal=principal,
         )
 
-    def get_chunk(self, chunk_id: str) -> dict[str, Any] | None:
-        chunk = self.pipeline.all_chunks.get(chunk_id)
+    def get_chunk(self, chunk_id: str, principal: Any = None) -> dict[str, Any] | None:
+        """One chunk by id; ``None`` when there is none or ``principal`` may not read it."""
+        chunk = readable_chunk(self.pipeline, chunk_id, principal)
         return None if chunk is None else chunk_record(chunk)
 
     def sources(self) -> list[dict[str, Any]]:
@@ -373,7 +381,7 @@ def evaluate_exported(
     metrics, table = score_result(result, pipe, data, exported.config.evaluation)
     # each stage's own counters (fallback levels, flagged shares): the run's, but timings
     metrics.update({k: v for k, v in result.stats.items() if not is_timing(k)})
-    table = answer_result(exported.config, data, pipe, result, metrics, table, out_dir)
+    table, _ = answer_result(exported.config, data, pipe, result, metrics, table, out_dir)
     if out_dir is not None:
         write_scores(Path(out_dir), metrics, table, data.fingerprint)
     return metrics

@@ -21,11 +21,13 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from rag_lab.errors import ConfigError
 
 ENDPOINT_KEYS = ("base_url", "api_key_env")
+# stages that run embedded (no network) when their base_url is null: the Qdrant retriever
+EMBEDDED_WITHOUT_URL = ("rag_lab.retrievers.QdrantRetriever",)
 FILES_DIR = "files"
 # the config sections whose stages are built from an export (the top-level ``embedder`` and
 # ``tokenizer`` groups are only what the stages interpolated)
@@ -33,6 +35,7 @@ STAGE_SECTIONS = (
     "parser",
     "chunker",
     "contract",
+    "permissions",
     "query_transforms",
     "retrievers",
     "fusion",
@@ -79,15 +82,23 @@ def refuse_interpolations(node: Any, source: str) -> None:
                 )
 
 
+def _calls_endpoint(node: Any) -> TypeGuard[dict[str, Any]]:
+    if not isinstance(node, dict) or not any(k in node for k in ENDPOINT_KEYS):
+        return False
+    # an embedded-capable stage with no base_url runs in-process (its key variable is unused)
+    return not (node.get("_target_") in EMBEDDED_WITHOUT_URL and not node.get("base_url"))
+
+
 def endpoint_stages(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every stage node under ``STAGE_SECTIONS`` that has an endpoint key, by dotted path."""
+    """Every stage node under ``STAGE_SECTIONS`` that calls an endpoint (has an endpoint key;
+    an ``EMBEDDED_WITHOUT_URL`` stage only with a ``base_url``), by dotted path."""
     found: dict[str, dict[str, Any]] = {}
     for section in STAGE_SECTIONS:
         node = config.get(section)
-        if isinstance(node, dict) and any(k in node for k in ENDPOINT_KEYS):
+        if _calls_endpoint(node):
             found[section] = node
         for where, _, _, value in _walk(node, section):
-            if isinstance(value, dict) and any(k in value for k in ENDPOINT_KEYS):
+            if _calls_endpoint(value):
                 found[where] = value
     return found
 

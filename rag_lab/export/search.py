@@ -12,6 +12,9 @@ and each stage's time. The HTTP server, the MCP tools and the MLflow model all a
   ranking before it is cut to ``k``. A filter that matches nothing returns nothing (and says so
   in the flags): it never lets other chunks through.
 - ``stale``: a chunk whose source is older than the age rule allows (``rag_lab.contract.age``).
+- ``principal``: who asks (``{user, groups}`` or a user name; ``rag_lab.access``), the query's
+  ``principal`` metadata: with a ``permissions`` policy in the export, the pipeline returns only
+  what it may read (no principal: anonymous). ``readable_chunk`` is ``get_chunk``'s check.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rag_lab.access import PRINCIPAL_FIELD
 from rag_lab.contract.age import AgeRule, source_date
 from rag_lab.errors import ConfigError
 from rag_lab.pipeline.fallback import FallbackPipeline
 from rag_lab.pipeline.pipeline import Pipeline
-from rag_lab.protocols import ChunkAssessing
+from rag_lab.protocols import ChunkAssessing, implements
 from rag_lab.ranking import ranked
 from rag_lab.types import Chunk
 
@@ -151,10 +155,13 @@ def search(
     metadata: Mapping[str, Any] | None = None,
     age_rule: AgeRule | None = None,
     today: dt.date | None = None,
+    principal: Any = None,
 ) -> SearchResult:
     """``query`` through ``pipe`` at its depth (``evaluation.retrieve_k``, at least ``k``), the
     ranking filtered by ``filters`` and cut to ``k``; see the module docstring."""
     meta = dict(metadata or {})
+    if principal is not None:
+        meta[PRINCIPAL_FIELD] = principal
     if as_of is not None:
         meta["as_of"] = as_of.isoformat() if isinstance(as_of, dt.date) else str(as_of)
     depth = max(int(k), pipe.retrieve_k)
@@ -163,7 +170,7 @@ def search(
     order = ranked(result.final.get(QUERY_ID, {}))
     kept = [c for c in order if _matches(chunks[c], filters)] if filters else order
     top = [chunks[c] for c in kept[:k]]
-    assessors = [s for s in pipe.postprocessors.values() if isinstance(s, ChunkAssessing)]
+    assessors = [s for s in pipe.postprocessors.values() if implements(s, ChunkAssessing)]
     rule, day = age_rule or AgeRule(), today or dt.date.today()
     hits = []
     for rank, chunk in enumerate(top, 1):
@@ -225,6 +232,15 @@ def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
             value = value.isoformat()
         out[str(key)] = value
     return out
+
+
+def readable_chunk(pipe: Pipeline, chunk_id: str, principal: Any = None) -> Chunk | None:
+    """Chunk ``chunk_id`` if ``principal`` may read it (any chunk without a ``permissions``
+    policy); ``None`` when it does not exist or may not be read (the two are not told apart)."""
+    chunk = pipe.all_chunks.get(chunk_id)
+    if chunk is None or (pipe.access is not None and not pipe.access.readable(chunk, principal)):
+        return None
+    return chunk
 
 
 def chunk_record(chunk: Chunk) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """Answer generators. The ``generator`` config group defaults to none (retrieval-only runs).
 
 ``extractive`` is the model-free baseline; ``openai`` calls any OpenAI-compatible endpoint;
-``transformers`` runs a local causal LM (folder, HF id or GGUF file). ``context`` renders retrieved
-chunks as the structured context a model reads; ``prompts`` holds the templates all generators
-share (the refusal strings are ``rag_lab.text.refusals``). ``foreign_pipeline`` hands on the
-answers of a foreign pipeline evaluated end to end (``retrievers=[foreign_pipeline]``).
+``transformers`` runs a local causal LM (folder, HF id or GGUF file); ``structured`` asks any of
+them for JSON matching a schema (validated, retried once, then ``InvalidOutputError``).
+``context`` renders retrieved chunks as the structured context a model reads; ``prompts`` holds
+the templates all generators share (the refusal strings are ``rag_lab.text.refusals``).
+``foreign_pipeline`` hands on the answers of a foreign pipeline evaluated end to end
+(``retrievers=[foreign_pipeline]``).
 """
 
 from rag_lab.generator.base import Cacheable, Generator
@@ -13,6 +15,7 @@ from rag_lab.generator.extractive import ExtractiveGenerator
 from rag_lab.generator.foreign_pipeline import ForeignPipelineGenerator
 from rag_lab.generator.openai import OpenAIGenerator
 from rag_lab.generator.prompts import PROMPTS, PromptTemplate
+from rag_lab.generator.structured import InvalidOutputError, StructuredGenerator
 from rag_lab.generator.transformers import TransformersGenerator
 
 __all__ = [
@@ -22,6 +25,8 @@ __all__ = [
     "OpenAIGenerator",
     "TransformersGenerator",
     "ForeignPipelineGenerator",
+    "StructuredGenerator",
+    "InvalidOutputError",
     "build_context",
     "PROMPTS",
     "PromptTemplate",

@@ -5,7 +5,12 @@ resolved config of an evaluate run, its document run and the split's judgments a
 
 ``metrics.json`` is strict JSON (RFC 8259): an undefined value (NaN, e.g. noise ratio when nothing
 was retrieved, or no encoder throughput) is ``null``, and counts (``rag_lab.metrics.names.
-is_count``) are integers. :func:`read_metrics` reads it back with ``null`` as NaN."""
+is_count``) are integers. :func:`read_metrics` reads it back with ``null`` as NaN.
+
+Every file is written atomically (:func:`rag_lab.io.atomic.atomic_open`): a full disk leaves the
+previous file or none, never a truncated one, and is one error naming the file.
+``metrics.json`` is written last of :func:`write_scores`: where it exists, the per-query table
+and the fingerprint beside it are complete."""
 
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from rag_lab.io.atomic import atomic_open, write_atomic
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,14 +47,13 @@ _INGEST_TEXT: dict[str, str] = {}  # the last ingest report written: compact JSO
 def write_scores(
     out_dir: Path, metrics: Mapping[str, Any], table: pd.DataFrame, fingerprint: str
 ) -> None:
-    """``metrics.json`` (strict JSON: NaN and infinities as ``null``, counts as integers),
-    ``per_query.parquet`` and ``dataset_fingerprint``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / METRICS_FILE).write_text(
-        json.dumps(strict_metrics(metrics), indent=2, sort_keys=True, allow_nan=False)
-    )
-    (out_dir / FINGERPRINT_FILE).write_text(fingerprint)
-    table.to_parquet(out_dir / PER_QUERY_FILE, index=False)
+    """``per_query.parquet``, ``dataset_fingerprint`` and, last, ``metrics.json`` (strict JSON:
+    NaN and infinities as ``null``, counts as integers)."""
+    text = json.dumps(strict_metrics(metrics), indent=2, sort_keys=True, allow_nan=False)
+    with atomic_open(out_dir / PER_QUERY_FILE, "wb") as fh:
+        table.to_parquet(fh, index=False)
+    write_atomic(out_dir / FINGERPRINT_FILE, fingerprint)
+    write_atomic(out_dir / METRICS_FILE, text)
 
 
 def strict_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,7 +113,7 @@ def write_trec_run(out_dir: Path, run: Mapping[str, Mapping[str, float]], tag: s
 
     path = out_dir / TREC_RUN_FILE
     tag = trec_id(tag)
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_open(path) as fh:
         for qid, scores in run.items():
             q = trec_id(qid)
             for rank, doc in enumerate(ranked(scores), 1):
@@ -121,7 +127,7 @@ def write_trec_qrels(out_dir: Path, qrels: Mapping[str, Mapping[str, int]]) -> P
     or ir_measures need. Queries in ``qrels`` order, documents sorted; ids as in
     :func:`write_trec_run`."""
     path = out_dir / TREC_QRELS_FILE
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_open(path) as fh:
         for qid, grades in qrels.items():
             q = trec_id(qid)
             for doc in sorted(grades):
@@ -162,7 +168,7 @@ def write_ingest_report(out_dir: Path, report: Mapping[str, Any]) -> Path:
         text = json.dumps(data, indent=2, ensure_ascii=False)
         _INGEST_TEXT.clear()
         _INGEST_TEXT[key] = text
-    path.write_text(text)
+    write_atomic(path, text)
     return path
 
 
@@ -183,7 +189,7 @@ def write_config(out_dir: Path, resolved: Mapping[str, Any]) -> Path:
         )
     else:
         text = OmegaConf.to_yaml(data)
-    path.write_text(text)
+    write_atomic(path, text)
     return path
 
 
@@ -204,9 +210,8 @@ def write_answer_log(
     (``id`` = query id, ``query``, ``retrieved_contexts``, ``response``, ``reference`` when the
     query has gold answers) plus the run's own ``faithfulness`` and ``answerable``, so a run's
     answers can be judged again, by other judges, and labelled (``rag-lab judge --labels``)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / ANSWERS_FILE
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_open(path) as fh:
         for qid, row in rows.items():
             golds = [str(a) for a in (queries[qid].metadata.get("answers") or [])]
             rec = {

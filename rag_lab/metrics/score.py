@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -203,6 +204,7 @@ OPTIONAL_ANSWER_COLUMNS = (
     "context_precision",
     "context_recall",
     "judge_error",
+    "invalid_output",  # a generator=structured reply that failed its schema twice (True)
     "miss_reason",  # rag_lab.metrics.attribution.answer_miss_reason
     # the context stages' input and output sizes (rag_lab.pipeline.answers)
     "context_tokens_before",
@@ -263,4 +265,33 @@ def annotation_metrics(
             out[f"{name}/n_labelled"] = float(len(labelled))
             out[f"{name}/precision"] = tp / n_flag if n_flag else math.nan
             out[f"{name}/recall"] = tp / n_want if n_want else math.nan
+    return out
+
+
+# what a label-free run cannot report: ranking and evidence metrics, miss reasons, refusal rates
+# and answer scores that need gold labels, the counts of (un)answerable queries, an annotation's
+# precision/recall against labels
+_NEEDS_LABELS = re.compile(
+    r"(^|/)(evidence_)?(hit_rate|recall|precision|noise_ratio|mrr|ndcg|map)_at_\d+$"
+    r"|(^|/)(evidence_)?misses_at_\d+/|(^|/)answer_misses/|(^|/)evidence_"
+    r"|(^|/)(refusal_rate_unanswerable|wrong_refusal_rate|n_answerable|n_unanswerable)$"
+    r"|^answer/(exact_match|f1|contained|context_precision|context_recall)$"
+    r"|/(precision|recall|n_labelled)$"
+)
+
+
+def label_free_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """A label-free run's metrics (``LabelledQueries.labelled`` false): every number that needs
+    no judgment (empty-result rate, mean retrieved, the judge's faithfulness, timings, counts)
+    plus ``<annotation>_rate`` (share of queries an ``Annotating`` stage flagged: ``conflict_rate``)
+    and ``fallback_rate`` (share answered by a fallback level or refused), when measured."""
+    out = {k: v for k, v in metrics.items() if not _NEEDS_LABELS.search(k)}
+    n = float(metrics.get("n_queries") or 0)
+    if n:
+        for key, flagged in metrics.items():
+            name, sep, rest = key.partition("/")
+            if sep and rest == "n_flagged" and flagged is not None:
+                out[f"{name}_rate"] = float(flagged) / n
+        if "fallback/level_0" in metrics:
+            out["fallback_rate"] = 1.0 - float(metrics["fallback/level_0"]) / n
     return out

@@ -4,9 +4,10 @@ A leaf shared by every model-backed stage (embedders, the cross-encoder reranker
 the transformers generator, training); it moved here from ``rag_lab.models``, which
 stays importable as an alias.
 
-Order: an existing local path; a model whose weights ship in a pip package (see
-``OFFLINE_MODELS``); otherwise the name is passed on as a Hugging Face id (downloaded by
-sentence-transformers when the machine has a network, or taken from the local HF cache).
+Order: an existing local path; a model trained here under that name (``trained_dir``); a model whose
+weights ship in a pip package (see ``OFFLINE_MODELS``); otherwise the name is passed on as a Hugging
+Face id (downloaded by sentence-transformers when the machine has a network, or taken from the local
+HF cache).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +25,16 @@ from rag_lab.errors import ConfigError
 def cache_home() -> Path:
     """Where rag_lab keeps derived models (``$RAG_LAB_HOME`` or ``~/.cache/rag_lab``)."""
     return Path(os.environ.get("RAG_LAB_HOME", Path.home() / ".cache" / "rag_lab")).expanduser()
+
+
+# written next to a faithfulness classifier trained by `rag-lab train judge` (family, window)
+JUDGE_META = "rag_lab_judge.json"
+
+
+def trained_dir(name: str) -> Path:
+    """Where a model trained here under a name is kept (``rag-lab train judge train.name=NAME``):
+    ``$RAG_LAB_HOME/trained/NAME``; ``resolve_model(NAME)`` finds it."""
+    return cache_home() / "trained" / name
 
 
 def _minilm() -> Path:
@@ -68,6 +80,8 @@ def resolve_model(name_or_path: str) -> str:
     path = Path(name_or_path).expanduser()
     if path.exists():
         return str(path)
+    if re.fullmatch(r"[\w.-]+", name_or_path) and trained_dir(name_or_path).is_dir():
+        return str(trained_dir(name_or_path))
     if name_or_path in OFFLINE_MODELS:
         pkg, locate = OFFLINE_MODELS[name_or_path]
         if importlib.util.find_spec(pkg.replace("-", "_")) is not None:

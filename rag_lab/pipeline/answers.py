@@ -24,7 +24,9 @@ Aggregates (``answer/…`` in ``metrics.json`` and MLflow; ``aggregate_answers``
 - ``refusal_rate_unanswerable`` (refusals among unanswerable queries: higher is better) and
   ``wrong_refusal_rate`` (refusals among answerable ones: lower is better);
 - call counts: ``generator_calls`` / ``generator_cache_hits``, ``judge_calls`` (retries included)
-  / ``judge_cache_hits`` / ``judge_retries``;
+  / ``judge_cache_hits`` / ``judge_retries``; ``n_invalid_outputs``: replies that failed a
+  ``generator=structured`` schema twice and were replaced by the refusal (per query
+  ``answer_invalid_output``, only when some reply failed);
 - ``answer_misses/<reason>`` (``rag_lab.metrics.attribution.answer_miss_reason``, per query
   ``miss_reason``).
 
@@ -52,6 +54,7 @@ from rag_lab.context.base import ContextStage
 from rag_lab.dataset.base import LabelledQueries
 from rag_lab.generator.base import Cacheable, Generator
 from rag_lab.generator.context import block_tokens
+from rag_lab.generator.structured import InvalidOutputError
 from rag_lab.judge.base import Judge, TermAware
 from rag_lab.judge.runner import JudgeRunner
 from rag_lab.metrics.answers import (
@@ -67,7 +70,7 @@ from rag_lab.protocols import CacheAware, Measured
 from rag_lab.ranking import ranked
 from rag_lab.text import ContentTerms
 from rag_lab.text.language import detect_language
-from rag_lab.text.refusals import is_refusal
+from rag_lab.text.refusals import REFUSALS, is_refusal
 from rag_lab.types import Chunk, Run
 
 GENERATIONS = "generations"
@@ -191,16 +194,33 @@ def answer_queries(
     for qid, q in data.queries.items():
         top = [chunks[c] for c in ranked(final.get(qid, {}))[:k]]
         given = top
+        w0 = time.time_ns()
         for name, stage in stages.items():
             t0 = time.perf_counter()
             given = stage.apply(q.text, given)
             stage_ms[name] += (time.perf_counter() - t0) * 1000
-        response = generate(generator, q.text, given, cache, counts, (notes or {}).get(qid, ()))
+        w1 = time.time_ns()
+        try:
+            response = generate(generator, q.text, given, cache, counts, (notes or {}).get(qid, ()))
+            invalid = False
+        except InvalidOutputError:  # the schema failed twice: the fallback is the refusal
+            response, invalid = REFUSALS[detect_language(q.text)], True
+            counts["invalid_outputs"] += 1
+        w2 = time.time_ns()
         golds = [str(a) for a in (q.metadata.get("answers") or [])]
         # judged against the sources of what the generator read, not a distiller's rewrite
         contexts = [chunks[c.chunk_id].text if c.chunk_id in chunks else c.text for c in given]
         row = score_response(runner, q.text, contexts, response, golds or None)
+        # this query's own steps on the wall clock (ns): its trace's spans
+        row["windows"] = {
+            "context": (w0, w1),
+            "generation": (w1, w2),
+            "judge": (w2, time.time_ns()),
+        }
+        row["given_ids"] = [c.chunk_id for c in given]
         row["response"] = response
+        if invalid:  # the column appears only where some reply failed (answer_invalid_output)
+            row["invalid_output"] = True
         row["contexts"] = contexts  # for the run folder's answers.jsonl
         row["answerable"] = any(g > 0 for g in data.qrels[qid].values())
         language = detect_language(q.text)
@@ -243,8 +263,55 @@ def answer_queries(
         out[f"context/{name}/ms_per_query"] = stage_ms[name] / n
     out["answer/generator_calls"] = float(counts["generator_calls"])
     out["answer/generator_cache_hits"] = float(counts["generator_cache_hits"])
+    out["answer/n_invalid_outputs"] = float(counts["invalid_outputs"])
     if runner is not None:
         out["answer/n_judge_failures"] = float(runner.counts["failures"])
         for c in ("calls", "cache_hits", "retries"):
             out[f"answer/judge_{c}"] = float(runner.counts[c])
     return out, rows
+
+
+class JudgedAnswers:
+    """The fallback chain's answer check (``rag_lab.pipeline.fallback.AnswerCheck``): write the
+    answer from a level's top ``k`` chunks (through the ``context`` stages) as the answer stage
+    does — same generator, same cache keys, so the answer stage reads it back from the cache —
+    and keep the level when the judge calls it faithful (its verdict, ``details["faithful"]``;
+    else faithfulness >= ``threshold``). A refusal, a missing score and a reply that failed its
+    schema (``InvalidOutputError``) are not kept. ``counts``: ``<level>/judged``,
+    ``<level>/rejected``, ``<level>/invalid``."""
+
+    def __init__(
+        self,
+        generator: Generator,
+        judge: Judge,
+        k: int,
+        cache: StageCache | None = None,
+        stages: Mapping[str, ContextStage] | None = None,
+        threshold: float = 1.0,
+    ) -> None:
+        self.generator, self.k, self.cache = generator, int(k), cache
+        self.runner = JudgeRunner(judge, cache)
+        self.stages = dict(stages or {})
+        self.threshold = float(threshold)
+        self.counts: Counter[str] = Counter()
+
+    def accepts(self, level: str, query: str, chunks: Sequence[Chunk]) -> bool:
+        given = list(chunks[: self.k])
+        for stage in self.stages.values():
+            given = stage.apply(query, given)
+        self.counts[f"{level}/judged"] += 1
+        try:
+            response = generate(self.generator, query, given, self.cache, self.counts)
+        except InvalidOutputError:
+            self.counts[f"{level}/invalid"] += 1
+            return False
+        res = self.runner.judge(query, [c.text for c in given], response)
+        verdict = res.details.get("faithful")
+        good = (
+            not is_refusal(response)
+            and res.faithfulness is not None
+            and (bool(verdict) if verdict is not None else res.faithfulness >= self.threshold)
+        )
+        if not good:
+            self.counts[f"{level}/rejected"] += 1
+        return good

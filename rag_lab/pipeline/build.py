@@ -21,6 +21,7 @@ from rag_lab.cache import keys, open_cache
 from rag_lab.errors import ConfigError
 from rag_lab.parser.base import ON_ERROR
 from rag_lab.paths import CONFIG_DIR
+from rag_lab.pipeline.answers import JudgedAnswers
 from rag_lab.pipeline.fallback import FallbackChain, FallbackLevel, FallbackPipeline, acceptance
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.validate import OptionError, boolean, choice
@@ -77,6 +78,7 @@ def _slot_protocols() -> dict[str, type]:
     """The protocol a class must satisfy in each slot: the top-level group a ``where`` starts with
     (``retrievers.bm25`` → ``retrievers``, ``judge=nli`` → ``judge``), or the argument name of a
     nested stage (``embedder``, ``tokenizer``, an auto parser's ``parsers``)."""
+    from rag_lab.access.base import AccessPolicy
     from rag_lab.chunker.base import Chunker
     from rag_lab.context.base import ContextStage
     from rag_lab.contract.base import Contract
@@ -98,6 +100,7 @@ def _slot_protocols() -> dict[str, type]:
         "parsers": Parser,
         "chunker": Chunker,
         "contract": Contract,
+        "permissions": AccessPolicy,
         "retrievers": Retriever,
         "fusion": Fusion,
         "reranker": PostProcessor,  # the reranker group runs as the first post-processor
@@ -415,6 +418,7 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
     parser, parser_cfg, on_parse_error = build_parser(cfg.parser)
     chunker = instantiate(cfg.chunker, "chunker")
     contract = instantiate(cfg.contract, "contract") if cfg.get("contract") else None
+    access = instantiate(cfg.permissions, "permissions") if cfg.get("permissions") else None
     # a dense retriever's `embedder: ${embedder}` (and a stage's `tokenizer: ${tokenizer}`) are
     # interpolations, so overriding the top-level group changes every stage that uses it.
     retrievers = {n: instantiate(c, f"retrievers.{n}") for n, c in retriever_cfgs.items()}
@@ -469,8 +473,13 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
         "stage_configs": stage_configs,
         "contract": contract,
         "on_parse_error": on_parse_error,
+        "access": access,
     }
-    pipe = Pipeline(**stages) if chain is None else FallbackPipeline(**stages, chain=chain)
+    if chain is None:
+        pipe = Pipeline(**stages)
+    else:  # the judge gate: a level is kept only when the answer written from it is faithful
+        gate = build_answer_check(cfg, stages["cache"]) if chain.judged else None
+        pipe = FallbackPipeline(**stages, chain=chain, answers=gate)
     log.info(
         "pipeline: parser=%s chunker=%s query_transforms=%s retrievers=%s fusion=%s postprocess=%s",
         type(parser).__name__,
@@ -599,6 +608,19 @@ def build_fallback(cfg: DictConfig) -> FallbackChain | None:
 def _is_retriever(name: str) -> bool:
     """A ``retrievers`` group option (not a post-processor's or fusion's stage name)."""
     return (Path(CONFIG_DIR) / "retrievers" / f"{name}.yaml").is_file()
+
+
+def build_answer_check(cfg: DictConfig, cache: Any | None) -> JudgedAnswers:
+    """The fallback chain's judge gate (``accept.judge: true``): the run's generator writes the
+    answer from a level's top ``evaluation.answer_k`` chunks (through the ``context`` stages) and
+    its judge's verdict keeps the level (``rag_lab.pipeline.answers.JudgedAnswers``)."""
+    generator, judge = build_generator(cfg), build_judge(cfg)
+    if generator is None or judge is None:
+        raise ConfigError(
+            "fallback: accept.judge=true needs a generator and a judge (generator=... judge=...)"
+        )
+    k = OmegaConf.select(cfg, "evaluation.answer_k", default=5)
+    return JudgedAnswers(generator, judge, int(k), cache, build_context_stages(cfg, generator))
 
 
 def build_generator(cfg: DictConfig) -> Any | None:

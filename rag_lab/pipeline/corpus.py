@@ -45,6 +45,7 @@ from rag_lab.types import Chunk, Document, document_from_dict, document_to_dict
 
 log = logging.getLogger(__name__)
 
+
 def read_corpus(
     parser: Parser,
     sources: Iterable[Path],

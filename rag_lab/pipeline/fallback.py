@@ -16,6 +16,11 @@ whether its run is kept:
   itself, in the level's own units: a per-level threshold. ``stage`` judges one named stage's run
   (``bm25``) instead of the level's final run.
 
+- ``judge: true`` adds a check of the *answer*: the level's run is kept only when the answer the
+  generator writes from it is judged faithful (the judge's verdict; ``AnswerCheck``, built from
+  the run's ``generator`` and ``judge`` by ``rag_lab.pipeline.build``), so an unfaithful answer
+  — or a generator reply that fails its schema — moves the query to the next level.
+
 Every level runs over the whole query set, through its pipeline's stage cache (the same keys as
 any pipeline: a BM25 level over the main corpus replays the main pipeline's BM25 run), so a
 threshold sweep re-runs no retriever. ``FallbackPipeline`` is a pipeline wrapped in its chain:
@@ -31,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rag_lab.cache.fingerprints import fingerprint
 from rag_lab.errors import ConfigError
@@ -39,7 +44,7 @@ from rag_lab.io.files import CorpusFolder, list_corpus_folder
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.pipeline.result import RetrievalResult
 from rag_lab.ranking import ranked
-from rag_lab.validate import OptionError, choice, integer, number
+from rag_lab.validate import OptionError, boolean, choice, integer, number
 
 if TYPE_CHECKING:
     from rag_lab.types import Chunk, Qrels, Run
@@ -57,6 +62,18 @@ def zscore(scores: Sequence[float]) -> float:
     return 0.0 if std == 0.0 else (scores[0] - mean) / std
 
 
+@runtime_checkable
+class AnswerCheck(Protocol):
+    """Whether the answer to ``query`` written from ``chunks`` (a level's run, best first) is good
+    enough to keep that level (``Acceptance.judge``); ``level`` names it (``main`` or a level's
+    name) for the check's own counts (``counts``, reported as ``fallback/answers/<key>``)."""
+
+    @property
+    def counts(self) -> Mapping[str, int]: ...
+
+    def accepts(self, level: str, query: str, chunks: Sequence[Chunk]) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Acceptance:
     """When a level's run for a query is kept (see the module docstring).
@@ -67,18 +84,22 @@ class Acceptance:
         stage: the stage whose run is judged (a name of ``RetrievalResult.runs``); ``None`` = the
             level's final run. What the level returns is always its final run.
         top_n: how many of the best scores ``zscore`` reads (``>= 2``).
+        judge: also require the answer written from the run to be judged faithful
+            (``AnswerCheck``; needs a generator and a judge).
     """
 
     threshold: float | None = None
     score: str = "zscore"
     stage: str | None = None
     top_n: int = 20
+    judge: bool = False
 
     def __post_init__(self) -> None:
         if self.threshold is not None:
             number(self.threshold, "threshold")
         choice(self.score, "score", SCORES)
         integer(self.top_n, "top_n", ge=2)
+        boolean(self.judge, "judge")
 
     def strength(self, result: RetrievalResult, qid: str) -> float | None:
         """The judged run's strength for ``qid``; ``None`` when that run is empty."""
@@ -145,19 +166,42 @@ class FallbackChain:
         """Level names by number: ``main``, each level, ``refused``."""
         return ["main", *(lv.name for lv in self.levels), "refused"]
 
+    @property
+    def judged(self) -> bool:
+        """Whether some level's acceptance asks for the judge's verdict on its answer."""
+        return self.accept.judge or any(lv.accept.judge for lv in self.levels)
+
     def resolve(
         self,
         first: RetrievalResult,
         run_level: Callable[[FallbackLevel], RetrievalResult],
         query_ids: Sequence[str],
+        answer_ok: Callable[[FallbackLevel | None, str, Mapping[str, float]], bool] | None = None,
     ) -> ChainResult:
         """Walk the chain for every query of ``query_ids``: ``first`` is level 0's result,
-        ``run_level`` runs a level (called only while some query is still unanswered)."""
+        ``run_level`` runs a level (called only while some query is still unanswered);
+        ``answer_ok(level, query id, run)`` checks a kept run's answer where the acceptance asks
+        for it (``level`` None: the pipeline itself)."""
+
+        def ok(
+            accept: Acceptance, result: RetrievalResult, qid: str, lv: FallbackLevel | None
+        ) -> bool:
+            if not accept.accepts(result, qid):
+                return False
+            if not accept.judge:
+                return True
+            if answer_ok is None:
+                raise ConfigError(
+                    "fallback: accept.judge=true needs a generator and a judge "
+                    "(generator=... judge=...)"
+                )
+            return answer_ok(lv, qid, result.final[qid])
+
         final: Run = {}
         level: dict[str, int] = {}
         pending = []
         for qid in query_ids:
-            if self.accept.accepts(first, qid):
+            if ok(self.accept, first, qid, None):
                 final[qid], level[qid] = dict(first.final[qid]), 0
             else:
                 pending.append(qid)
@@ -169,7 +213,7 @@ class FallbackChain:
             runs[f"fallback/{lv.name}"] = result.final
             still = []
             for qid in pending:
-                if lv.accept.accepts(result, qid):
+                if ok(lv.accept, result, qid, lv):
                     final[qid], level[qid] = dict(result.final[qid]), number_
                 else:
                     still.append(qid)
@@ -203,7 +247,7 @@ def acceptance(node: Mapping[str, Any] | None, where: str) -> Acceptance:
     """An ``Acceptance`` from its config mapping; a bad or unknown key is a one-line
     ``ConfigError`` naming ``where``."""
     node = dict(node or {})
-    known = {"threshold", "score", "stage", "top_n"}
+    known = {"threshold", "score", "stage", "top_n", "judge"}
     unknown = sorted(set(node) - known)
     if unknown:
         raise ConfigError(
@@ -222,6 +266,7 @@ class FallbackPipeline(Pipeline):
     each level's corpus after the main one."""
 
     chain: FallbackChain | None = None
+    answers: AnswerCheck | None = None  # the judge gate (``Acceptance.judge``), set by build
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -274,6 +319,22 @@ class FallbackPipeline(Pipeline):
                 f"fallback.levels.{level.name}.corpus: {len(clash)} chunk id(s) also in the main "
                 f"corpus (first: {clash[0]}): give its documents other doc_ids"
             )
+
+    def _answer_ok(
+        self, queries: Mapping[str, str]
+    ) -> Callable[[FallbackLevel | None, str, Mapping[str, float]], bool] | None:
+        """The chain's answer check over this pipeline's chunks (a level's own corpus for a level
+        that has one); None without a gate."""
+        gate = self.answers
+        if gate is None:
+            return None
+
+        def answer_ok(level: FallbackLevel | None, qid: str, run: Mapping[str, float]) -> bool:
+            chunks = self.chunks if level is None or level.corpus is None else level.pipeline.chunks
+            top = [chunks[c] for c in ranked(run) if c in chunks]
+            return gate.accepts("main" if level is None else level.name, queries[qid], top)
+
+        return answer_ok
 
     @property
     def all_chunks(self) -> dict[str, Chunk]:
@@ -330,7 +391,7 @@ class FallbackPipeline(Pipeline):
         assert self.chain is not None
         k = int(k or self.retrieve_k)
         result = super()._run(queries, k, latency_queries, query_metadata)
-        t0 = time.perf_counter()
+        t0, w0 = time.perf_counter(), time.time_ns()
         level_results: dict[str, RetrievalResult] = {}
 
         def run_level(level: FallbackLevel) -> RetrievalResult:
@@ -341,13 +402,16 @@ class FallbackPipeline(Pipeline):
         if self.chain.probe is not None:  # level 0 judged on a retriever it does not have
             probe = self.chain.probe.run(queries, k, 0, query_metadata)
             judged = replace(result, runs=MappingProxyType({**probe.runs, **result.runs}))
-        chain = self.chain.resolve(judged, run_level, list(queries))
+        chain = self.chain.resolve(judged, run_level, list(queries), self._answer_ok(queries))
         # a level's own stage stats are kept under its name; the chain's counters as fallback/...
         stats = dict(result.stats)
         for name, sub in level_results.items():
             stats.update({f"fallback/{name}/{k_}": v for k_, v in sub.stats.items()})
         ms = 1000 * (time.perf_counter() - t0) / max(len(queries), 1)
         stats.update({f"fallback/{k_}": v for k_, v in chain.stats.items()})
+        if self.answers is not None:  # the judge gate: answers judged / rejected per level
+            gate = self.answers.counts
+            stats.update({f"fallback/answers/{k_}": float(v) for k_, v in gate.items()})
         stats["fallback/ms_per_query"] = ms
         seconds = {**result.seconds, "fallback": time.perf_counter() - t0}
         # only the chain's outcome joins the stage runs: a level's run over another corpus is no
@@ -372,4 +436,6 @@ class FallbackPipeline(Pipeline):
             MappingProxyType(stats),
             MappingProxyType(dict(chain.level)),
             annotations=MappingProxyType(notes),
+            windows=MappingProxyType({**result.windows, "fallback": (w0, time.time_ns())}),
+            retriever_ms=result.retriever_ms,
         )

@@ -48,12 +48,14 @@ class Indexes:
         self.chunks_key = ""
         self.seconds: dict[str, float] = {}
         self._indexed: set[str] = set()
+        self.generation = 0  # bumped whenever the chunks change (what was derived from them goes)
 
     def set_corpus(self, chunks: Mapping[str, Chunk], chunks_key: str) -> None:
         """The chunks to index (every retriever must be indexed again) and their cache key
         (``""``: indexes are not cached)."""
         self.chunks, self.chunks_key = chunks, chunks_key
         self._indexed = set()
+        self.generation += 1
 
     def ensure(self, name: str) -> None:
         """Index retriever ``name``: restored from the stage cache when it can persist its index
@@ -82,8 +84,13 @@ class Indexes:
                 except NotImplementedError:
                     pass
 
-            cache.memo("indexes", key, build, read=lambda: self._restore(cache, retriever, key),
-            write=store)
+            cache.memo(
+                "indexes",
+                key,
+                build,
+                read=lambda: self._restore(cache, retriever, key),
+                write=store,
+            )
         self.seconds[f"{name}/index_seconds"] = time.perf_counter() - t0
         self._indexed.add(name)
         stats = retriever.stats if isinstance(retriever, Measured) else {}

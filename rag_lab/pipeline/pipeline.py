@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from rag_lab.access import AccessPolicy
 from rag_lab.cache import StageCache, diff_stats
 from rag_lab.chunker.base import Chunker
 from rag_lab.contract.base import Contract
@@ -34,7 +35,14 @@ from rag_lab.pipeline.index import Indexes
 from rag_lab.pipeline.query import QuerySide
 from rag_lab.pipeline.result import RetrievalResult
 from rag_lab.postprocess.base import PostProcessor
-from rag_lab.protocols import Annotating, CacheAware, CorpusFitted, Measured, QueryMetadataAware
+from rag_lab.protocols import (
+    Annotating,
+    CacheAware,
+    CorpusFitted,
+    Measured,
+    QueryMetadataAware,
+    implements,
+)
 from rag_lab.query_transforms.base import QueryTransform
 from rag_lab.retrievers.base import Retriever
 from rag_lab.types import Chunk, Run
@@ -44,7 +52,7 @@ from rag_lab.validate import OptionError, integer
 def _stats(name: str, stage: object) -> dict[str, float]:
     return (
         {f"{name}/{k}": float(v) for k, v in stage.stats.items()}
-        if isinstance(stage, Measured)
+        if implements(stage, Measured)
         else {}
     )
 
@@ -69,6 +77,8 @@ class Pipeline:
     stage_configs: dict[str, Any] = field(default_factory=dict)
     contract: Contract | None = None
     on_parse_error: str = "fail"
+    # who may read what (the `permissions` group): enforced inside retrieval, see QuerySide
+    access: AccessPolicy | None = None
     # the corpus, once set (load_corpus, set_chunks, restore)
     chunks: dict[str, Chunk] = field(default_factory=dict, init=False)
     chunks_key: str = field(default="", init=False)
@@ -110,6 +120,7 @@ class Pipeline:
             self.query_transforms,
             self.cache,
             retriever_configs,
+            self.access,
         )
         if self.cache is not None:
             for stage in self._stages():
@@ -202,7 +213,7 @@ class Pipeline:
         run's metadata is left behind)."""
         self.query_side.metadata = {q: dict(m) for q, m in (metadata or {}).items()}
         for stage in self._stages():
-            if isinstance(stage, QueryMetadataAware):
+            if implements(stage, QueryMetadataAware):
                 stage.set_query_metadata(self.query_side.declared(stage))
 
     def run(
@@ -230,23 +241,28 @@ class Pipeline:
         k = int(k or self.retrieve_k)
         side = self.query_side
         self.set_query_metadata(query_metadata)
+        side.access_stats = {}
         seconds: dict[str, float] = {}
-        t0 = time.perf_counter()
+        windows: dict[str, tuple[int, int]] = {}  # each stage's batch, wall clock (ns)
+        t0, w0 = time.perf_counter(), time.time_ns()
         transformed = side.transform(queries)
         variants = {name: side.variants(transformed, name) for name in self.retrievers}
         seconds["query_transforms"] = time.perf_counter() - t0
+        windows["query_transforms"] = (w0, time.time_ns())
         runs: dict[str, Run] = {}
         latencies: dict[str, list[float]] = {}
         from_cache: dict[str, bool] = {}
         for name in self.retrievers:
-            t1 = time.perf_counter()
+            t1, w1 = time.perf_counter(), time.time_ns()
             runs[name], latencies[name], from_cache[name] = side.retrieve(
                 name, transformed, variants[name], k, latency_queries
             )
             seconds[name] = time.perf_counter() - t1
+            windows[name] = (w1, time.time_ns())
         t2 = time.perf_counter()
-        later = side.after_retrieval(transformed, runs, k)
+        later, later_windows = side.after_retrieval(transformed, runs, k)
         seconds["after_retrieval"] = time.perf_counter() - t2
+        windows.update(later_windows)
         # a query's latency: its transforms, every retriever in turn (as the pipeline runs them),
         # plus its share of the batch's fusion and post-processing
         n = max(len(queries), 1)
@@ -263,10 +279,11 @@ class Pipeline:
             *self.postprocessors.items(),
         ]:
             stats.update(_stats(name, stage))
+        stats.update({f"access/{n}": v for n, v in side.access_stats.items()})
         all_runs = {**runs, **later}
         notes: dict[str, dict[str, Any]] = {}
         for stage in [*self.retrievers.values(), *self.postprocessors.values()]:
-            if isinstance(stage, Annotating):  # an adapter retriever's unmapped sources too
+            if implements(stage, Annotating):  # an adapter retriever's unmapped sources too
                 for qid, ann in stage.annotations.items():
                     notes.setdefault(qid, {}).update(ann)
         return RetrievalResult(
@@ -278,6 +295,8 @@ class Pipeline:
             MappingProxyType(seconds),
             MappingProxyType(stats),
             annotations=MappingProxyType(notes),
+            windows=MappingProxyType(windows),
+            retriever_ms=MappingProxyType({r: tuple(v) for r, v in latencies.items()}),
         )
 
     def retrieve(

@@ -8,6 +8,14 @@ query must actually be searched.
 
 A ``QueryVariants`` transform (multi-query, HyDE) has a retriever run several texts per query;
 each query's lists are fused by reciprocal rank (``VARIANT_RRF_K``).
+
+Permissions (``access``, an ``AccessPolicy``): every retriever searches only the chunks the
+query's principal may read — inside its index when it can (``FilteredRetriever``: BM25, faiss,
+the vector stores), else over its whole ranking, filtered, then cut to ``k`` — and the run of
+every stage after it (fusion, each post-processor) is checked again, so no stage order, cache
+entry or foreign component returns a chunk the principal cannot read. Cached runs are keyed by
+the principal. ``access_stats``: what the checks after the pre-filter caught (0 when every
+stage behaves).
 """
 
 from __future__ import annotations
@@ -17,16 +25,21 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rag_lab.access import PRINCIPAL_FIELD, AccessPolicy
 from rag_lab.cache import StageCache, keys
 from rag_lab.errors import ConfigError
 from rag_lab.fusion.base import Fusion, QueryConditioned
 from rag_lab.fusion.rrf import RRFFusion
 from rag_lab.pipeline.index import Indexes, identity
 from rag_lab.postprocess.base import PostProcessor
-from rag_lab.protocols import CachesOwnRuns, QueryMetadataAware
+from rag_lab.protocols import CachesOwnRuns, QueryMetadataAware, implements
 from rag_lab.query_transforms.base import QueryTransform, QueryVariants
-from rag_lab.retrievers.base import Retriever
+from rag_lab.ranking import ranked
+from rag_lab.retrievers.base import FilteredRetriever, Retriever
 from rag_lab.types import Run
+
+ALLOWED_MEMO = 1024  # principals whose readable chunk ids are remembered (then forgotten)
+ACCESS_KEY = "~access"  # a cached run's per-query key field: what the principal may read
 
 # reciprocal-rank offset fusing one retriever's lists over a query's variant texts (QueryVariants)
 VARIANT_RRF_K = 60.0
@@ -51,6 +64,7 @@ class QuerySide:
         query_transforms: Mapping[str, QueryTransform] | None = None,
         cache: StageCache | None = None,
         configs: Mapping[str, Any] | None = None,
+        access: AccessPolicy | None = None,
     ) -> None:
         self.retrievers = retrievers
         self.indexes = indexes
@@ -60,6 +74,64 @@ class QuerySide:
         self.cache = cache
         self.configs = dict(configs or {})
         self.metadata: dict[str, dict[str, Any]] = {}
+        self.access = access
+        self.access_stats: dict[str, float] = {}
+        self._allowed: dict[str, frozenset[str]] = {}
+        self._allowed_for = -1
+
+    # -- permissions ------------------------------------------------------------------------------
+    def principal(self, qid: str) -> Any:
+        """The principal of query ``qid`` (a variant's id ``<qid>U+001F<i>`` is its query's)."""
+        return self.metadata.get(qid.split("\x1f", 1)[0], {}).get(PRINCIPAL_FIELD)
+
+    def allowed(self, qid: str) -> frozenset[str] | None:
+        """The chunk ids query ``qid``'s principal may read (``None``: no access policy)."""
+        if self.access is None:
+            return None
+        if self._allowed_for != self.indexes.generation:
+            self._allowed, self._allowed_for = {}, self.indexes.generation
+        principal = self.principal(qid)
+        key = json.dumps(self.access.key(principal), sort_keys=True)
+        if key not in self._allowed:
+            if len(self._allowed) >= ALLOWED_MEMO:  # a server meets many principals
+                self._allowed.clear()
+            self._allowed[key] = self.access.allowed(self.indexes.chunks, principal)
+        return self._allowed[key]
+
+    def guard(self, run: Run, counter: str) -> Run:
+        """``run`` without the chunks its queries' principals cannot read; what it removes is
+        added to ``access_stats[counter]``."""
+        if self.access is None:
+            return run
+        out: Run = {}
+        caught = 0
+        for qid, scores in run.items():
+            allowed = self.allowed(qid) or frozenset()
+            out[qid] = {c: s for c, s in scores.items() if c in allowed}
+            caught += len(scores) - len(out[qid])
+        self.access_stats[counter] = self.access_stats.get(counter, 0.0) + caught
+        return out
+
+    def _search(self, retriever: Retriever, queries: Mapping[str, str], k: int) -> Run:
+        """``retriever`` over ``queries``, each query restricted to what its principal may read:
+        inside the index (``FilteredRetriever``) or over the whole ranking, then cut to ``k``."""
+        if self.access is None or not queries:
+            return retriever.retrieve(queries, k)
+        groups: dict[frozenset[str], dict[str, str]] = {}
+        for qid, text in queries.items():
+            groups.setdefault(self.allowed(qid) or frozenset(), {})[qid] = text
+        out: Run = {}
+        for allowed, texts in groups.items():
+            if not allowed:
+                out.update({q: {} for q in texts})
+            elif implements(retriever, FilteredRetriever):
+                out.update(retriever.retrieve_within(texts, k, allowed))
+            else:  # no filter inside: its whole ranking, filtered (exact, slower)
+                depth = max(k, len(self.indexes.chunks))
+                for qid, scores in retriever.retrieve(texts, depth).items():
+                    kept = [c for c in ranked(scores) if c in allowed][:k]
+                    out[qid] = {c: scores[c] for c in kept}
+        return out
 
     def declared(self, stage: QueryMetadataAware) -> dict[str, dict[str, Any]]:
         """The fields ``stage`` declares of each query's metadata (absent or null: left out)."""
@@ -97,8 +169,11 @@ class QuerySide:
         gave some), the latencies of the first ``latency_queries`` queries run one at a time,
         and whether it came from the cache."""
         if not texts:
-            return self._run(name, queries, k, latency_queries)
-        return self._variant_run(name, queries, texts, k, latency_queries)
+            run, ms, cached = self._run(name, queries, k, latency_queries)
+        else:
+            run, ms, cached = self._variant_run(name, queries, texts, k, latency_queries)
+        # the pre-filter's result checked again: a foreign component, a cache entry
+        return self.guard(run, f"{name}/caught"), ms, cached
 
     def _variant_run(
         self,
@@ -131,9 +206,18 @@ class QuerySide:
         latencies = [sum(ms.get(f, 0.0) for f in owner[q]) for q in list(queries)[:latency_queries]]
         return out, latencies, cached
 
-    def _read(self, retriever: Retriever) -> dict[str, dict[str, Any]] | None:
-        """What a metadata-reading retriever reads of each query (it keys the cached runs)."""
-        return self.declared(retriever) if isinstance(retriever, QueryMetadataAware) else None
+    def _read(
+        self, retriever: Retriever, queries: Mapping[str, str]
+    ) -> dict[str, dict[str, Any]] | None:
+        """What a metadata-reading retriever reads of each query, and with an access policy what
+        each query's principal may read (both key the cached runs)."""
+        read = self.declared(retriever) if implements(retriever, QueryMetadataAware) else None
+        if self.access is None:
+            return read
+        own = read or {}
+        return {
+            q: {**own.get(q, {}), ACCESS_KEY: self.access.key(self.principal(q))} for q in queries
+        }
 
     def _run(
         self, name: str, queries: Mapping[str, str], k: int, latency_queries: int
@@ -143,7 +227,7 @@ class QuerySide:
         # a stage that caches its own per-query output (CachesOwnRuns) is always called
         cache = (
             self.cache
-            if self.indexes.chunks_key and not isinstance(retriever, CachesOwnRuns)
+            if self.indexes.chunks_key and not implements(retriever, CachesOwnRuns)
             else None
         )
         if cache is None:
@@ -154,9 +238,10 @@ class QuerySide:
             k,
             self.indexes.chunks_key,
             queries,
-            self._read(retriever),
+            self._read(retriever, queries),
         )
         wanted = min(latency_queries, len(queries))
+
         def read() -> RetrieverRun | None:
             entry = cache.get_json("runs", key)
             if entry is None:
@@ -192,7 +277,7 @@ class QuerySide:
         row_key: dict[str, str] = {}
         table = ""
         if cache is not None:
-            read = self._read(retriever)
+            read = self._read(retriever, queries)
             table = keys.query_run_table(
                 self.configs.get(name), identity(retriever), k, self.indexes.chunks_key
             )
@@ -206,11 +291,11 @@ class QuerySide:
         untimed = [q for q in timed if rows.get(q, {}).get("ms") is None]
         if todo or untimed:
             self.indexes.ensure(name)
-        fresh: Run = retriever.retrieve({q: queries[q] for q in todo}, k) if todo else {}
+        fresh: Run = self._search(retriever, {q: queries[q] for q in todo}, k) if todo else {}
         ms: dict[str, float] = {}
         for qid in untimed:
             t0 = time.perf_counter()
-            retriever.retrieve({qid: queries[qid]}, k)
+            self._search(retriever, {qid: queries[qid]}, k)
             ms[qid] = (time.perf_counter() - t0) * 1000
         if rows:
             run = {
@@ -236,10 +321,12 @@ class QuerySide:
 
     def after_retrieval(
         self, queries: Mapping[str, str], runs: Mapping[str, Run], k: int
-    ) -> dict[str, Run]:
+    ) -> tuple[dict[str, Run], dict[str, tuple[int, int]]]:
         """Fusion (a no-op for one retriever) and each post-processor, in order: the run of each
-        stage that ran (``fusion``, then the post-processors by name)."""
+        stage that ran (``fusion``, then the post-processors by name), and each one's wall-clock
+        window (``time.time_ns`` at its start and end)."""
         out: dict[str, Run] = {}
+        windows: dict[str, tuple[int, int]] = {}
         if len(runs) == 1:
             current = next(iter(runs.values()))
         else:
@@ -247,11 +334,18 @@ class QuerySide:
                 raise ConfigError(
                     f"{len(runs)} retrievers ({', '.join(runs)}) need a fusion method"
                 )
+            t0 = time.time_ns()
             current = out["fusion"] = (
                 self.fusion.fuse_queries(queries, runs, k)  # a router: per-query weights
                 if isinstance(self.fusion, QueryConditioned)
                 else self.fusion.fuse(runs, k)
             )
+            current = out["fusion"] = self.guard(current, "fusion/caught")
+            windows["fusion"] = (t0, time.time_ns())
         for name, stage in self.postprocessors.items():
-            current = out[name] = stage.process(queries, current, self.indexes.chunks)
-        return out
+            t0 = time.time_ns()
+            current = out[name] = self.guard(
+                stage.process(queries, current, self.indexes.chunks), f"{name}/caught"
+            )
+            windows[name] = (t0, time.time_ns())
+        return out, windows

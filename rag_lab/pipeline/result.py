@@ -24,6 +24,10 @@ class RetrievalResult:
     With a fallback chain, ``runs`` ends with ``fallback`` (each query's run from the level that
     answered it: the final run; empty when refused); ``fallback_level`` is each query's level
     (0 = this pipeline, ``len(levels) + 1`` = refused; ``{}`` without a chain).
+    ``windows`` is each stage's batch on the wall clock, ``(start, end)`` in ns since the epoch
+    (``query_transforms``, each retriever, each stage of ``runs`` after them): what a query's
+    trace spans (``rag_lab.tracking.traces``); ``retriever_ms`` each retriever's own latency of
+    the timed queries (the parts of ``latency_ms``).
     """
 
     queries: Mapping[str, str]
@@ -36,5 +40,9 @@ class RetrievalResult:
     fallback_level: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     # what ``Annotating`` post-processors said about each query: {query_id: {name: value}}
     annotations: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    windows: Mapping[str, tuple[int, int]] = field(default_factory=lambda: MappingProxyType({}))
+    retriever_ms: Mapping[str, tuple[float, ...]] = field(
         default_factory=lambda: MappingProxyType({})
     )

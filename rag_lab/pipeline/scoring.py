@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from rag_lab.access import PRINCIPAL_FIELD, ReadersPolicy, leaks_per_query
 from rag_lab.io import run_folder
 from rag_lab.metrics.attribution import attribute, attribution_metrics, with_attribution
 from rag_lab.metrics.score import (
@@ -58,6 +59,14 @@ def score_result(
     table = with_annotations(table, result.annotations, names)
     metrics.update(annotation_metrics(result.annotations, data.queries, names))
     metrics.update(refusal_metrics(result.final, data.qrels))
+    # permissions: checked whenever a policy is set or a query names a principal (without a
+    # policy, against the default one: what would have leaked)
+    meta = {q: x.metadata for q, x in data.queries.items()}
+    if pipe.access is not None or any(m.get(PRINCIPAL_FIELD) for m in meta.values()):
+        runs = {**result.runs, "final": result.final}
+        leaks = leaks_per_query(runs, chunks, meta, pipe.access or ReadersPolicy())
+        metrics["permission_leaks"] = float(sum(leaks.values()))
+        table = table.assign(permission_leaks=table["query_id"].map(leaks).fillna(0).astype(int))
     if result.fallback_level:  # the level that answered each query (rag_lab.pipeline.fallback)
         table = table.assign(fallback_level=table["query_id"].map(dict(result.fallback_level)))
     metrics.update(
@@ -74,13 +83,14 @@ def answer_result(
     metrics: dict[str, float],
     table: pd.DataFrame,
     out_dir: Path | None = None,
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
     """The answer stage when ``cfg`` has a generator: its metrics join ``metrics`` and the
-    per-query table comes back with its columns (``answers.jsonl`` into ``out_dir`` when given).
-    A conflict flag reaches the generator as a note before the context."""
+    per-query table comes back with its columns (``answers.jsonl`` into ``out_dir`` when given),
+    with the per-query rows (``answer_queries``; ``{}`` without a generator). A conflict flag
+    reaches the generator as a note before the context."""
     generator = build.build_generator(cfg)
     if generator is None:
-        return table
+        return table, {}
     t0 = time.perf_counter()
     queries = {q: x.text for q, x in data.queries.items()}
     answers, rows = answer_queries(
@@ -97,4 +107,4 @@ def answer_result(
     metrics.update(answers, answer_seconds=time.perf_counter() - t0)
     if out_dir is not None:
         run_folder.write_answer_log(Path(out_dir), data.queries, rows)
-    return with_answers(table, rows)
+    return with_answers(table, rows), rows

@@ -2,9 +2,11 @@
 and only the latest version of each document family.
 
 Fields come from the metadata contract (every chunk carries them, ``null`` when unknown). A
-filter that would leave a query with nothing keeps that query's run as it was and counts it
-(``emptied_queries``): an empty context is a refusal, which is the fallback chain's decision to
-make, not a filter's.
+filter that matches none of a query's chunks does what ``on_empty`` says: ``keep`` (the default:
+the query keeps its run, an empty context being a refusal that is the fallback chain's decision),
+``empty`` (the query gets nothing) or ``fail`` (the run stops naming the query). Either way the
+query is counted (``emptied_queries``) and flagged in its ``filter_empty`` column. A criterion on a
+permission field (``readers``) never fails open: ``keep`` keeps only the chunks that pass it.
 """
 
 from __future__ import annotations
@@ -14,12 +16,17 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag_lab.errors import ConfigError
+from rag_lab.access import READERS_FIELD
+from rag_lab.errors import ConfigError, DataError
 from rag_lab.postprocess._as_of import FIELD, QueryDates
 from rag_lab.postprocess.freshness import FreshnessFilter
 from rag_lab.ranking import ranked
 from rag_lab.types import Chunk, Run
-from rag_lab.validate import OptionError, boolean
+from rag_lab.validate import OptionError, boolean, choice
+
+ON_EMPTY = ("keep", "empty", "fail")
+# fields whose criteria never fail open (on_empty=keep still applies them)
+PERMISSION_FIELDS = frozenset({READERS_FIELD})
 
 
 def _version_key(value: Any) -> tuple[int, ...]:
@@ -42,9 +49,13 @@ class MetadataFilter:
         ``null``: no date, unless the query has one.
     query_as_of: a query's own ``as_of`` metadata is its date, over ``as_of``
         (``rag_lab.protocols.QueryMetadataAware``: the pipeline passes it in before each run).
+    on_empty: a query whose chunks the filter would all remove: ``keep`` its run (minus the chunks
+        a permission criterion removes), return it ``empty``, or ``fail`` (``DataError`` naming
+        the query). Counted as ``emptied_queries``; flagged per query as ``filter_empty``.
     """
 
     query_metadata_fields = (FIELD,)
+    annotation_names = ("filter_empty",)
 
     def __init__(
         self,
@@ -54,6 +65,7 @@ class MetadataFilter:
         family_pattern: str = r"(?:[-_ ]v?\d+(?:\.\d+)*)+$",
         as_of: str | None = None,
         query_as_of: bool = True,
+        on_empty: str = "keep",
     ) -> None:
         self.equals = dict(equals or {})
         self.any_of: dict[str, set[str]] = {}
@@ -67,7 +79,9 @@ class MetadataFilter:
         except re.error as exc:
             raise OptionError("family_pattern", family_pattern, f"not a regex ({exc})") from None
         self.dates = QueryDates(as_of, query_as_of)
+        self.on_empty = choice(on_empty, "on_empty", ON_EMPTY)
         self.stats: dict[str, float] = {}
+        self.annotations: dict[str, dict[str, Any]] = {}
         self._latest: tuple[int, set[str]] | None = None
 
     def set_query_metadata(self, metadata: Mapping[str, Mapping[str, Any]]) -> None:
@@ -91,23 +105,30 @@ class MetadataFilter:
         self._latest = (len(chunks), keep)
         return keep
 
-    def keeps(self, chunk: Chunk, latest: set[str] | None) -> bool:
+    def keeps(
+        self, chunk: Chunk, latest: set[str] | None, only: frozenset[str] | None = None
+    ) -> bool:
+        """Whether ``chunk`` passes every criterion (``only``: just those on these fields)."""
         meta = chunk.metadata
         for field, value in self.equals.items():
-            if str(meta.get(field)) != str(value):
+            if (only is None or field in only) and str(meta.get(field)) != str(value):
                 return False
         for field, allowed in self.any_of.items():
+            if only is not None and field not in only:
+                continue
             have = meta.get(field)
             values = have if isinstance(have, (list, tuple)) else [have]
             if not {str(v) for v in values} & allowed:
                 return False
-        return latest is None or chunk.doc_id in latest
+        return only is not None or latest is None or chunk.doc_id in latest
 
     def process(self, queries: Mapping[str, str], run: Run, chunks: Mapping[str, Chunk]) -> Run:
         t0 = time.perf_counter()
         latest = self._latest_docs(chunks) if self.latest_version else None
         out: Run = {}
         removed = emptied = dated = 0
+        self.annotations = {}
+        guarded = PERMISSION_FIELDS & {*self.equals, *self.any_of}
         for qid, scores in run.items():
             validity = self.dates.validity(qid)
             dated += validity is not None
@@ -118,7 +139,19 @@ class MetadataFilter:
             }
             if scores and not kept:
                 emptied += 1
-                kept = dict(scores)
+                self.annotations[qid] = {"filter_empty": self.on_empty}
+                if self.on_empty == "fail":
+                    raise DataError(
+                        f"postprocess.metadata_filter: query {qid}: the filter removes all "
+                        f"{len(scores)} of its chunks (on_empty=fail; keep or empty go on)"
+                    )
+                if self.on_empty == "keep":
+                    only = frozenset(guarded)
+                    kept = {
+                        c: s
+                        for c, s in scores.items()
+                        if not guarded or self.keeps(chunks[c], None, only)
+                    }
             removed += len(scores) - len(kept)
             out[qid] = {c: kept[c] for c in ranked(kept)}
         n = max(len(run), 1)

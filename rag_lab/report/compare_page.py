@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag_lab.io.atomic import write_atomic
 from rag_lab.report import html as h
 from rag_lab.report.run_page import query_details
 
@@ -102,5 +103,5 @@ def render_compare(result: Comparison, depth: int = 10) -> str:
 
 def write_compare_report(result: Comparison, path: Path, depth: int = 10) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_compare(result, depth), encoding="utf-8")
+    write_atomic(path, render_compare(result, depth))
     return path

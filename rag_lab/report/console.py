@@ -18,11 +18,12 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_lab.metrics.names import is_count, metric_key
+from rag_lab.errors import DISK_ERRNOS
+from rag_lab.metrics.names import HEADLINE, is_count, metric_key
 
 RUN_SUMMARY = (
     "n_queries",
@@ -68,13 +69,17 @@ def _value(key: str, value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def format_table(metrics: Mapping[str, Any], keys: Sequence[str]) -> str:
+def format_table(
+    metrics: Mapping[str, Any], keys: Sequence[str], marked: Collection[str] = ()
+) -> str:
     """``key  value`` lines, values in one column; keys the run lacks and values that are NaN or
     ``None`` (a stage the run did not have, e.g. an encoder rate in a BM25-only run) are left
-    out; counts print as integers."""
+    out; counts print as integers; a key of ``marked`` starts with ``*``."""
     shown = [k for k in dict.fromkeys(keys) if k in metrics and not _absent(metrics[k])]
     width = max((_width(k) for k in shown), default=0)
-    return "\n".join(f"  {_pad(k, width)}  {_value(k, metrics[k])}" for k in shown)
+    return "\n".join(
+        f"{'* ' if k in marked else '  '}{_pad(k, width)}  {_value(k, metrics[k])}" for k in shown
+    )
 
 
 def category_table(metrics: Mapping[str, Any]) -> str:
@@ -99,12 +104,15 @@ def title(dataset: str, split: str, pipe: Any) -> str:
 
 
 def run_summary(title: str, metrics: Mapping[str, Any], names: Sequence[str]) -> str:
-    """The configured metrics, evidence and answer metrics, then the run's counts and costs."""
-    keys = [metric_key(n) for n in names]
+    """The headline metrics first, marked ``*`` (``rag_lab.metrics.names.HEADLINE``), then the
+    other configured metrics, evidence and answer metrics, then the run's counts and costs."""
+    head = [k for k in HEADLINE if k in metrics and not _absent(metrics[k])]
+    keys = [*head, *(metric_key(n) for n in names)]
     keys += [k for k in metrics if k == "empty_result_rate" or k.startswith("mean_retrieved_at_")]
     keys += [k for k in metrics if k.startswith(("evidence_", "answer/"))]
     keys += list(RUN_SUMMARY)
-    parts = [f"\n{title}\n{format_table(metrics, keys)}"]
+    note = "  (* = headline)" if head else ""
+    parts = [f"\n{title}{note}\n{format_table(metrics, keys, head)}"]
     cats = category_table(metrics)
     if cats:
         parts.append(f"\n{cats}")
@@ -228,3 +236,28 @@ def console_filter(verbose: Any = False, progress: Any = "auto") -> LibraryFilte
         if "mlflow" in sys.modules:
             logging.getLogger("mlflow").setLevel(logging.WARNING)
     return LibraryFilter(verbose)
+
+
+class RunLogFile(logging.FileHandler):
+    """The run's ``.log`` file (Hydra's ``job_logging`` file handler, conf/hydra/default.yaml). A
+    record that cannot be written for a full disk, an exhausted quota or a read-only folder
+    stops the file with one warning line on stderr, instead of ``logging``'s traceback for every
+    record after it; the run's own error names the output it could not write."""
+
+    _stopped = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self._stopped:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
+            self._stopped = True
+            print(
+                f"warning: the run log {self.baseFilename} stops here: "
+                f"{os.strerror(exc.errno).lower()}",
+                file=sys.stderr,
+            )
+            return
+        super().handleError(record)

@@ -57,6 +57,19 @@ def count_or_value(key: str, value: Any) -> Any:
     return value
 
 
+def rounded(key: str, value: Any) -> Any:
+    """:func:`count_or_value`, with timings rounded for reading: seconds to 2 decimals,
+    milliseconds to 1, rates to whole units (``rag_lab.metrics.names.is_timing``)."""
+    from rag_lab.metrics.names import is_timing
+
+    value = count_or_value(key, value)
+    if isinstance(value, float) and is_timing(key) and value == value:
+        if key.endswith("_ms"):
+            return f"{value:.1f}"
+        return f"{value:.2f}" if key.endswith("_seconds") else f"{value:.0f}"
+    return value
+
+
 def scroll(body: str) -> Html:
     """A wide table in a horizontally scrolling box."""
     return Html(f'<div class="scroll">{body}</div>')
@@ -98,9 +111,12 @@ def section(title: str, body: str, anchor: str, note: str = "") -> Html:
     return Html(f'<section id="{esc(anchor)}"><h2>{esc(title)}</h2>{extra}{body}</section>')
 
 
-def figure(data_uri: str, caption: str) -> Html:
+def figure(data_uri: str, caption: str, wide: bool = False) -> Html:
+    """An image with its caption; ``wide``: the page's width (a plot with many labels), else at
+    most 620 px beside the others."""
+    cls = ' class="wide"' if wide else ""
     return Html(
-        f'<figure><img src="{esc(data_uri)}" alt="{esc(caption)}">'
+        f'<figure{cls}><img src="{esc(data_uri)}" alt="{esc(caption)}">'
         f"<figcaption>{esc(caption)}</figcaption></figure>"
     )
 
@@ -249,6 +265,8 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margi
 dt { color: var(--muted); } dd { margin: 0; word-break: break-all; }
 figure { display: inline-block; margin: 8px 16px 8px 0; vertical-align: top; }
 figure img { max-width: min(100%, 620px); border: 1px solid var(--line); }
+figure.wide { display: block; margin-right: 0; }
+figure.wide img { max-width: 100%; }
 figcaption { color: var(--muted); font-size: 12px; }
 .controls { margin: 8px 0; display: flex; gap: 16px; align-items: center; }
 .controls input[type=search] { width: 320px; padding: 4px 8px; }

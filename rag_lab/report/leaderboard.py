@@ -27,6 +27,7 @@ import pandas as pd
 import yaml
 
 from rag_lab.analysis.stats import align, holm, paired_bootstrap_ci, randomization_test
+from rag_lab.io.atomic import write_atomic
 from rag_lab.io.run_folder import read_metrics
 
 # HEADLINE: the metrics.json keys shown next to the ranked one (those present in any trial)
@@ -524,7 +525,7 @@ def report_files(
     board = leaderboard(trials, metric, **board_kw)
     csv_path, md_path = out_dir / "leaderboard.csv", out_dir / "leaderboard.md"
     board.to_csv(csv_path, index=False)
-    md_path.write_text(to_markdown(board, metric), encoding="utf-8")
+    write_atomic(md_path, to_markdown(board, metric))
     paths = [csv_path, md_path, *plot_metric_vs_params(trials, metric, out_dir, **ci_kw)]
     by_cat = plot_by_category(
         trials, metric, out_dir, top=kw.get("top", 8), higher_is_better=kw.get("higher_is_better")

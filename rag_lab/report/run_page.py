@@ -24,6 +24,7 @@ from rag_lab.analysis.runs import (
     with_labels,
 )
 from rag_lab.analysis.stats import paired_bootstrap_ci
+from rag_lab.io.atomic import write_atomic
 from rag_lab.io.run_folder import REPORT_FILE
 from rag_lab.metrics.names import metric_key
 from rag_lab.report import html as h
@@ -111,7 +112,7 @@ def metrics_section(run: RunView, names: Sequence[str]) -> str:
         rows,
         numeric=[1, 2, 3, 4],
     )
-    counts = [(k, h.count_or_value(k, run.metrics[k])) for k in SUMMARY_KEYS if k in run.metrics]
+    counts = [(k, h.rounded(k, run.metrics[k])) for k in SUMMARY_KEYS if k in run.metrics]
     return h.section(
         "Headline metrics",
         board + h.definition_list(counts),
@@ -156,25 +157,22 @@ def category_figure(per_query: pd.DataFrame, names: Sequence[str]) -> str | None
         return None
     cats = [c for c, k in zip(cats, keep, strict=True) if k]
     stats = stats[:, keep, :]
-    fig, ax = subplots(figsize=(max(6.4, 0.9 * len(cats) * len(shown) / 2), 4.0))
+    # one panel per metric, stacked, at the page's width (1,200 px at 100 dpi): 13 categories x
+    # 3 metrics in one ~620 px panel had ~5 px labels
+    width = min(12.0, max(6.4, 0.7 * len(cats) + 1.5))
+    fig, axes = subplots(figsize=(width, 2.3 * len(shown) + 0.4), nrows=len(shown))
+    axes = np.atleast_1d(axes)
     x = np.arange(len(cats))
-    width = 0.8 / len(shown)
-    for j, m in enumerate(shown):
+    rotation = 30 if max(len(c) for c in cats) > 8 else 0
+    for j, (m, ax) in enumerate(zip(shown, axes, strict=True)):
         mean = stats[j, :, 0]
         err = np.clip(np.stack([mean - stats[j, :, 1], stats[j, :, 2] - mean]), 0, None)
-        ax.bar(x - 0.4 + width * (j + 0.5), mean, width, yerr=err, capsize=2, label=m)
-    rotation = 30 if max(len(c) for c in cats) > 8 else 0
-    ax.set_xticks(x, cats, rotation=rotation)
-    ax.set_ylim(0, 1.0)
-    ax.set_title("by category (95% bootstrap CI)")
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(
-        fontsize="small",
-        ncols=len(shown),
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.3 if rotation else -0.1),
-        frameon=False,
-    )
+        ax.bar(x, np.nan_to_num(mean), 0.6, yerr=np.nan_to_num(err), capsize=3, color=f"C{j}")
+        ax.set_xticks(x, cats if j == len(shown) - 1 else [""] * len(cats), rotation=rotation)
+        ax.set_ylim(0, 1.0)
+        ax.set_ylabel(m, fontsize="small")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_title("by category (95% bootstrap CI)")
     fig.tight_layout()
     return png_data_uri(fig, bbox_inches="tight")
 
@@ -270,7 +268,7 @@ def render_run(run: RunView, title: str | None = None) -> str:
     plotted = [primary, "hit_rate_at_5", "evidence_hit_rate_at_5"]
     cat_fig = category_figure(run.per_query, [m for m in dict.fromkeys(plotted) if m in names])
     if cat_fig:
-        figures.append(h.figure(cat_fig, "per-category means"))
+        figures.append(h.figure(cat_fig, "per-category means", wide=True))
     miss_fig = miss_figure(run.per_query)
     if miss_fig:
         figures.append(h.figure(miss_fig, "miss reasons"))
@@ -300,7 +298,7 @@ def write_run_report(run_dir: Path, labels: Labels | None = None) -> Path:
     run_dir = Path(run_dir)
     run = with_labels(load_run(run_dir), labels)
     path = run_dir / REPORT_FILE
-    path.write_text(render_run(run), encoding="utf-8")
+    write_atomic(path, render_run(run))
     return path
 
 

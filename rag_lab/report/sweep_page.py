@@ -18,6 +18,7 @@ import yaml
 from rag_lab.analysis.runs import as_float, load_run, with_labels
 from rag_lab.analysis.stats import align
 from rag_lab.errors import ConfigError
+from rag_lab.io.atomic import write_atomic
 from rag_lab.metrics.names import higher_is_better, metric_key
 from rag_lab.report import html as h
 from rag_lab.report.figures import png_data_uri
@@ -273,7 +274,7 @@ def write_sweep_report(sweep_dir: Path, alpha: float = 0.05, **computed: Any) ->
     finished job."""
     sweep_dir = Path(sweep_dir)
     path = sweep_dir / REPORT_FILE
-    path.write_text(render_sweep(sweep_dir, alpha, **computed), encoding="utf-8")
+    write_atomic(path, render_sweep(sweep_dir, alpha, **computed))
     return path
 
 

@@ -22,6 +22,7 @@ from xml.sax.saxutils import escape as _xml_escape
 
 from rag_lab.analysis.walk import ALWAYS, Diff, StepResult, WalkResult, gain
 from rag_lab.errors import ConfigError
+from rag_lab.io.atomic import write_atomic
 from rag_lab.metrics.names import higher_is_better, metric_key
 from rag_lab.report import html as h
 
@@ -183,9 +184,7 @@ def write_waterfall_svg(result: WalkResult, path: Path, metric: str | None = Non
     """The waterfall as an SVG file (the README's figure)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        '<?xml version="1.0" encoding="utf-8"?>\n' + waterfall_svg(result, metric), encoding="utf-8"
-    )
+    write_atomic(path, '<?xml version="1.0" encoding="utf-8"?>\n' + waterfall_svg(result, metric))
     return path
 
 
@@ -306,7 +305,7 @@ def write_walk_report(result: WalkResult, out_dir: Path) -> Path:
     """``<out_dir>/report.html``: the walk's page."""
     path = Path(out_dir) / REPORT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(walk_page(result), encoding="utf-8")
+    write_atomic(path, walk_page(result))
     return path
 
 

@@ -154,24 +154,26 @@ class CrossEncoderReranker:
             key=lambda i: len(pairs[i][0]) + len(pairs[i][1]),
         )
         fresh: dict[str, float] = {}
-        for start in range(
-            0, len(todo), self.flush_every
-        ):  # stored as it goes: an interrupted run keeps its scores
-            part = todo[start : start + self.flush_every]
-            threads.rebalance()  # a sweep worker: its share of the cores right now
-            scores = self.model.predict(
-                [pairs[i] for i in part],
-                batch_size=self.batch_size,
-                show_progress_bar=len(part) > self.batch_size and progress.enabled(),
-                convert_to_numpy=True,
-                activation_fn=None,
-            )
-            new = {keys[i]: float(s) for i, s in zip(part, np.asarray(scores).reshape(-1))}
-            if self._cache is not None:
-                self._cache.put_floats(table, new)
-            fresh.update(new)
-            if len(todo) > self.flush_every:
-                log.info("reranker: scored %d / %d new pairs", len(fresh), len(todo))
+        shown = len(todo) if len(todo) > self.batch_size else 0  # a depth-100 rerank, not 1 query
+        with progress.batches(self.model, shown, "rerank", "pair"):
+            for start in range(
+                0, len(todo), self.flush_every
+            ):  # stored as it goes: an interrupted run keeps its scores
+                part = todo[start : start + self.flush_every]
+                threads.rebalance()  # a sweep worker: its share of the cores right now
+                scores = self.model.predict(
+                    [pairs[i] for i in part],
+                    batch_size=self.batch_size,
+                    show_progress_bar=len(part) > self.batch_size and progress.enabled(),
+                    convert_to_numpy=True,
+                    activation_fn=None,
+                )
+                new = {keys[i]: float(s) for i, s in zip(part, np.asarray(scores).reshape(-1))}
+                if self._cache is not None:
+                    self._cache.put_floats(table, new)
+                fresh.update(new)
+                if len(todo) > self.flush_every:
+                    log.info("reranker: scored %d / %d new pairs", len(fresh), len(todo))
         self.stats["pairs_scored"] = self.stats.get("pairs_scored", 0) + len(fresh)
         self.stats["pairs_cached"] = self.stats.get("pairs_cached", 0) + len(pairs) - len(fresh)
         return np.array([known.get(k, fresh.get(k, np.nan)) for k in keys], dtype=np.float64)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -37,6 +37,17 @@ class PersistentRetriever(Retriever, Protocol):
     def save_index(self, directory: Path) -> None: ...
 
     def load_index(self, directory: Path) -> None: ...
+
+
+@runtime_checkable
+class FilteredRetriever(Retriever, Protocol):
+    """A retriever that can search a subset of its chunks inside the index (a pre-filter: the
+    ``k`` best of ``allowed``, not the ``k`` best filtered afterwards). Contract:
+    ``retrieve_within`` returns, per query, at most ``k`` chunk ids, every one in ``allowed``,
+    with the scores ``retrieve`` gives them. The pipeline calls it for permissions
+    (``rag_lab.access``)."""
+
+    def retrieve_within(self, queries: Mapping[str, str], k: int, allowed: Set[str]) -> Run: ...
 
 
 def topk_to_run(

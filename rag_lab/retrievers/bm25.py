@@ -7,7 +7,7 @@ import contextlib
 import gc
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +59,22 @@ def _bm25s() -> Any:
     return bm25s
 
 
-def _top_k(engine: Any, queries: list[list[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
+def _top_k(
+    engine: Any, queries: list[list[str]], k: int, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` best chunks per query from a ``bm25s.BM25``, by its own scores; a tie at the
     cut goes to the earlier chunks (bm25s leaves it to the selection). bm25s' ``retrieve``
     selects with ``np.argpartition(scores, -k)``, which numpy 2.4 takes 14 ms for on 100k
     scores that are mostly zero (0.45 ms on the negated scores): BM25 queries over 100k chunks
-    ran at 4-5 ms p50 instead of under 1 (``benchmarks/bench_scale.py``)."""
+    ran at 4-5 ms p50 instead of under 1 (``benchmarks/bench_scale.py``). ``mask``: the rows
+    that may be returned (a pre-filter: the others never reach the selection); ``k`` must not
+    exceed how many it allows."""
     idx = np.zeros((len(queries), k), dtype=np.int64)
     top_scores = np.zeros((len(queries), k), dtype=np.float32)
     for row, tokens in enumerate(queries if k else []):
         neg = -(engine.get_scores(tokens) if tokens else np.zeros(engine.scores["num_docs"]))
+        if mask is not None:
+            neg = np.where(mask, neg, np.inf)
         cut = np.partition(neg, k - 1)[k - 1]
         above = np.flatnonzero(neg < cut)
         best = np.concatenate([above, np.flatnonzero(neg == cut)[: k - len(above)]])
@@ -242,19 +248,31 @@ class BM25Retriever:
         self.stats = {"index_loaded": 1.0}
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:
+        return self._retrieve(queries, k, None)
+
+    def retrieve_within(self, queries: Mapping[str, str], k: int, allowed: Set[str]) -> Run:
+        """``retrieve`` over the chunks in ``allowed`` only (masked before the top-k cut)."""
+        mask = np.fromiter((c in allowed for c in self._ids), bool, len(self._ids))
+        return self._retrieve(queries, k, mask)
+
+    def _retrieve(self, queries: Mapping[str, str], k: int, mask: np.ndarray | None) -> Run:
         qids = list(queries)
         if not qids:
             return {}
         tokens = self.tokenizer([queries[q] for q in qids])
-        k = min(k, len(self._ids))
+        k = min(k, len(self._ids) if mask is None else int(mask.sum()))
+        if k <= 0:
+            return {q: {} for q in qids}
         if self.backend == "bm25s":
-            idx, scores = _top_k(self._engine, tokens, k)
+            idx, scores = _top_k(self._engine, tokens, k, mask)
         else:
             all_scores = (
                 np.stack([self._engine.get_scores(t) for t in tokens])
                 if tokens
                 else np.zeros((0, 0))
             )
+            if mask is not None:
+                all_scores = np.where(mask, all_scores, -np.inf)
             idx = np.argsort(-all_scores, axis=1, kind="stable")[:, :k]
             scores = np.take_along_axis(all_scores, idx, axis=1)
         return topk_to_run(

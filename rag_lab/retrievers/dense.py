@@ -7,7 +7,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -391,4 +391,48 @@ class DenseRetriever:
             self.embedder.encode_queries([queries[x] for x in qids]), dtype=np.float32
         )
         scores, idx = self._index.search(q, min(k, len(self._ids)))
+        return topk_to_run(qids, self._ids, idx, scores)
+
+    def _params(self, rows: np.ndarray, k: int) -> Any:
+        """faiss search parameters that restrict a search to ``rows`` (an ``IDSelectorBatch``),
+        of the index type's own class (HNSW keeps its ``efSearch``, at least ``k``; IVF its
+        ``nprobe``)."""
+        import faiss
+
+        lib: Any = faiss  # faiss' stub lacks the search parameter classes' keywords
+        sel = lib.IDSelectorBatch(rows.astype(np.int64))
+        if self.index_type == "hnsw":
+            return lib.SearchParametersHNSW(sel=sel, efSearch=max(self.ef_search, k))
+        if self.index_type == "ivf":
+            ivf = lib.extract_index_ivf(self._parts[0])
+            return lib.SearchParametersIVF(sel=sel, nprobe=ivf.nprobe)
+        return lib.SearchParameters(sel=sel)
+
+    def retrieve_within(self, queries: Mapping[str, str], k: int, allowed: Set[str]) -> Run:
+        """The ``k`` best of the chunks in ``allowed``: faiss searches with an id selector, so
+        the others are never candidates (flat: exact; HNSW and IVF, as approximate as their
+        unfiltered search, can return fewer than ``k`` when ``allowed`` is a small share). Each
+        HNSW segment is searched with its own rows and the results merged by score."""
+        qids = list(queries)
+        if not qids:
+            return {}
+        rows = np.fromiter((i for i, c in enumerate(self._ids) if c in allowed), np.int64, count=-1)
+        k = min(k, len(rows))
+        if k == 0:
+            return {q: {} for q in qids}
+        q = np.ascontiguousarray(
+            self.embedder.encode_queries([queries[x] for x in qids]), dtype=np.float32
+        )
+        found_s, found_i = [], []
+        offset = 0
+        for part in self._parts:
+            local = rows[(rows >= offset) & (rows < offset + part.ntotal)] - offset
+            if len(local):
+                scores, idx = part.search(q, min(k, len(local)), params=self._params(local, k))
+                found_s.append(scores)
+                found_i.append(np.where(idx < 0, -1, idx + offset))
+            offset += part.ntotal
+        scores, idx = np.concatenate(found_s, axis=1), np.concatenate(found_i, axis=1)
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        scores, idx = np.take_along_axis(scores, order, 1), np.take_along_axis(idx, order, 1)
         return topk_to_run(qids, self._ids, idx, scores)

@@ -1,12 +1,14 @@
 """The HTTP API of a served export (FastAPI; the OpenAPI schema at ``/openapi.json``).
 
-- ``POST /v1/retrieve`` ``{query, k?, as_of?, filters?, metadata?}`` → the ranked chunks with
+- ``POST /v1/retrieve`` ``{query, k?, as_of?, filters?, metadata?, principal?}`` → the chunks with
   their text, score and every contract field, the query's flags and each stage's time
   (``rag_lab.export.search``).
-- ``POST /v1/answer`` ``{query, as_of?, filters?, metadata?}`` (an export with a generator) → the
+- ``POST /v1/answer`` ``{query, as_of?, filters?, metadata?, principal?}`` (with a generator) → the
   answer, the chunks it read and cited, the judge's verdict and the flags
   (``rag_lab.export.answer``).
-- ``GET /v1/chunks/{chunk_id}`` → one chunk; ``GET /v1/info`` → the pipeline card, the data and
+- ``GET /v1/chunks/{chunk_id}?user=&group=`` → one chunk (404 when the principal may not read
+  it: an export with a ``permissions`` policy answers only what the request's principal may
+  read, anonymous when it names none); ``GET /v1/info`` → the pipeline card, the data and
   the metrics it won on, source health; ``GET /healthz`` (alive) and ``GET /readyz`` (loaded; the
   stale sources listed).
 - With ``mcp``: the MCP tools over streamable HTTP at ``/mcp`` (``rag_lab.server.mcp``).
@@ -30,6 +32,7 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import FastAPI, Request
+from fastapi import Query as QueryParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
@@ -44,6 +47,21 @@ log = logging.getLogger(__name__)
 
 Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
 Filters = dict[StrictStr, Scalar | list[Scalar]]
+
+
+class PrincipalModel(BaseModel):
+    """Who asks: a user and the groups it belongs to (``rag_lab.access``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    user: StrictStr | None = None
+    groups: list[StrictStr] = []
+
+
+Principal = StrictStr | PrincipalModel
+
+
+def _principal(value: Any) -> Any:
+    return value.model_dump() if isinstance(value, PrincipalModel) else value
 
 
 class JSON(Response):
@@ -71,6 +89,9 @@ def _models(k_max: int, max_chars: int) -> tuple[type[BaseModel], type[BaseModel
         metadata: dict[StrictStr, Any] | None = Field(
             None, description="the query's metadata (device model, earlier turns as history)"
         )
+        principal: Principal | None = Field(
+            None, description="who asks: {user, groups} or a user name (permissions)"
+        )
 
     class AnswerRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -78,6 +99,7 @@ def _models(k_max: int, max_chars: int) -> tuple[type[BaseModel], type[BaseModel
         as_of: dt.date | None = None
         filters: Filters | None = None
         metadata: dict[StrictStr, Any] | None = None
+        principal: Principal | None = None
 
     return RetrieveRequest, AnswerRequest
 
@@ -148,6 +170,7 @@ def create_app(service: KnowledgeService, mcp: bool = False) -> Any:
             as_of=None if r.as_of is None else r.as_of.isoformat(),
             filters=r.filters,
             metadata=r.metadata,
+            principal=_principal(r.principal),
         )
 
     @app.post("/v1/answer", response_class=JSON)
@@ -160,11 +183,18 @@ def create_app(service: KnowledgeService, mcp: bool = False) -> Any:
             as_of=None if r.as_of is None else r.as_of.isoformat(),
             filters=r.filters,
             metadata=r.metadata,
+            principal=_principal(r.principal),
         )
 
     @app.get("/v1/chunks/{chunk_id:path}", response_class=JSON)
-    async def chunk(chunk_id: str) -> Any:
-        found = service.get_chunk(chunk_id)
+    async def chunk(
+        chunk_id: str,
+        user: Annotated[StrictStr | None, QueryParam()] = None,
+        group: Annotated[list[StrictStr] | None, QueryParam()] = None,
+    ) -> Any:
+        # who asks: ?user=alice&group=ops&group=qa (with a permissions policy; none: anonymous)
+        who = None if user is None and not group else {"user": user, "groups": group or []}
+        found = service.get_chunk(chunk_id, who)
         return found if found is not None else _error(404, "not_found", "no such chunk")
 
     @app.get("/v1/info", response_class=JSON)

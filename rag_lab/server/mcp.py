@@ -31,15 +31,18 @@ def create_mcp(service: KnowledgeService) -> MCPServer:
         k: int = 10,
         as_of: str | None = None,
         filters: dict[str, Any] | None = None,
+        principal: dict[str, Any] | str | None = None,
     ) -> dict[str, Any]:
         """Search the knowledge base. ``as_of``: an ISO date (editions valid that day);
-        ``filters``: metadata field -> value or values (``{"source_type": "manual"}``)."""
-        return service.search(query, k, as_of=as_of, filters=filters)
+        ``filters``: metadata field -> value or values (``{"source_type": "manual"}``);
+        ``principal``: who asks (``{"user": ..., "groups": [...]}``), when the export has
+        permissions."""
+        return service.search(query, k, as_of=as_of, filters=filters, principal=principal)
 
     @server.tool()
-    def get_chunk(chunk_id: str) -> dict[str, Any]:
+    def get_chunk(chunk_id: str, principal: dict[str, Any] | str | None = None) -> dict[str, Any]:
         """One chunk by its id (from search_knowledge): text, source and metadata."""
-        found = service.get_chunk(chunk_id)
+        found = service.get_chunk(chunk_id, principal)
         if found is None:
             raise ValueError(f"no chunk {chunk_id!r}")
         return found

@@ -12,9 +12,11 @@
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import logging
 import os
+from dataclasses import replace
 from typing import Any
 
 from rag_lab.errors import ConfigError
@@ -87,7 +89,10 @@ def serve(
         return
     os.environ[SETTINGS_ENV] = settings.to_env()
     os.environ[_MCP_ENV] = mcp or ""
-    KnowledgeService(settings)  # refuse a broken export here, not in every worker
+    # refuse a broken export here, not in every worker; then let it go: the workers load their
+    # own, and this process only supervises them
+    KnowledgeService(replace(settings, warm=False))
+    gc.collect()
     log(f"serving {settings.export} at {where} ({workers} workers, token {token}{extra})")
     uvicorn.run(
         "rag_lab.server.run:app_from_env",

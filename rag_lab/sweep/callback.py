@@ -30,6 +30,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rag_lab.errors import ConfigError
+from rag_lab.io.atomic import write_atomic
 from rag_lab.metrics.names import canonical_key, higher_is_better, objective_value
 from rag_lab.sweep.context import PARENT_FILE, check_direction, selection_refusal, sweep_floors
 from rag_lab.sweep.parent import ParentGuard, close_stale_parent
@@ -147,7 +148,7 @@ class MlflowSweepCallback(Callback):
                 )
             )
             self._guard = ParentGuard(tracker, info["run_id"])
-        (sweep_dir / PARENT_FILE).write_text(json.dumps(info))
+        write_atomic(sweep_dir / PARENT_FILE, json.dumps(info))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from rag_lab.report.leaderboard import load_trials, report_files, varying
@@ -186,7 +187,7 @@ class MlflowSweepCallback(Callback):
         }
         if self.report_winner:
             winner["report"] = self._report(job_dir(sweep_dir, best.name), metric)
-        (sweep_dir / WINNER_FILE).write_text(json.dumps(winner, indent=2, default=str))
+        write_atomic(sweep_dir / WINNER_FILE, json.dumps(winner, indent=2, default=str))
         try:  # the page is a view of files already written: failing it loses no result
             from rag_lab.report import write_sweep_report
 

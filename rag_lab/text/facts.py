@@ -3,17 +3,16 @@ dates, fault / model / version codes, clause ids, rate units and names; and whet
 supports them.
 
 Both sides are compared after ``normalise_facts_text``: ``normalise_text`` (NFKC, case folding,
-whitespace collapsing), thousands separators removed ("3,000" == "3000"), and Chinese numerals
-that state a number written in digits (``chinese_numerals``): before a unit, a measure word or the
-counted part of an id (三小时, 五位, 双洞四车道, 西格二线, 十五号线), after 第 (第六届, 第二台阶,
-第三条), in dates (二〇一九年七月十一日); compounds by value (二十五, 两万五千, 一百零五, 三点五). A
-lone 一 counts only after 第 or before a unit of measurement (一个, 一座城市, 一天 are no counts);
-numeral words stay words (十分, 一度, 五番棋); 三千米 (3000 m or 3 km?) is not read. A context's
-首 + a measure word is 第一 (首次 supports 第一次, 首枚 第一枚; an answer's 首次 is no fact), and
-a lone 两 before a measure word is 2 (两人 supports 2人; an answer's 两人, often "the two", is
-no fact). A number, code or
-clause is looked for on token boundaries: "70" is not found in "170" or "70.5", "E102" is not
-found in "E1020".
+whitespace collapsing), thousands separators removed ("3,000" == "3000" == "3 000"), and Chinese
+numerals that state a number written in digits (``chinese_numerals``): before a unit, a measure word
+or the counted part of an id (三小时, 五位, 双洞四车道, 西格二线, 十五号线), after 第 (第六届,
+第二台阶, 第三条), in dates (二〇一九年七月十一日); compounds by value (二十五, 两万五千, 一百零五,
+三点五). A lone 一 counts only after 第 or before a unit of measurement (一个, 一座城市, 一天 are no
+counts); numeral words stay words (十分, 一度, 五番棋); 三千米 (3000 m or 3 km?) is not read. A
+context's 首 + a measure word is 第一 (首次 supports 第一次, 首枚 第一枚; an answer's 首次 is no
+fact), and a lone 两 before a measure word is 2 (两人 supports 2人; an answer's 两人, often "the
+two", is no fact). A number, code or clause is looked for on token boundaries: "70" is not found in
+"170" or "70.5", "E102" is not found in "E1020".
 
 - number: ``70``, ``2.5``, ``364.6``, compared by value ("2.50" == "2.5"). A unit counts only when
   it is in ``UNIT_GROUPS`` (℃, MPa, bar, Ω, mm, rpm, %, GW, gallon, lux, 斤, 小时, 个,
@@ -377,7 +376,7 @@ _MEASURES = _alternation(
 # (Chinese numerals are written in digits by normalise_facts_text)
 _SPELLED = re.compile(
     rf"(?<![a-z-])({'|'.join(_WORDS_EN[1:] + ['thirty', 'forty', 'fifty', 'hundred'])})"
-    rf"[\s-]?({_MEASURES})(?:{_END})"
+    rf"[\s-]({_MEASURES})(?:{_END})"  # a separator: "ones" is no "one s"
 )
 # a unit standing alone after "per" / 每 states the unit of a rate ("200 million positions per
 # second", "每小时"): a fact of its own, found when the context uses that unit anywhere
@@ -431,6 +430,9 @@ _LEGAL = re.compile(
 )
 _CLAUSE_FOLLOWERS = frozenset("规中的之款项第和及与或、")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+# thousands separated by a space ("10 729 participants", NFKC turns a thin space into one): a
+# run of 1-3 digits followed by groups of exactly three, no decimal point on either side
+_SPACED_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\d]|[.,]\d)")
 _NAME_EN = re.compile(
     r"(?<![A-Za-z0-9'’-])(?:[A-Z][a-z]{0,2}['’][A-Z][A-Za-z]+|[A-Z][A-Za-z]+|[a-z]+[A-Z][A-Za-z]*)(?![A-Za-z0-9]|-\d)"
 )
@@ -506,11 +508,35 @@ def _is_clause(text: str, m: re.Match[str], legal: bool) -> bool:
 
 
 def normalise_facts_text(text: str, context: bool = True) -> str:
-    """The form both sides are compared in: ``normalise_text``, thousands separators dropped,
-    Chinese numerals that state a number written in digits (``chinese_numerals``; ``context``:
-    also 首 + a measure word as 第1, which only a context gets, so that "首次" supports an
-    answer's "第一次" while an answer's "首个" is no fact)."""
-    return chinese_numerals(_THOUSANDS.sub("", normalise_text(text)), first=context)
+    """The form both sides are compared in: ``normalise_text`` of ``fold_surface``, thousands
+    separators dropped (commas, and spaces between groups of three digits: "10 729"), Chinese
+    numerals that state a number written in digits (``chinese_numerals``; ``context``: also 首 +
+    a measure word as 第1, which only a context gets, so that "首次" supports an answer's
+    "第一次" while an answer's "首个" is no fact)."""
+    norm = _THOUSANDS.sub("", normalise_text(fold_surface(text)))
+    norm = _SPACED_THOUSANDS.sub(lambda m: m.group(0).replace(" ", ""), norm)
+    return chinese_numerals(norm, first=context)
+
+
+_LETTERS = str.maketrans(
+    {"ø": "o", "Ø": "O", "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ß": "ss", "ł": "l",
+     "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th", "ı": "i"}  # fmt: skip
+)
+_COMPASS = re.compile(r"\b([Nn]orth|[Ss]outh|NORTH|SOUTH)[\s-]([Ee]ast|[Ww]est|EAST|WEST)\b")
+
+
+def fold_surface(text: str) -> str:
+    """Surface forms that name the same thing made one: accented Latin letters without their
+    accents (Khloé ~ Khloe, Makedonía ~ Makedonia, Bøjden ~ Bojden) and compass words joined
+    (South East ~ South-East ~ Southeast). Other scripts are left as they are."""
+    if not text.isascii():
+        text = "".join(
+            "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+            if "\u00c0" <= ch <= "\u024f" or "\u1e00" <= ch <= "\u1eff"
+            else ch
+            for ch in text.translate(_LETTERS)
+        )
+    return _COMPASS.sub(lambda m: m.group(1) + m.group(2).lower(), text)
 
 
 _ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
@@ -654,7 +680,7 @@ class ContextFacts:
             units = self.numbers.get(value)
             return units is not None and (
                 unit is None
-                or any(_same_unit(unit, u) for u in units)
+                or any(same_unit(unit, u) for u in units)
                 or (unit in _IMPLICIT_UNITS and None in units)
             )
         if fact.date is not None:
@@ -685,7 +711,9 @@ _IMPLICIT_UNITS = frozenset(("次",))
 _AMBIGUOUS_UNITS: dict[str, frozenset[str]] = {"nm": frozenset(("nanometre", "n·m"))}
 
 
-def _same_unit(answer: str, context: str | None) -> bool:
+def same_unit(answer: str, context: str | None) -> bool:
+    """Whether a value stated with unit group ``answer`` is stated by one with ``context``
+    (equal, an ambiguous spelling of either, or 个 against a measure word)."""
     if answer == context:
         return True
     if context is not None and (
@@ -790,21 +818,30 @@ def _date_value(m: re.Match[str], order: str) -> Date | None:
 def extract_facts(text: str, names: bool = False) -> list[Fact]:
     """Facts of ``text`` in order of appearance within each kind, deduplicated; ``names``: also
     the names (see the module docstring)."""
-    norm = normalise_facts_text(text, context=False)
-    facts: list[Fact] = []
+    facts = [f for f, _, _ in spanned_facts(normalise_facts_text(text, context=False))]
+    if names:
+        facts.extend(_names(text))
+    return list(dict.fromkeys(facts))
+
+
+def spanned_facts(norm: str) -> list[tuple[Fact, int, int]]:
+    """The facts of a normalised text (``normalise_facts_text``) but its names, each with its
+    span in ``norm`` (start, end), grouped by kind in the order of ``extract_facts``; a fact
+    stated twice is listed twice."""
+    facts: list[tuple[Fact, int, int]] = []
     dates, rest = _dates(norm)
     for m, date in dates:
-        facts.append(Fact("date", m.group(0), date=date))
+        facts.append((Fact("date", m.group(0), date=date), m.start(), m.end()))
     for m in _DOTTED_CLAUSE.finditer(rest):
         pattern = rf"(?<![0-9a-z.]){re.escape(m.group(0))}(?![0-9a-z]|\.\d)"
-        facts.append(Fact("clause", m.group(0), pattern))
+        facts.append((Fact("clause", m.group(0), pattern), m.start(), m.end()))
     rest = _blank_clauses(rest)
     numbers = list(_NUMBER.finditer(rest))
     for m in numbers:
-        facts.append(Fact("number", m.group(0), number=_number_value(m)))
+        facts.append((Fact("number", m.group(0), number=_number_value(m)), m.start(), m.end()))
     spelled = list(_SPELLED.finditer(rest))
     for m in spelled:
-        facts.append(Fact("number", m.group(0), number=_spelled_value(m)))
+        facts.append((Fact("number", m.group(0), number=_spelled_value(m)), m.start(), m.end()))
     # a token inside a number with its unit or ordinal suffix ("3000h", "24th", "5 m2") or inside
     # a date is not a code; "per hour" inside "60 miles per hour" is no rate of its own
     in_numbers = {
@@ -813,7 +850,8 @@ def extract_facts(text: str, names: bool = False) -> list[Fact]:
     for m in _PER.finditer(rest):
         if m.start(1) not in in_numbers:
             group = _RATE_SPELLINGS[re.sub(r"\s+", " ", m.group(1))]
-            facts.append(Fact("unit", m.group(0), _unit_pattern(group), unit=group))
+            fact = Fact("unit", m.group(0), _unit_pattern(group), unit=group)
+            facts.append((fact, m.start(), m.end()))
     for m in _CODE.finditer(norm):
         # a trailing hyphenated word is no part of the code: "ip55-rated" states ip55
         code = _CODE_WORD_SUFFIX.sub("", m.group(0))
@@ -822,7 +860,7 @@ def extract_facts(text: str, names: bool = False) -> list[Fact]:
         # letter / digit runs may be separated by a hyphen or space on either side: HX200 == HX-200
         runs = re.findall(r"[a-z]+|\d+|\.", code)
         pattern = r"(?<![0-9a-z])" + r"[-\s]?".join(re.escape(r) for r in runs) + r"(?![0-9a-z])"
-        facts.append(Fact("code", code, pattern))
+        facts.append((Fact("code", code, pattern), m.start(), m.start() + len(code)))
     # in Chinese text a single Latin letter before a Han character is an id: 风云四号B星, A股
     for m in _LETTER_ID.finditer(norm):
         if m.start() in in_numbers:  # the unit of "3000 h更换"
@@ -832,19 +870,19 @@ def extract_facts(text: str, names: bool = False) -> list[Fact]:
         letter, i = m.group(0), m.start()
         shown = norm[i : i + 2] if _HAN.match(norm, i + 1) else norm[i - 1 : i + 1]
         pattern = rf"(?<![0-9a-z]){re.escape(letter)}(?![0-9a-z])"
-        facts.append(Fact("code", shown, pattern))
+        facts.append((Fact("code", shown, pattern), m.start(), m.end()))
     for m in _SCORE.finditer(rest):
         a, b = m.group(1), m.group(2)
-        facts.append(Fact("score", f"{a}:{b}", rf"(?<![\d.:]){a}\s?[比:]\s?{b}(?![\d]|[.:]\d)"))
+        pattern = rf"(?<![\d.:]){a}\s?[比:]\s?{b}(?![\d]|[.:]\d)"
+        facts.append((Fact("score", f"{a}:{b}", pattern), m.start(), m.end()))
     legal = _LEGAL.search(norm) is not None
     for m in _CLAUSE_ZH.finditer(norm):
         if not _is_clause(norm, m, legal):
             continue
         body = re.sub(r"\s", "", m.group(0))
-        facts.append(Fact("clause", body, r"\s?".join(re.escape(c) for c in body)))
-    if names:
-        facts.extend(_names(text))
-    return list(dict.fromkeys(facts))
+        fact = Fact("clause", body, r"\s?".join(re.escape(c) for c in body))
+        facts.append((fact, m.start(), m.end()))
+    return facts
 
 
 def _unit_pattern(group: str) -> str:
@@ -865,7 +903,7 @@ def _unit_pattern(group: str) -> str:
 
 
 def _names(text: str) -> list[Fact]:
-    raw = unicodedata.normalize("NFKC", text).strip()
+    raw = fold_surface(unicodedata.normalize("NFKC", text)).strip()
     out: list[Fact] = []
     zh = _HAN.search(raw) is not None
     # the first word of an English sentence is capitalised anyway: skipped unless it looks like a
@@ -894,7 +932,12 @@ def _names(text: str) -> list[Fact]:
         for k, (w, tag, known) in enumerate(tags):
             prev = tags[k - 1][0] if k else ""
             nxt = tags[k + 1][0] if k + 1 < len(tags) else ""
-            if w in _ORG_SUFFIXES and _HAN.fullmatch(prev):
+            if (
+                w in _ORG_SUFFIXES
+                and _HAN.fullmatch(prev)
+                and tags[k - 1][1] != "r"  # 哪家 + 公司, 这家 + 公司: no name
+                and not _QUESTION.search(prev)
+            ):
                 w = prev + w  # 南方 + 航空, 长江三峡 + 集团: an organisation's name
                 if k >= 2 and _name_part(tags[k - 2]):
                     w = tags[k - 2][0] + w  # of two words: 大连 + 造船 + 集团
@@ -903,7 +946,7 @@ def _names(text: str) -> list[Fact]:
                 w = w + nxt[:3]
             elif tag == "j" and len(w) >= 2 and _HAN.fullmatch(w) and w[-1] in _INSTITUTIONS:
                 pass  # the short form of an institution's name: 上交所, 深交所
-            elif _fragment(w, known, prev) or not (
+            elif _fragment(w, known, prev) or _common(w) or not (
                 len(w) >= 2
                 and _HAN.fullmatch(w)
                 and (known or not _GLUE.search(w))
@@ -1036,6 +1079,30 @@ def _name_part(token: tuple[str, str, bool]) -> bool:
     )
 
 
+# a word jieba does not know at all, cut by its HMM and tagged a state word (冰墩墩), is a name too.
+# Not an unknown noun: those are mostly fragments the HMM glued (款车, 能种, 时用: 11 false alarms
+# on the dev split), so 雪容融 (cut 雪容 + 融) stays unchecked
+OOV_TAGS: tuple[str, ...] = ("z",)
+# interrogatives and generic nouns jieba tags as names: fragments of a question (哪家公司, 城市)
+_QUESTION = re.compile("[哪谁]|什么|多少|几[个家座位名次年]")
+_GENERIC = frozenset(
+    "城市 国家 地区 世界 首都 省会 城镇 山区 平原 高原 海洋 湖泊 大桥 大街 王国 共和国 外国 "
+    "祖国 家乡 故乡 吉祥物 东西 南北".split()
+)
+# endings of verb + preposition compounds jieba tags as proper nouns (改编自, 来源于)
+_VERB_ENDINGS = "自于向给到"
+
+
+def _common(w: str) -> bool:
+    """A word jieba tags as a name that is none: a question fragment, a generic noun, a verb
+    with its preposition."""
+    return (
+        _QUESTION.search(w) is not None
+        or w in _GENERIC
+        or (len(w) >= 3 and w[-1] in _VERB_ENDINGS)
+    )
+
+
 def _fragment(w: str, known: bool, prev: str) -> bool:
     """A word jieba tags as a name that is no name by a second signal: it holds an approximation
     or direction (米左右, 3000米以上), follows a degree adverb (最古老: an adjective), or, unknown
@@ -1063,7 +1130,7 @@ _ORG_SUFFIXES = frozenset(
 # a word jieba does not know that holds a function character is a fragment it glued to that
 # character, not a name ("塔德塞以" -> "塞以"); known names may hold one (茅以升)
 _GLUE = re.compile("[的了在和与及以为于被把从向对是也都就而并或将]")
-_OOV_NAME_TAGS = frozenset(("nr", "ns", "nt", "nz", "nrt", "nrfg"))
+_OOV_NAME_TAGS = frozenset(("nr", "ns", "nt", "nz", "nrt", "nrfg") + OOV_TAGS)
 
 
 # jieba tags of Chinese function words: conjunctions (如果, 而且), prepositions (比, 按照),

@@ -8,13 +8,24 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rag_lab.validate import boolean, choice
 
 _KEEP = re.compile(r"\w", re.UNICODE)
+_SHORT = 256  # a query, not a document: its segmentation is remembered for the next stage
+
+
+@functools.lru_cache(maxsize=8)
+def _segment_short(cut: Callable[[str], list[str]], text: str) -> tuple[str, ...]:
+    """A query's segmentation, kept for the few calls that follow: BM25 and a dense or hashing
+    embedder segment the same query one after the other (jieba was a quarter of a served query's
+    time, half of it the second segmentation). A handful of entries: repeats across queries are
+    not what this is for."""
+    return tuple(cut(text))
 
 
 class JiebaTokenizer:
@@ -46,7 +57,8 @@ class JiebaTokenizer:
         for text in texts:
             if self.lowercase:
                 text = text.lower()
-            toks = [t for t in (w.strip() for w in self._cut(text)) if t and _KEEP.search(t)]
+            words = _segment_short(self._cut, text) if len(text) <= _SHORT else self._cut(text)
+            toks = [t for t in (w.strip() for w in words) if t and _KEEP.search(t)]
             if self._hyphenated is not None:
                 toks.extend(self._hyphenated.findall(text))
             out.append([t for t in toks if t not in self.stopwords])

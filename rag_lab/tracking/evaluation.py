@@ -17,13 +17,20 @@ Names:
 - a sweep child says what the sweep varies for it, unescaped, floats to 4 digits:
   ``fusion.k=37 fusion.weights.dense=0.1915``.
 
-Metric keys in MLflow (:func:`mlflow_metric_names`): the ``metrics.json`` name under a numbered
-group, so MLflow's chart sections (which it sorts by name, before its own "Model metrics") read
-headline first: ``1_quality/`` (ranking, evidence and answer metrics, miss reasons),
-``2_by_category/``, ``3_timing/`` (``*_seconds``, ``*_ms``, ``*_per_second``), ``4_cache/``,
-``5_counts/`` (sizes, ingest counts, stage counters). A name already under its group keeps it once
-(``by_category/口语/ndcg_at_10`` → ``2_by_category/口语/ndcg_at_10``, ``cache/runs/hits`` →
-``4_cache/runs/hits``). ``metrics.json`` keeps its names: the gate, baselines and sweeps read it.
+Metric keys in MLflow (:func:`logged_metrics`): a run logs at most :data:`MAX_LOGGED` metrics,
+the ones a person reads first, under their ``metrics.json`` names (so ``ndcg_at_10`` is the same
+key in the console, ``metrics.json``, MLflow's run table and ``search_runs`` filters): the
+headline (``rag_lab.metrics.names.HEADLINE``), the answer headline (``answer/faithfulness``, ...),
+``by_category/<c>/ndcg_at_10`` per category (the first :data:`MAX_CATEGORIES`), the timings
+(``total_seconds``, ``query_p95_ms``, ...), the counts (``n_queries``, ...) and the sweep's
+objective. Every other number goes into the logged table ``tables/metrics.json`` (name, value,
+whether it is a metric of the run) and ``metrics/metrics.json``, which stays complete: the gate,
+baselines and sweeps read that file. :func:`metrics_json_name` maps a key of a run logged before
+(``1_quality/ndcg_at_10``) back to its name.
+
+The experiment gets MLflow's ``mlflow.experimentKind`` tag
+(``rag_lab.tracking.mlflow.EXPERIMENT_KIND``) when it has none, so MLflow's UI opens it on its
+runs, not on an empty GenAI overview.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rag_lab.io.atomic import write_atomic
 from rag_lab.io.run_folder import (
     ANSWERS_FILE,
     CONFIG_FILE,
@@ -53,7 +61,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from rag_lab.dataset.base import LabelledQueries
+    from rag_lab.pipeline.result import RetrievalResult
     from rag_lab.protocols import TrackedRun, Tracker
+    from rag_lab.types import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +79,37 @@ ARTIFACTS = (
     ("", REPORT_FILE),
 )
 TABLE_FILE = "tables/per_query.json"  # the MLflow table (previewable); per_query.parquet is whole
+METRICS_TABLE_FILE = "tables/metrics.json"  # every number of metrics.json, as an MLflow table
 TABLE_IDS = 10  # retrieved ids kept per query in the MLflow table
 
-# MLflow chart sections, in reading order (MLflow sorts sections by name)
+# what a run logs as MLflow metrics (logged_metrics): the rest is in tables/metrics.json
+MAX_LOGGED = 40
+MAX_CATEGORIES = 15  # by_category/<c>/ndcg_at_10 for the first categories, by name
+ANSWER_HEADLINE = (
+    "answer/faithfulness",
+    "answer/faithful_rate",
+    "answer/f1",
+    "answer/wrong_refusal_rate",
+    "answer/n_judge_failures",
+)
+CATEGORY_HEADLINE = "ndcg_at_10"
+TIMING_HEADLINE = (
+    "total_seconds",
+    "query_p50_ms",
+    "query_p95_ms",
+    "index_seconds",
+    "retrieve_seconds",
+    "answer_seconds",
+)
+COUNT_HEADLINE = (
+    "n_queries",
+    "n_answerable",
+    "n_unanswerable",
+    "n_documents",
+    "n_chunks",
+    "ingest/n_files",
+)
+# the MLflow chart sections of runs logged before logged_metrics (metrics_json_name reads them)
 METRIC_GROUPS = ("quality", "by_category", "timing", "cache", "counts")
 _TIMING = re.compile(r"(_seconds|_ms|_per_second)$")
 _QUALITY = re.compile(r"_at_\d+$")
@@ -92,8 +130,9 @@ def metric_group(name: str) -> str:
 
 
 def mlflow_metric_names(names: Sequence[str] | Mapping[str, Any]) -> dict[str, str]:
-    """``{metrics.json name: MLflow name}``: the name under its numbered group (module
-    docstring)."""
+    """``{metrics.json name: MLflow name}`` as runs logged them before :func:`logged_metrics`
+    (every metric, under a numbered group: ``1_quality/``, ``2_by_category/``, ``3_timing/``,
+    ``4_cache/``, ``5_counts/``); :func:`metrics_json_name` reads them back."""
     out = {}
     for name in names:
         group = metric_group(name)
@@ -101,6 +140,50 @@ def mlflow_metric_names(names: Sequence[str] | Mapping[str, Any]) -> dict[str, s
         rest = name[len(group) + 1 :] if name.startswith(f"{group}/") else name
         out[name] = f"{section}/{rest}"
     return out
+
+
+def logged_metrics(metrics: Mapping[str, Any], objective: str | None = None) -> dict[str, float]:
+    """The :data:`MAX_LOGGED` metrics a run logs to MLflow (module docstring), under their
+    ``metrics.json`` names, in reading order; non-numbers and non-finite values left out.
+    ``objective``: a sweep's ``optimized_metric`` key, logged too."""
+    import math
+
+    from rag_lab.metrics.names import HEADLINE
+
+    def number(key: str) -> bool:
+        v = metrics.get(key)
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    categories = sorted(
+        {k.split("/")[1] for k in metrics if k.startswith("by_category/") and k.count("/") >= 2}
+    )
+    wanted = [
+        *HEADLINE,
+        *ANSWER_HEADLINE,
+        *TIMING_HEADLINE,
+        *COUNT_HEADLINE,
+        *(f"by_category/{c}/{CATEGORY_HEADLINE}" for c in categories[:MAX_CATEGORIES]),
+    ]
+    if objective and objective not in wanted:
+        wanted.insert(0, objective)
+    keys = [k for k in dict.fromkeys(wanted) if number(k)][:MAX_LOGGED]
+    return {k: float(metrics[k]) for k in keys}
+
+
+def metrics_table(metrics: Mapping[str, Any], logged: Mapping[str, float]) -> pd.DataFrame:
+    """Every number of ``metrics`` as a table (``metric``, ``value``, ``logged``: whether it is
+    one of the run's MLflow metrics), in ``metrics.json`` order; NaN left out (``null`` in
+    ``metrics.json``)."""
+    import math
+
+    import pandas as pd
+
+    rows = [
+        {"metric": k, "value": float(v), "logged": k in logged}
+        for k, v in metrics.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    ]
+    return pd.DataFrame(rows, columns=["metric", "value", "logged"])
 
 
 def metrics_json_name(key: str) -> str:
@@ -265,7 +348,7 @@ def check_parent_store(tracker: Tracker, sweep: Mapping[str, Any]) -> None:
 
 def _write_run_id(out_dir: Path, run_id: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / MLFLOW_RUN_FILE).write_text(run_id)
+    write_atomic(out_dir / MLFLOW_RUN_FILE, run_id)
 
 
 def preview_table(table: pd.DataFrame, depth: int = TABLE_IDS) -> pd.DataFrame:
@@ -296,10 +379,12 @@ def log_evaluation(
     warnings: Sequence[str],
     table: pd.DataFrame,
     out_dir: Path,
+    objective: str | None = None,
 ) -> None:
-    """Log a finished evaluation on its open ``run``: metrics (grouped names:
-    :func:`mlflow_metric_names`) with the dataset tags, the dataset as the run's input, the
-    per-query table and the run folder's files."""
+    """Log a finished evaluation on its open ``run``: the :func:`logged_metrics` (``objective``:
+    a sweep's optimized metric key, logged too) with the dataset tags, the dataset as the run's
+    input, every number as the table ``tables/metrics.json``, the per-query table and the run
+    folder's files."""
     from rag_lab.protocols import DatasetLogging
 
     tags = {
@@ -310,10 +395,49 @@ def log_evaluation(
     }
     if warnings:
         tags["data_warnings"] = " | ".join(warnings)[:5000]
-    names = mlflow_metric_names(metrics)
-    run.log_metrics({names[k]: v for k, v in metrics.items()}, tags)
+    logged = logged_metrics(metrics, objective)
+    run.log_metrics(logged, tags)
     if isinstance(run, DatasetLogging):
         profile = {k: metrics[k] for k in ("n_queries", "n_documents", "n_chunks") if k in metrics}
         run.log_dataset(data.name, data.fingerprint, source, data.split, profile)
+        run.log_table(metrics_table(metrics, logged), METRICS_TABLE_FILE)
         run.log_table(preview_table(table), TABLE_FILE)
     run.log_artifacts(_artifacts(out_dir))
+
+
+def log_query_traces(
+    run: TrackedRun,
+    cfg: DictConfig,
+    result: RetrievalResult,
+    data: LabelledQueries,
+    chunks: Mapping[str, Chunk],
+    retrievers: Sequence[str],
+    answers: Mapping[str, Mapping[str, Any]],
+    sweep: bool = False,
+) -> int:
+    """A trace per query ``tracking.traces`` selects (``rag_lab.tracking.traces``; ``sweep``: a
+    sweep's job) on a run that
+    records traces; the count and the seconds it took become the run's ``traces`` and
+    ``trace_seconds`` tags. Returns the count."""
+    import time
+
+    from rag_lab import __version__
+    from rag_lab.protocols import TraceLogging
+    from rag_lab.tracking.traces import build_traces, judge_source, selected
+
+    if not isinstance(run, TraceLogging):
+        return 0
+    setting = OmegaConf.select(cfg, "tracking.traces", default="auto")
+    ids = selected(setting, list(data.queries), sweep)
+    if not ids:
+        return 0
+    t0 = time.perf_counter()
+    judge_cfg = OmegaConf.select(cfg, "judge", default=None) if cfg.get("generator") else None
+    judge = judge_source(
+        OmegaConf.to_container(judge_cfg, resolve=True) if judge_cfg else None,  # type: ignore[arg-type]
+        __version__,
+    )
+    records = build_traces(ids, result, data, chunks, retrievers, answers, judge, __version__)
+    run.log_traces(records)
+    run.set_tags({"traces": len(records), "trace_seconds": f"{time.perf_counter() - t0:.3f}"})
+    return len(records)

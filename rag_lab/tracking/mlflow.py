@@ -32,6 +32,8 @@ from rag_lab.metrics.names import logged_keys, metric_key
 if TYPE_CHECKING:
     import pandas as pd
 
+    from rag_lab.tracking.traces import TraceRecord
+
 log = logging.getLogger(__name__)
 
 # MLflow's limits (mlflow.utils.validation; checked against it in tests/tracking)
@@ -41,7 +43,11 @@ MAX_KEY_LEN = 250  # MAX_ENTITY_KEY_LENGTH
 MAX_METRICS_PER_BATCH = 1000
 MAX_PARAMS_TAGS_PER_BATCH = 100
 MAX_ENTITIES_PER_BATCH = 1000
+SPANS_PER_CALL = 2000  # spans of many traces written in one log_spans call (one transaction)
 STATUSES = ("FINISHED", "FAILED", "KILLED")
+# MLflow's experiment kind (the tag and value its UI sets): an experiment that has none opens on
+# its runs, not on MLflow 3's GenAI overview (which an experiment with traces gets by default)
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 
 
 sanitize_key = metric_key  # the one sanitiser (rag_lab.metrics.names); kept under this name
@@ -103,6 +109,24 @@ def fetch_run(run_id: str, tracking_uri: str) -> tuple[Any, Any]:
         raise ConfigError(
             f"MLflow run {run_id!r} not found in {tracking_uri} ({exc.message.splitlines()[0]})"
         ) from None
+
+
+def fetch_experiment(name: str, tracking_uri: str) -> str:
+    """The id of experiment ``name`` in an existing store; ``ConfigError`` naming what is
+    missing (as :func:`fetch_run`)."""
+    from mlflow.tracking import MlflowClient
+
+    from rag_lab.errors import ConfigError
+
+    if (
+        tracking_uri.startswith("sqlite:///")
+        and not Path(tracking_uri[len("sqlite:///") :]).is_file()
+    ):
+        raise ConfigError(f"no MLflow store at {tracking_uri}")
+    exp = MlflowClient(tracking_uri=tracking_uri).get_experiment_by_name(name)
+    if exp is None:
+        raise ConfigError(f"no MLflow experiment {name!r} in {tracking_uri}")
+    return str(exp.experiment_id)
 
 
 ON_ERROR = ("fail", "local")
@@ -173,6 +197,8 @@ class MlflowTracker:
     on_error: a server at ``uri`` that does not answer: ``fail`` (``ConfigError`` naming the URI,
         in seconds) or ``local`` (warn and log to ``local_uri`` instead).
     local_uri: the store ``on_error=local`` falls back to (default: ``experiments/mlflow.db``).
+    traces: a trace per evaluated query: ``auto`` | ``all`` | ``sample:N`` | ``none``
+        (``rag_lab.tracking.traces``; ``rag-lab evaluate`` reads it from the config).
     """
 
     def __init__(
@@ -183,6 +209,7 @@ class MlflowTracker:
         tags: Mapping[str, str] | None = None,
         on_error: str = "fail",
         local_uri: str | None = None,
+        traces: str = "auto",
     ) -> None:
         from rag_lab.errors import ConfigError
 
@@ -192,6 +219,7 @@ class MlflowTracker:
         self.uri, self.experiment, self.artifact_location = uri, experiment, artifact_location
         self.tags = dict(tags or {})
         self.on_error, self.local_uri = on_error, local_uri
+        self.traces = traces
 
     def check(self) -> None:
         """Probe a server ``uri`` (:func:`probe`, a couple of seconds at most): raise
@@ -246,7 +274,9 @@ class MlflowTracker:
 
             try:
                 return mlflow, mlflow.create_experiment(
-                    self.experiment, artifact_location=self._artifact_uri()
+                    self.experiment,
+                    artifact_location=self._artifact_uri(),
+                    tags=dict([EXPERIMENT_KIND]),
                 )
             except MlflowException as exc:
                 # parallel jobs on a server (no store_lock there): another one created it first
@@ -255,6 +285,8 @@ class MlflowTracker:
                 exp = mlflow.get_experiment_by_name(self.experiment)
                 if exp is None:
                     raise
+        if EXPERIMENT_KIND[0] not in exp.tags:  # made before rag_lab set it (a user's choice stays)
+            mlflow.MlflowClient(self.uri).set_experiment_tag(exp.experiment_id, *EXPERIMENT_KIND)
         return mlflow, exp.experiment_id
 
     def client(self) -> Any:
@@ -271,14 +303,19 @@ class MlflowTracker:
     ) -> MlflowRun:
         """Open a run now (a child of ``parent_run_id`` when given) and return it; the caller
         logs to it as the job goes and closes it with :meth:`MlflowRun.end`. MLflow's start time
-        is this call's, its end time that of ``end``."""
+        is this call's, its end time that of ``end``. The run is tagged with this process (host,
+        pid, start time); runs of the experiment whose process died first are marked ``KILLED``
+        (:mod:`rag_lab.tracking.stale`)."""
+        from rag_lab.tracking.stale import close_stale_runs, process_tags
+
         self.check()
-        all_tags = {**self.tags, **(tags or {})}
+        all_tags = {**self.tags, **(tags or {}), **process_tags()}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
         with store_lock(self.uri):
             _, exp_id = self._open()
             client = self.client()
+            close_stale_runs(client, [exp_id])  # runs of processes killed before they ended
             run = client.create_run(exp_id, run_name=run_name, tags=_tag_values(all_tags))
         return MlflowRun(self, client, run.info.run_id)
 
@@ -294,6 +331,17 @@ class MlflowTracker:
         if params:
             run.log_params(params)
         return {"run_id": run.run_id, "experiment_id": run.experiment_id, "uri": self.uri}
+
+    def close_stale(self) -> list[str]:
+        """Mark ``KILLED`` the runs of every experiment of this store left ``RUNNING`` by a
+        process of this host that died (:func:`rag_lab.tracking.stale.close_stale_runs`)."""
+        from rag_lab.tracking.stale import close_stale_runs
+
+        self.check()
+        with store_lock(self.uri):
+            client = self.client()
+            ids = [e.experiment_id for e in client.search_experiments()]
+            return close_stale_runs(client, ids)
 
     def run_status(self, run_id: str) -> str | None:
         """``RUNNING`` | ``FINISHED`` | ``FAILED`` | ``KILLED`` of a run in this store; None when
@@ -360,6 +408,10 @@ class MlflowTracker:
         run.log_artifacts(artifacts)
         run.end("FINISHED")
         return run.run_id
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _tag_values(tags: Mapping[str, Any]) -> dict[str, str]:
@@ -514,6 +566,100 @@ class MlflowRun:
                 # breaks the unique key (its transaction rolls back). Once more links the row
                 # the faster job wrote; any other refusal is refused again and raised.
                 self.client.log_inputs(self.run_id, inputs)
+
+    def log_traces(self, traces: Sequence[TraceRecord]) -> list[str]:
+        """Write ``traces`` (``rag_lab.tracking.traces``) into this run's experiment, linked to
+        the run, and return their trace ids. Built directly as MLflow's trace entities, not
+        through its live tracer (which writes each span on its own as it ends: ~200 ms a query on
+        a sqlite store): one ``start_trace`` per trace carries its tags, the run link and its
+        assessments, and the spans go in batches of :data:`SPANS_PER_CALL`, one transaction each."""
+        import secrets
+
+        from mlflow.entities import (
+            AssessmentSource,
+            Feedback,
+            Span,
+            TraceInfo,
+            TraceLocation,
+            TraceState,
+        )
+        from mlflow.tracing.client import TracingClient
+        from mlflow.tracing.constant import (
+            TRACE_SCHEMA_VERSION,
+            TRACE_SCHEMA_VERSION_KEY,
+            SpanAttributeKey,
+            TraceMetadataKey,
+            TraceTagKey,
+        )
+
+        if not traces:
+            return []
+        exp_id = self.experiment_id
+        location = TraceLocation.from_experiment_id(exp_id)
+        infos, spans, ids = [], [], []
+        for rec in traces:
+            tid = f"tr-{secrets.token_hex(16)}"
+            ids.append(tid)
+            root = rec.spans[0]
+            root_id = secrets.token_hex(8)
+            for i, sp in enumerate(rec.spans):
+                attrs = {
+                    SpanAttributeKey.REQUEST_ID: json.dumps(tid),
+                    SpanAttributeKey.SPAN_TYPE: json.dumps(sp.kind),
+                    SpanAttributeKey.INPUTS: _json(sp.inputs),
+                    SpanAttributeKey.OUTPUTS: _json(sp.outputs),
+                    **{k: _json(v) for k, v in sp.attributes.items()},
+                }
+                start = sp.start_ns or root.start_ns
+                spans.append(
+                    Span.from_dict(
+                        {
+                            "trace_id": tid,
+                            "span_id": root_id if i == 0 else secrets.token_hex(8),
+                            "parent_span_id": None if i == 0 else root_id,
+                            "name": sp.name,
+                            "start_time_unix_nano": start,
+                            "end_time_unix_nano": max(sp.end_ns or start, start),
+                            "status": {"code": "STATUS_CODE_OK", "message": ""},
+                            "attributes": attrs,
+                            "events": [],
+                        }
+                    )
+                )
+            assessments: list[Any] = [
+                Feedback(
+                    name=a.name,
+                    value=a.value,
+                    source=AssessmentSource(source_type=a.source_type, source_id=a.source_id),
+                    rationale=a.rationale,
+                    trace_id=tid,
+                )
+                for a in rec.assessments
+            ]
+            infos.append(
+                TraceInfo(
+                    trace_id=tid,
+                    trace_location=location,
+                    request_time=root.start_ns // 1_000_000,
+                    state=TraceState.OK,
+                    execution_duration=max(root.end_ns - root.start_ns, 0) // 1_000_000,
+                    request_preview=_json(root.inputs)[:1000],
+                    response_preview=_json(root.outputs)[:1000],
+                    trace_metadata={
+                        TraceMetadataKey.SOURCE_RUN: self.run_id,
+                        TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION),
+                    },
+                    tags={TraceTagKey.TRACE_NAME: root.name, **rec.tags},
+                    assessments=assessments,
+                )
+            )
+        client = TracingClient(self.uri)
+        with self._store(False):
+            for info in infos:
+                client.start_trace(info)
+            for chunk in _batches(spans, SPANS_PER_CALL):
+                client.log_spans(exp_id, list(chunk))
+        return ids
 
     def log_table(self, table: pd.DataFrame, artifact_file: str) -> None:
         """``table`` as an MLflow table artifact (``.json``: previewable in the run's artifacts

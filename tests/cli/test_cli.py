@@ -94,8 +94,10 @@ def test_the_table_covers_every_command():
         "compare",
         "synthesize",
         "walk",
+        "runs",
     }
     assert set(COMMANDS["train"].tasks or {}) == {"embedder", "reranker"}
+    assert set(COMMANDS["runs"].tasks or {}) == {"close-stale"}
     assert all(cmd.module.startswith("rag_lab.cli.") for _, cmd in ROWS)
 
 

@@ -95,7 +95,7 @@ def test_ray_sweep_gives_the_basic_leaderboard_one_parent_six_children(
         children = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent]
         assert len(children) == 6, name
         assert all(c.info.status == "FINISHED" for c in children)
-        assert all("1_quality/ndcg_at_10" in c.data.metrics for c in children)
+        assert all("ndcg_at_10" in c.data.metrics for c in children)
         assert parents[0].info.status == "FINISHED"
     ray_parent = next(r for r in found if r.data.tags.get("sweep_dir") == "sweeps/ray")
     assert ray_parent.data.params["launcher"] == "RayLauncher"

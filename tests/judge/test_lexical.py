@@ -320,3 +320,47 @@ def test_terms_only_flags_the_paraphrase():
 def test_paraphrase_thresholds_are_validated():
     with pytest.raises(ValueError, match="paraphrase_threshold"):
         LexicalJudge(paraphrase_threshold=1.5)
+
+
+# --- issue 33: values bound to what they qualify, the question as a premise, actions --------------
+
+COUNCIL = ["The council has 12 members, and a motion needs at least 11 votes to pass."]
+
+
+def test_a_value_stated_for_something_else_is_an_unsupported_fact(judge):
+    res = judge.judge("How many votes?", COUNCIL, "A motion needs at least 12 votes to pass.")
+    assert res.details["faithful"] is False and res.details["missing"] == ["12"]
+    ok = judge.judge("How many votes?", COUNCIL, "A motion needs at least 11 votes to pass.")
+    assert ok.details["faithful"] is True
+    off = LexicalJudge(bind_values=False, paraphrase_model=None)
+    assert off.judge("q", COUNCIL, "A motion needs at least 12 votes to pass.").details["faithful"]
+
+
+def test_the_question_is_a_premise_unless_a_rival_stands_there(judge):
+    ctx = ["冰墩墩是冬奥会的吉祥物，以熊猫为原型。"]
+    q = "2022年北京冬奥会的吉祥物是什么？"
+    answer = "2022年北京冬奥会的吉祥物是冰墩墩，它以熊猫为原型。"
+    assert judge.judge(q, ctx, answer).details["faithful"] is True
+    demanding = LexicalJudge(question_premise=False, paraphrase_model=None)
+    res = demanding.judge(q, ctx, answer)
+    assert res.details["faithful"] is False and {"2022年", "北京"} <= set(res.details["missing"])
+    # asked about E120, the context explains E102: the question's code is no premise there
+    res = judge.judge("What does E120 mean?", EN, "Fault E120 means low oil pressure.")
+    assert res.details["missing"] == ["e120"]
+
+
+def test_an_invented_step_is_an_unsupported_action(judge):
+    ctx = ["If the drive overheats, check the cooling fan and clean the air filter.",
+           "The drive restarts by itself after a power cut."]  # fmt: skip
+    good = judge.judge("q", ctx, "If the drive overheats, check the cooling fan.")
+    assert good.details["faithful"] is True
+    res = judge.judge("q", ctx, "If the drive overheats, restart the drive and replace the fan.")
+    assert res.details["faithful"] is False
+    assert [(f["fact"], f["kind"]) for f in res.details["unsupported_facts"]] == [
+        ("replac fan", "action")
+    ]
+    res = judge.judge("q", ["风扇过热时，检查冷却风扇并清洁滤网。"], "风扇过热时，请更换冷却风扇。")
+    assert [f["kind"] for f in res.details["unsupported_facts"]] == ["action"]
+    assert LexicalJudge(check_actions=False, paraphrase_model=None).judge(
+        "q", ctx, "If the drive overheats, restart the drive and replace the fan."
+    ).details["unsupported_facts"] == []

@@ -115,7 +115,10 @@ def test_identity_names_model_weights_and_settings(models):
 
 
 def test_unloadable_model_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="cannot load NLI model"):
+    with pytest.raises(ConfigError, match="model path does not exist: .*absent"):
         NLIJudge(str(tmp_path / "absent")).judge("q", CTX, "Oil.")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="cannot load NLI model"):
+        NLIJudge(str(tmp_path / "empty")).judge("q", CTX, "Oil.")
     with pytest.raises(ValueError):
         NLIJudge("x", threshold=0)

@@ -26,6 +26,7 @@ from rag_lab.pipeline.fallback import (
     refusal_metrics,
     zscore,
 )
+from rag_lab.text.refusals import is_refusal
 from rag_lab.types import Run
 from tests.compose import TOY, compose_evaluate
 from tests.export.roundtrip import assert_same_outputs
@@ -276,3 +277,165 @@ def test_levels_work_whatever_retrievers_the_main_pipeline_has(toy_with_standard
     alone_table = alone_table.set_index("query_id")
     assert (table.loc[answered, "ndcg_at_10"] == alone_table.loc[answered, "ndcg_at_10"]).all()
     assert alone["n_chunks"] == metrics["n_chunks"]
+
+
+# -- the judge gates the fallback (accept.judge) ---------------------------------------------------
+def test_judged_acceptance_moves_an_unfaithful_answer_to_the_next_level():
+    first = result({"q1": {"a": 5.0}, "q2": {"a": 5.0}, "q3": {"a": 5.0}})
+    second = result({"q1": {"s": 9.0}, "q2": {"s": 4.0}, "q3": {"s": 4.0}})
+    # the answer written from a run is faithful for: q1 at the main level, q2 at the second
+    faithful = {(None, "q1"), ("second", "q2")}
+    asked: list[tuple[str | None, str, dict[str, float]]] = []
+
+    def answer_ok(level: FallbackLevel | None, qid: str, run) -> bool:
+        name = None if level is None else level.name
+        asked.append((name, qid, dict(run)))
+        return (name, qid) in faithful
+
+    judged = Acceptance(threshold=None, judge=True)
+    chain = FallbackChain(judged, [FallbackLevel("second", None, judged)])  # type: ignore[arg-type]
+    assert chain.judged
+    out = chain.resolve(first, lambda lv: second, ["q1", "q2", "q3"], answer_ok)
+    assert dict(out.level) == {"q1": 0, "q2": 1, "q3": 2}
+    assert out.final == {"q1": {"a": 5.0}, "q2": {"s": 4.0}, "q3": {}}
+    # each level's own run was handed to the check; q1, kept at level 0, never reached level 1
+    assert (None, "q2", {"a": 5.0}) in asked and ("second", "q2", {"s": 4.0}) in asked
+    assert not any(name == "second" and qid == "q1" for name, qid, _ in asked)
+    # a retrieval threshold that refuses the run is checked first: no answer is written
+    asked.clear()
+    strict = FallbackChain(Acceptance(threshold=6.0, score="raw", judge=True), [])
+    strict.resolve(first, lambda lv: second, ["q1"], answer_ok)
+    assert asked == []
+    # without a check to call, a judged acceptance is a one-line config error
+    with pytest.raises(ConfigError, match=r"accept\.judge=true needs a generator and a judge"):
+        chain.resolve(first, lambda lv: second, ["q1"])
+    with pytest.raises(
+        ConfigError, match=r"fallback\.accept\.judge='often': must be true or false"
+    ):
+        acceptance({"judge": "often"}, "fallback.accept")
+
+
+RCD = "A residual current device RCD for socket outlets trips at 30 mA within 300 ms."
+
+
+E102 = "The unit stops when the oil temperature exceeds 70 °C."
+
+
+class OneClaim:
+    """A stand-in model behind the project's LLM server, replying in JSON: asked about E102 it
+    states a fact of the main corpus' d1; otherwise it claims the RCD sentence (true only of the
+    standards corpus); for the nonsense query it never returns JSON. Records the prompts."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def chat(self, messages, max_new_tokens=None, temperature=None, stop=()):
+        from rag_lab.generator.transformers import ChatOutput
+
+        prompt = messages[-1]["content"]
+        self.prompts.append(prompt)
+        answer = E102 if "What does E102 mean" in prompt else RCD
+        text = "I am not sure." if "zebra" in prompt else json.dumps({"answer": answer})
+        return ChatOutput(text, "stop", 5, 5, 0.01)
+
+
+@pytest.fixture()
+def one_claim_server():
+    import threading
+
+    from rag_lab.llm.server import serve
+
+    model = OneClaim()
+    srv = serve(model, "one-claim", port=0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", model
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_judged_chain_in_evaluate_keeps_the_level_whose_answer_is_faithful(
+    toy_with_standards, tmp_path, one_claim_server
+):
+    url, model = one_claim_server
+    root = toy_with_standards
+    cfg = compose_evaluate(
+        [
+            "dataset=beir",
+            f"dataset.path={root}",
+            "embedder=hashing",
+            "tokenizer=jieba",
+            "retrievers=[bm25,dense]",
+            "tracking=none",
+            f"cache.dir={tmp_path / 'cache'}",
+            "fallback=judged",
+            f"fallback.levels.standards.corpus={root}/standards",
+            "generator=structured",
+            f"generator.generator.base_url={url}",
+            "generator.generator.model=one-claim",
+            "generator.generator.api_key_env=null",
+            "generator.generator.retries=0",
+            "judge=lexical",
+            "judge.paraphrase_model=null",
+        ],
+        tmp_path / "a",
+    )
+    metrics = evaluate(cfg)
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet").set_index("query_id")
+    levels = table["fallback_level"].to_dict()
+    # every level retrieves something for every query (no retrieval threshold): only the judge
+    # moves a query on. q1's answer is faithful to the main corpus: kept at level 0. The RCD claim
+    # is unfaithful to the main corpus and faithful to the standards corpus (two documents: both
+    # in every query's context there): level 1. The nonsense query's replies are never JSON
+    # (invalid at the two levels that retrieve for it, retried once each): refused
+    assert levels == {q: 0 if q == "q1" else 3 if q == "qz" else 1 for q in table.index}
+    n = len(table)
+    assert metrics["fallback/answers/main/judged"] == n
+    assert metrics["fallback/answers/main/rejected"] == n - 2  # q1 kept, qz invalid
+    assert metrics["fallback/answers/main/invalid"] == 1
+    assert metrics["fallback/answers/standards/judged"] == n - 1
+    assert metrics["fallback/answers/standards/invalid"] == 1  # qz
+    assert "fallback/answers/standards/rejected" not in metrics
+    # BM25 alone finds no term of qz: its empty run falls through before any answer is written
+    assert not any(k.startswith("fallback/answers/bm25_unfiltered/") for k in metrics)
+    zebra = [p for p in model.prompts if "zebra" in p]
+    assert len(zebra) == 4 and sum("not valid" in p for p in zebra) == 2
+    # the answer stage reads each kept level's answer back from the cache (no new model call)
+    # and gives the refused query the refusal without a model call (no chunks: no request to
+    # cache, counted as a call; the prompts above are all the model saw)
+    assert metrics["answer/generator_cache_hits"] == n - 1
+    assert metrics["answer/generator_calls"] == 1.0 and metrics["answer/n_invalid_outputs"] == 0
+    log = Path(cfg.paths.output_dir) / "answers.jsonl"
+    answers = {r["id"]: r for r in map(json.loads, log.read_text(encoding="utf-8").splitlines())}
+    assert is_refusal(answers["qz"]["response"])
+    assert answers["q1"]["response"] == E102 and answers["qs"]["response"] == RCD
+    assert answers["qs"]["faithfulness"] == 1.0 and answers["q1"]["faithfulness"] == 1.0
+
+
+def test_without_a_judged_chain_an_invalid_reply_becomes_the_refusal(
+    toy_with_standards, tmp_path, one_claim_server
+):
+    url, model = one_claim_server
+    cfg = compose_evaluate(
+        [
+            "dataset=beir",
+            f"dataset.path={toy_with_standards}",
+            "embedder=hashing",
+            "tokenizer=jieba",
+            "retrievers=[bm25,dense]",
+            "tracking=none",
+            "generator=structured",
+            f"generator.generator.base_url={url}",
+            "generator.generator.model=one-claim",
+            "generator.generator.api_key_env=null",
+            "judge=lexical",
+            "judge.paraphrase_model=null",
+        ],
+        tmp_path / "b",
+    )
+    metrics = evaluate(cfg)
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet").set_index("query_id")
+    assert metrics["answer/n_invalid_outputs"] == 1.0
+    assert table["answer_invalid_output"].fillna(False).to_dict() == {
+        q: q == "qz" for q in table.index
+    }
+    assert len([p for p in model.prompts if "zebra" in p]) == 2  # asked, then retried once

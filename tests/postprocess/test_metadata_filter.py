@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rag_lab.errors import DataError
 from rag_lab.postprocess import MetadataFilter, PostProcessor
 from rag_lab.types import Chunk
 from rag_lab.validate import OptionError
@@ -61,3 +62,37 @@ def test_bad_options():
         MetadataFilter(any_of={"section_type": "troubleshooting"})
     with pytest.raises(OptionError, match="family_pattern"):
         MetadataFilter(family_pattern="(")
+
+
+# -- on_empty (issue 32, item 12): a filter that matches nothing ----------------------------------
+def test_on_empty_keep_empty_fail_are_counted_and_flagged():
+    queries = {"q": "", "r": ""}
+    run = {"q": RUN["q"], "r": {"hx200-manual-v2#0": 1.0}}
+    keep = MetadataFilter(equals={"source_type": "ticket"})
+    out = keep.process(queries, run, CHUNKS)
+    assert out["q"] == {"TCK-1#0": RUN["q"]["TCK-1#0"]}  # matched: filtered as before
+    assert out["r"] == run["r"]  # matched nothing: keeps its run (the default)
+    assert keep.stats["emptied_queries"] == 1
+    assert keep.annotations == {"r": {"filter_empty": "keep"}}
+    empty = MetadataFilter(equals={"source_type": "ticket"}, on_empty="empty")
+    assert empty.process(queries, run, CHUNKS)["r"] == {}
+    assert empty.annotations == {"r": {"filter_empty": "empty"}}
+    fail = MetadataFilter(equals={"source_type": "ticket"}, on_empty="fail")
+    with pytest.raises(DataError, match="query r: the filter removes all 1 of its chunks"):
+        fail.process(queries, run, CHUNKS)
+    with pytest.raises(OptionError, match="on_empty"):
+        MetadataFilter(on_empty="open")
+
+
+def test_a_permission_criterion_never_fails_open():
+    chunks = {
+        "a#0": chunk("a#0", source_type="manual", readers=["group:ops"]),
+        "b#0": chunk("b#0", source_type="ticket", readers=["group:sales"]),
+    }
+    run = {"q": {"a#0": 2.0, "b#0": 1.0}}
+    # nothing is both a wiki page and readable by ops: keep keeps the run minus what ops can't read
+    f = MetadataFilter(equals={"source_type": "wiki"}, any_of={"readers": ["group:ops"]})
+    assert f.process({"q": ""}, run, chunks)["q"] == {"a#0": 2.0}
+    assert f.annotations == {"q": {"filter_empty": "keep"}}
+    only = MetadataFilter(any_of={"readers": ["group:hr"]})
+    assert only.process({"q": ""}, run, chunks)["q"] == {}

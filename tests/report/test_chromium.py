@@ -66,3 +66,31 @@ def test_run_report_renders(runs, tmp_path: Path) -> None:
 def test_sweep_report_renders(sweep: Path, tmp_path: Path) -> None:
     page = write_sweep_report(sweep)
     check_page(page, tmp_path, ['<td class="num">1</td><td class="">', "p (Holm)"])
+
+
+def test_run_report_is_legible_at_1400_px(runs, tmp_path: Path) -> None:
+    """issue 31: the per-category plot was a wide figure squeezed into a ~620 px box (~5 px
+    labels); now a panel per metric at the page's width, shown unscaled at 1400 px; the wide
+    by-category table scrolls inside its box; timings are rounded."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    page = write_run_report(runs.a)
+    url = page.resolve().as_uri()
+    shot = tmp_path / "wide.png"
+    proc = chromium(f"--screenshot={shot}", "--window-size=1400,2400", url)
+    assert shot.is_file(), proc.stderr[-2000:]
+    html = chromium("--dump-dom", url).stdout
+    wide = re.search(r'<figure class="wide"><img src="data:image/png;base64,([^"]+)"', html)
+    assert wide, "the per-category plot is not a wide figure"
+    plot = Image.open(io.BytesIO(base64.b64decode(wide.group(1))))
+    content = 1280 - 2 * 32  # body max-width less its padding (html.CSS)
+    # shown at its own pixels (no downscale): matplotlib's 10 pt labels at 100 dpi are ~14 px
+    assert 600 <= plot.width <= content
+    panels = plot.height / plot.width
+    assert panels > 0.4  # stacked panels, not one flat strip
+    assert re.search(r'<div class="scroll"><table[^>]*>\s*<thead><tr><th[^>]*>category', html)
+    timing = re.search(r"<dt>total_seconds</dt><dd>([^<]+)</dd>", html)
+    assert timing and re.fullmatch(r"\d+\.\d{2}", timing.group(1)), timing

@@ -152,9 +152,14 @@ def test_evaluate_console_hybrid(sample):
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     head, _, rest = out.partition("\n\n  category")
-    rows = [ln for ln in head.splitlines() if ln.startswith("  ")]
+    rows = [ln for ln in head.splitlines() if ln.startswith(("  ", "* "))]
     assert len(rows) > 20 and len(_value_column(rows)) == 1  # every value in one column
-    values = {ln.split()[0]: ln.split()[-1] for ln in rows}
+    values = {ln[2:].split()[0]: ln.split()[-1] for ln in rows}
+    # the headline metrics first, marked (issue 31: 38 lines, the headline ones unmarked)
+    marked = [ln[2:].split()[0] for ln in rows if ln.startswith("* ")]
+    assert marked == [ln[2:].split()[0] for ln in rows[: len(marked)]]
+    assert marked[:3] == ["ndcg_at_10", "hit_rate_at_5", "noise_ratio_at_5"]
+    assert "(* = headline)" in head
     for key in ("n_queries", "n_unanswerable", "cache_hits", "cache_misses"):
         assert re.fullmatch(r"\d+", values[key]), (key, values[key])
     assert all(re.fullmatch(r"\d+", v) for k, v in values.items() if "misses_at_" in k)

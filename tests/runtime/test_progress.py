@@ -144,4 +144,89 @@ def test_evaluate_on_a_terminal_shows_the_parse_bars_and_in_a_pipe_does_not(tmp_
     assert "parse:" in err_tty and "%|" in err_tty, err_tty[-2000:]
     assert "read hx200-manual-v1.pdf:" in err_tty  # a PDF's pages (the scanned one OCR'd)
     err_pipe = _evaluate(tmp_path, "pipe", tty=False)
-    assert "%|" not in err_pipe and "parse:" not in err_pipe and "\r" not in err_pipe
+    assert "%|" not in err_pipe and "\r" not in err_pipe
+    # a parse past the interval (a loaded machine) logs lines, never a bar
+    assert all(" file (" in line for line in err_pipe.splitlines() if "parse: " in line)
+
+
+# -- without a terminal: one log line per interval -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "env,tty,want",
+    [
+        ({}, True, "bar"),
+        ({}, False, "log"),  # a pipe, a log file, nohup
+        ({"CI": "true"}, True, "log"),
+        ({"RAG_LAB_PROGRESS": "0"}, False, "off"),  # forced off: silence, no lines either
+        ({"RAG_LAB_PROGRESS": "1"}, False, "bar"),
+    ],
+)
+def test_the_mode(env, tty, want):
+    assert progress.mode(Tty() if tty else io.StringIO(), env) == want
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_log_lines_at_a_steady_interval_with_rate_and_eta():
+    clock = Clock()
+    shown = progress.LogProgress(total=200, desc="embed", unit="text", every=30, clock=clock)
+    for _ in range(20):  # 10 texts every 5 s: 2 texts/s
+        clock.now += 5
+        shown.update(10)
+    assert shown.lines == [
+        "embed: 60/200 text (30%), 2 text/s, ETA 1 min 10 s",
+        "embed: 120/200 text (60%), 2 text/s, ETA 40 s",
+        "embed: 180/200 text (90%), 2 text/s, ETA 10 s",
+    ]
+    quick = progress.LogProgress(range(50), desc="parse", unit="file", every=30, clock=clock)
+    assert list(quick) == list(range(50)) and quick.lines == []  # a step shorter than a line
+
+
+def test_a_bad_interval_is_one_line():
+    with pytest.raises(ConfigError, match=r"RAG_LAB_PROGRESS_INTERVAL='soon'"):
+        progress.interval({"RAG_LAB_PROGRESS_INTERVAL": "soon"})
+    assert progress.interval({}) == 30.0
+
+
+_LOG_SCRIPT = (
+    "import logging, time\n"
+    "logging.basicConfig(level=logging.INFO, format='%(message)s')\n"
+    "from rag_lab.runtime import progress\n"
+    "for _ in progress.bar(range(8), desc='encode', unit='batch'):\n"
+    "    time.sleep(0.15)\n"
+    "print('done')\n"
+)
+
+
+def test_in_a_pipe_a_long_step_logs_lines_not_a_bar(monkeypatch):
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0.3")
+    out, err = _run([sys.executable, "-c", _LOG_SCRIPT], tty=False)
+    lines = [line for line in err.splitlines() if line.startswith("encode: ")]
+    assert out == "done\n" and 2 <= len(lines) <= 5 and "\r" not in err, err
+    assert all("/8 batch (" in line and "batch/s" in line for line in lines), lines
+
+
+def test_the_embedder_logs_its_batches_and_encodes_the_same(monkeypatch, caplog):
+    """A forward hook counts sentence-transformers' batches: the vectors are the ones the plain
+    call gives (the call and its batches are untouched)."""
+    from rag_lab.embedder import SentenceTransformerEmbedder
+
+    texts = [f"hydraulic pump {i} pressure {'low ' * (i % 7)}" for i in range(40)]
+    emb = SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2", batch_size=8)
+    progress.configure(False)
+    plain = emb.encode_documents(texts)
+    progress.configure("auto")
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0.000001")
+    with caplog.at_level("INFO", logger="rag_lab.progress"):
+        logged = emb.encode_documents(texts)
+    assert progress.mode() == "log"  # pytest's captured stderr is no terminal
+    assert (logged == plain).all()
+    lines = [r.getMessage() for r in caplog.records if r.name == "rag_lab.progress"]
+    assert len(lines) == 5 and lines[-1].startswith("embed: 40/40 text (100%)"), lines

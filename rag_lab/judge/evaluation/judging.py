@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag_lab.io.atomic import write_atomic
 from rag_lab.judge.evaluation.calibration import agreement, ppi_faithfulness, verdict
 from rag_lab.judge.evaluation.compare import disagreement_markdown, pairwise, side_by_side
 from rag_lab.judge.evaluation.logs import LoggedAnswers, build_runner, record_key, score_record
@@ -182,8 +183,9 @@ def write_side_by_side(
     pairs = pairwise(table, judges)
     report_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(report_dir / f"{SIDE_BY_SIDE}.csv", index=False)
-    (report_dir / f"{SIDE_BY_SIDE}.md").write_text(
-        disagreement_markdown(table, pairs, judges, rules, examples, skipped), encoding="utf-8"
+    write_atomic(
+        (report_dir / f"{SIDE_BY_SIDE}.md"),
+        disagreement_markdown(table, pairs, judges, rules, examples, skipped),
     )
     lines = ["", "judges side by side:"]
     for p in pairs:

@@ -14,6 +14,12 @@ Format: JSONL (``.jsonl``: one object a line) or CSV (``.csv``: a header row), w
 Every line is checked before anything is judged; the first bad one is a ``DataError``
 ``<file>:<line>: '<key>': ...`` (exit status 2): a missing or malformed key, a duplicate
 (run, id), a run or id that names no logged answer.
+
+``mlflow:<experiment>[@<tracking uri>]`` (default URI: ``$MLFLOW_TRACKING_URI``, else the store
+under ``experiments/``) reads the labels from MLflow instead (:func:`read_mlflow_labels`): the
+human ``faithful`` feedback people gave on the traces of ``rag-lab evaluate`` runs
+(``rag_lab.tracking.feedback``); a trace's ``query_id`` tag is the answer's ``id`` and the run it
+is linked to picks the input (the run folder whose ``mlflow_run_id`` names it).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from rag_lab.errors import DataError
 from rag_lab.io.files import read_jsonl, read_text, require_file
 from rag_lab.judge.evaluation.logs import LoggedAnswers
 
-__all__ = ["Label", "match_labels", "read_labels"]
+__all__ = ["Label", "match_labels", "read_labels", "read_mlflow_labels"]
 
 _TRUE = {"1", "true", "1.0"}
 _FALSE = {"0", "false", "0.0"}
@@ -158,4 +164,49 @@ def match_labels(
         if (i, lines[0]) in out:  # the same answer named by path and by folder name
             raise DataError(f"{label.where}: 'id': a second label for {label.id!r}")
         out[i, lines[0]] = label.faithful
+    return out
+
+
+def read_mlflow_labels(spec: str, inputs: Sequence[LoggedAnswers]) -> list[Label]:
+    """The human ``faithful`` feedback on the traces of ``spec`` (``mlflow:<experiment>[@uri]``,
+    module docstring) that belong to ``inputs``: a trace linked to the run an input's folder
+    names in ``mlflow_run_id`` labels that input's answer ``query_id`` (with one input and no
+    ``mlflow_run_id``, every trace labels it). ``DataError`` when none is found."""
+    from rag_lab.tracking.feedback import human_labels, split_spec
+    from rag_lab.tracking.fetch import RUN_ID_FILE, resolve_tracking_uri
+
+    experiment, uri = split_spec(spec, resolve_tracking_uri())
+    run_of: dict[str, int] = {}
+    for i, x in enumerate(inputs):
+        marker = x.path.parent / RUN_ID_FILE
+        if marker.is_file():
+            run_of[marker.read_text().strip()] = i
+    out: list[Label] = []
+    first: dict[tuple[str, str], str] = {}
+    for trace, value in human_labels(experiment, uri):
+        where = f"mlflow:{experiment}: trace {trace.trace_id}"
+        if trace.query_id is None:
+            continue
+        if run_of:
+            if trace.run_id not in run_of:
+                continue
+            i = run_of[trace.run_id]
+        elif len(inputs) == 1:
+            i = 0
+        else:
+            raise DataError(
+                f"{where}: 'run': several inputs and none has an {RUN_ID_FILE} to match traces"
+            )
+        label = Label(inputs[i].name, trace.query_id, _faithful(value, where), where)
+        if (inputs[i].name, label.id) in first:
+            raise DataError(
+                f"{where}: 'id': a second label for {label.id!r} "
+                f"(first: {first[inputs[i].name, label.id]})"
+            )
+        first[inputs[i].name, label.id] = where
+        out.append(label)
+    if not out:
+        raise DataError(
+            f"mlflow:{experiment}: no human 'faithful' feedback on the traces of these runs"
+        )
     return out

@@ -11,6 +11,16 @@ Two sources of pairs:
    ``changed_date`` (one edit of that kind), ``swapped_entity`` (one name replaced by a name the
    passage does not contain), ``added_sentence`` (a plausible sentence from outside the passage
    appended). Seeds carry ``split``: ``dev`` (tune on it) or ``test`` (report it; never tuned on).
+   The second suites ``datasets/judge_meta/v2/{en,zh}.jsonl`` (issue 33; ``suite_pairs_v2``
+   builds them from ``datasets/judge_meta/v2/seeds.jsonl``): passages from third-party text
+   (SciFact abstracts, CMRC 2018 paragraphs: ``source`` names the document) and procedures
+   written here, answers written from them (paraphrased, some restating the question's facts:
+   ``tags``). Kinds (``KINDS_V2``): ``faithful``, ``wrong_context`` (the other passage of its
+   group, another article), ``changed_value`` (a number, date or unit of the answer replaced by
+   another value that the passage states *for something else*), ``swapped_entity`` (a named
+   entity replaced by one the passage lacks), ``invented_step`` (an instruction the passage does
+   not give, inserted after the answer's first sentence) and ``added_sentence`` (a sentence from
+   outside the passage appended).
 2. ``build_pairs`` from an extractive QA set (CMRC 2018 in BEIR layout: a query's gold answers in
    ``metadata.answers``, its paragraph in the qrels): faithful (the gold answer as a sentence, with
    its own paragraph), ``wrong_context`` (another random paragraph that does not contain it),
@@ -19,7 +29,8 @@ Two sources of pairs:
 
 ``evaluate_judge`` scores a judge on pairs: accuracy of its verdict (``details["faithful"]`` when
 the judge gives one, else faithfulness >= ``threshold``) overall and per kind, and AUROC of its
-faithfulness and of its continuous scores.
+faithfulness and of its continuous scores, overall and per unfaithful kind (that kind's pairs
+against all faithful ones).
 """
 
 from __future__ import annotations
@@ -34,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_lab.text import normalise_text
+from rag_lab.text import normalise_text, split_sentences
 
 if TYPE_CHECKING:
     from rag_lab.judge.base import Judge
@@ -48,6 +59,15 @@ KINDS = (
     "changed_unit",
     "changed_date",
     "swapped_entity",
+    "added_sentence",
+)
+# kinds of the second suites (datasets/judge_meta/v2), in report order
+KINDS_V2 = (
+    "faithful",
+    "wrong_context",
+    "changed_value",
+    "swapped_entity",
+    "invented_step",
     "added_sentence",
 )
 _EDIT_KINDS = {
@@ -191,6 +211,79 @@ def suite_pairs(seeds: Sequence[Mapping[str, Any]]) -> list[Pair]:
     return pairs
 
 
+def _stated_in(text: str, norm_passage: str) -> bool:
+    """Whether ``text`` occurs in the normalised passage, not inside a longer Latin word or
+    number (thousands separators ignored on both sides): "200年前" is in "大约200年前", "200" is
+    not in "2000"."""
+    needle = _THOUSANDS.sub("", normalise_text(text))
+    pattern = rf"(?<![0-9a-z.]){re.escape(needle)}(?![0-9a-z]|\.\d)"
+    return re.search(pattern, norm_passage) is not None
+
+
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+def suite_pairs_v2(seeds: Sequence[Mapping[str, Any]]) -> list[Pair]:
+    """All pairs of the second suites, in seed order then ``KINDS_V2`` order (deterministic).
+    Each seed: ``id``, ``lang``, ``group``, ``split``, ``source``, ``query``, ``passage``,
+    ``answer`` (several sentences), ``value`` (``[old, new]`` or ``[old, new, evidence]``:
+    ``old`` in the answer, ``new`` a value the passage states for something else, as it is
+    written there or as ``evidence``, the passage's own wording of it), ``entity`` (``[old,
+    new]``: ``new`` not in the passage), ``step`` (an instruction the passage does not give)
+    and ``outside`` (a sentence it does not support). Raises ValueError naming the seed when an
+    edit does not apply or a group has no other passage."""
+    by_group: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for s in seeds:
+        by_group.setdefault((s["lang"], s["group"]), []).append(s)
+    pairs: list[Pair] = []
+    for s in seeds:
+        group = by_group[(s["lang"], s["group"])]
+        if len(group) < 2:
+            raise ValueError(f"seed {s['id']}: group {s['group']!r} has no other passage")
+        other = group[(group.index(s) + 1) % len(group)]
+        passage, answer, sid = s["passage"], s["answer"], s["id"]
+        norm_passage = _THOUSANDS.sub("", normalise_text(passage))
+        sentences = split_sentences(answer)
+        if len(sentences) < 2:
+            raise ValueError(f"seed {sid}: the answer needs two sentences or more")
+        old, new, *evidence = s["value"]
+        e_old, e_new = s["entity"]
+        if old not in answer or old == new:
+            raise ValueError(f"seed {sid}: value edit {old!r} is not in the answer")
+        if not _stated_in(evidence[0] if evidence else new, norm_passage):
+            raise ValueError(f"seed {sid}: value edit {new!r} is not stated in the passage")
+        if e_old not in answer:
+            raise ValueError(f"seed {sid}: entity edit {e_old!r} is not in the answer")
+        if _stated_in(e_new, norm_passage):
+            raise ValueError(f"seed {sid}: entity edit {e_new!r} is in the passage")
+        sep = "" if s["lang"] == "zh" else " "
+        first = answer.index(sentences[0]) + len(sentences[0])
+        stepped = answer[:first] + sep + s["step"] + answer[first:]
+        texts = {
+            "faithful": (passage, answer),
+            "wrong_context": (other["passage"], answer),
+            "changed_value": (passage, answer.replace(old, new, 1)),
+            "swapped_entity": (passage, answer.replace(e_old, e_new, 1)),
+            "invented_step": (passage, stepped),
+            "added_sentence": (passage, answer + sep + s["outside"]),
+        }
+        for kind in KINDS_V2:
+            context, response = texts[kind]
+            pairs.append(
+                Pair(
+                    s["query"],
+                    context,
+                    response,
+                    kind == "faithful",
+                    kind,
+                    sid,
+                    s["lang"],
+                    s["split"],
+                )
+            )
+    return pairs
+
+
 def read_pairs(paths: Iterable[Path]) -> list[Pair]:
     """Pairs written by ``scripts/make_judge_meta.py`` (``Pair.to_json`` lines)."""
     out: list[Pair] = []
@@ -246,8 +339,9 @@ def summarise(judged: Sequence[Judged]) -> dict[str, Any]:
     for name in judged[0].scores if judged else ():
         s = np.array([j.scores[name] for j in judged])
         out["auroc"][name] = auroc(y, s) if 0 < y.sum() < len(y) else None
-    kinds = [k for k in KINDS if any(j.pair.kind == k for j in judged)]
+    kinds = [k for k in dict.fromkeys(KINDS + KINDS_V2) if any(j.pair.kind == k for j in judged)]
     kinds += sorted({j.pair.kind for j in judged} - set(kinds))
+    faithful = [j for j in judged if j.pair.faithful]
     for kind in kinds:
         rows = [j for j in judged if j.pair.kind == kind]
         out["by_kind"][kind] = {
@@ -256,4 +350,10 @@ def summarise(judged: Sequence[Judged]) -> dict[str, Any]:
             "mean_faithfulness": sum(j.faithfulness for j in rows) / len(rows),
             "wrong": [j.pair.seed for j in rows if j.verdict != j.pair.faithful],
         }
+        if faithful and not rows[0].pair.faithful:  # this kind against the faithful answers
+            both = faithful + rows
+            out["by_kind"][kind]["auroc"] = {
+                name: auroc([j.pair.faithful for j in both], [j.scores[name] for j in both])
+                for name in judged[0].scores
+            }
     return out

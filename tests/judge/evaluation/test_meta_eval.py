@@ -202,8 +202,11 @@ def test_judges_without_a_verdict_use_the_threshold():
     assert res["accuracy"] == 1.0 and res["auroc"]["faithfulness"] == 1.0
     assert res["auroc"]["mean_entailment"] == 0.5
     assert res["by_kind"]["changed_number"] == {
-        "n": 2, "accuracy": 1.0, "mean_faithfulness": 0.2, "wrong": []
+        "n": 2, "accuracy": 1.0, "mean_faithfulness": 0.2, "wrong": [],
+        # this kind against the faithful pairs, per score
+        "auroc": {"faithfulness": 1.0, "decisive": 1.0, "mean_entailment": 0.5},
     }  # fmt: skip
+    assert "auroc" not in res["by_kind"]["faithful"]
     assert (
         summarise(judge_pairs(pairs, _Fixed(), 0.3))["by_kind"]["changed_number"]["accuracy"] == 0.5
     )

@@ -1,0 +1,91 @@
+"""Values bound to what they qualify (rag_lab.text.binding) and instructions an answer gives
+(rag_lab.text.actions), on sentences written out inline."""
+
+from __future__ import annotations
+
+from rag_lab.text.actions import actions, supported
+from rag_lab.text.binding import bound, context_slots, displaced, slots, stated_values
+from rag_lab.text.facts import extract_facts, fold_surface
+
+VOTES = ["The council has 12 members.", "A motion needs at least 11 votes to pass."]
+
+
+def _bound(answer: str, context: list[str]) -> list[tuple[str, bool]]:
+    ctx = context_slots(context)
+    stated = stated_values(answer)
+    return [(s.fact.text, bound(s, ctx, stated)) for s in slots(answer, context=False)]
+
+
+def test_a_value_stated_for_something_else_is_not_bound():
+    assert _bound("A motion needs at least 12 votes.", VOTES) == [("12", False)]
+    assert _bound("A motion needs at least 11 votes.", VOTES) == [("11", True)]
+    assert _bound("The council has 12 members.", VOTES) == [("12", True)]
+
+
+def test_neighbours_stop_at_the_next_value_and_lists_bind_every_value():
+    ctx = ["Survival averaged 65% in Trinidad, against 52% in Europe."]
+    assert _bound("Survival averaged 65%, against 52% in Europe.", ctx) == [
+        ("65%", True),
+        ("52%", True),
+    ]
+    # the value of Europe given to Trinidad: 52% stands where the context has 65%
+    assert _bound("Survival averaged 52% in Trinidad.", ctx) == [("52%", False)]
+
+
+def test_chinese_values_by_their_neighbours():
+    ctx = ["站房面积4998平方米，高22米。", "屋顶加上了8.5米宽的飘檐。"]
+    assert dict(_bound("站房高22米。", ctx)) == {"22米": True}
+    assert dict(_bound("站房高8.5米。", ctx)) == {"8.5米": False}
+
+
+def test_a_value_with_no_rival_near_its_words_stays_bound():
+    # a paraphrase: the context says "spectators", the answer "people"; no other number there
+    assert _bound("It seats 75,024 people.", ["The stadium holds 75,024 spectators."]) == [
+        ("75024", True)
+    ]
+
+
+def test_a_question_value_is_displaced_by_a_rival():
+    ctx = context_slots(["Fault E102 means low oil pressure."])
+    (e120,) = slots("Fault E120 means low oil pressure.", context=False)
+    assert displaced(e120, ctx)
+    (year,) = slots("The 2022 games had two mascots.", context=False)
+    assert not displaced(year, ctx)
+
+
+def test_surface_forms_are_folded():
+    assert fold_surface("Khloé visited Makedonía and Bøjden in the South East") == (
+        "Khloe visited Makedonia and Bojden in the Southeast"
+    )
+    names = {f.text for f in extract_facts("Khloé moved to South-East Asia.", names=True)}
+    assert names == {"khloe", "southeast", "asia"}
+
+
+def test_question_fragments_and_generic_nouns_are_no_names():
+    assert extract_facts("哪家公司生产了这款手机？这座城市的电影改编自小说。", names=True) == []
+    assert {f.text for f in extract_facts("吉祥物是冰墩墩。", names=True)} == {"冰墩墩"}
+
+
+def test_instructions_and_their_actions():
+    [restart, replace] = actions("Restart the drive and replace the cooling fan.")
+    assert (restart.verb, restart.obj) == ("restart", ("drive",))
+    assert (replace.verb, replace.obj) == ("replac", ("cool", "fan"))
+    assert [a.verb for a in actions("The fan must be replaced every year.")] == ["replac"]
+    assert [a.verb for a in actions("You should inflate the tyres.")] == ["inflat"]
+    # descriptions are no instructions
+    assert actions("The machine shut down in December and restarted in May.") == []
+    assert actions("Close to 9000 people died.") == []
+    assert [a.verb for a in actions("然后更换冷却风扇，再重启硬盘。")] == ["更换", "重启"]
+    assert actions("它按每年4500万人次设计，还带一根蒸汽棒。") == []
+
+
+def test_an_action_is_given_by_its_verb_group_and_object_in_one_sentence():
+    ctx = ["If the drive overheats, check the cooling fan.", "The drive restarts by itself."]
+    restart, replace = actions("Restart the drive and replace the cooling fan.")
+    assert supported(restart, ctx) and not supported(replace, ctx)
+    (change,) = actions("Change the fan.")
+    assert supported(change, ["Replace the fan every year."])  # replace ~ change
+    (recal,) = actions("The compass has to be recalibrated.")
+    assert supported(recal, ["The compass needs calibrating."])
+    (zh,) = actions("请更换滤网。")
+    assert supported(zh, ["滤网每月替换一次。"]) and not supported(zh, ["滤网每月清洗一次。"])

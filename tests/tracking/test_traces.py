@@ -1,0 +1,137 @@
+"""A trace per evaluated query (issue 31): spans per stage with measured windows, retriever
+documents, tags, the run link and assessments, read back from a real sqlite store with MLflow's
+own ``search_traces``; checked against the run folder rag_lab wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from rag_lab.errors import ConfigError
+from rag_lab.evaluate import evaluate
+from rag_lab.tracking.traces import MAX_TRACES, TRACE_DOCS, judge_source, selected
+from tests.compose import TOY_OVERRIDES, compose_evaluate
+
+
+@pytest.fixture
+def restore_tracking_uri():
+    before = mlflow.get_tracking_uri()
+    yield
+    mlflow.set_tracking_uri(before)
+
+
+def test_selected_queries():
+    ids = [f"q{i}" for i in range(MAX_TRACES + 5)]
+    assert selected("all", ids) == ids[:MAX_TRACES]  # the documented cap
+    assert selected("sample:3", ids) == ["q0", "q1", "q2"]
+    assert selected("none", ids) == [] and selected(None, ids) == []
+    assert selected("auto", ids) == ids[:MAX_TRACES] and selected("auto", ids, sweep=True) == []
+    for bad in ("some", "sample:0", "sample:x", "sample"):
+        with pytest.raises(ConfigError, match="tracking.traces"):
+            selected(bad, ids)
+
+
+def test_judge_source_names_the_judge_and_its_version():
+    lexical = {"_target_": "rag_lab.judge.LexicalJudge", "threshold": 0.5}
+    src = judge_source(lexical, "0.5.0")
+    assert src is not None and src.startswith("lexical@0.5.0+")
+    assert judge_source({**lexical, "threshold": 0.6}, "0.5.0") != src  # another setting
+    assert judge_source({"_target_": "x.NLIJudge", "model": "org/nli-small"}, "1").startswith(
+        "nli-small@1+"
+    )
+    assert judge_source(None, "0.5.0") is None
+
+
+def _traces(cfg):
+    client = MlflowClient(cfg.tracking.uri)
+    exp = client.get_experiment_by_name(cfg.tracking.experiment)
+    run_id = (Path(cfg.paths.output_dir) / "mlflow_run_id").read_text()
+    mlflow.set_tracking_uri(cfg.tracking.uri)
+    found = mlflow.search_traces(
+        locations=[exp.experiment_id], run_id=run_id, return_type="list", max_results=1000
+    )
+    return client.get_run(run_id), {t.info.tags["query_id"]: t for t in found}
+
+
+def test_a_trace_per_query_with_a_span_per_stage(tmp_path, restore_tracking_uri):
+    cfg = compose_evaluate(
+        [
+            *TOY_OVERRIDES,
+            "retrievers=[bm25,dense]",
+            "fusion=rrf",
+            "generator=extractive",
+            "judge=lexical",
+        ],
+        tmp_path,
+    )
+    t0 = __import__("time").time_ns()
+    metrics = evaluate(cfg)
+    t1 = __import__("time").time_ns()
+    run, traces = _traces(cfg)
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet").set_index("query_id")
+    assert set(traces) == set(table.index) and len(traces) == metrics["n_queries"]
+    assert run.data.tags["traces"] == str(len(traces))
+    for qid, trace in traces.items():
+        row = table.loc[qid]
+        assert trace.info.tags["category"] == row["category"] and trace.info.tags["split"] == "test"
+        assert trace.info.trace_metadata["mlflow.sourceRun"] == run.info.run_id
+        spans = {s.name: s for s in trace.data.spans}
+        assert list(spans) == [
+            "rag_lab query",
+            "bm25",
+            "dense",
+            "fusion",
+            "context",
+            "generation",
+            "judge",
+        ]
+        root = spans["rag_lab query"]
+        # the final ranking, as the run folder has it
+        assert root.outputs["documents"] == list(row["retrieved_doc_ids"][:TRACE_DOCS])
+        for name in ("bm25", "dense"):
+            docs = spans[name].outputs
+            assert spans[name].span_type == "RETRIEVER" and 0 < len(docs) <= TRACE_DOCS
+            scores = [d["metadata"]["score"] for d in docs]
+            assert scores == sorted(scores, reverse=True)
+            assert all(d["metadata"]["doc_uri"] and d["id"] for d in docs)
+            assert spans[name].attributes["rag_lab.batch_queries"] == len(traces)
+        # measured windows, inside the job, in pipeline order
+        for s in trace.data.spans:
+            assert t0 <= s.start_time_ns <= s.end_time_ns <= t1
+        assert spans["bm25"].end_time_ns <= spans["dense"].start_time_ns
+        assert spans["generation"].end_time_ns <= spans["judge"].start_time_ns
+        assert spans["generation"].outputs == row["answer_response"]
+        # assessments: retrieval outcomes (answerable queries) and the judge's verdict
+        got = {a.name: a for a in trace.info.assessments}
+        if row["category"] != "unanswerable":
+            assert got["hit_at_5"].value == bool(row["hit_rate_at_5"] == 1.0)
+            rank = got["first_relevant_rank"].value
+            assert (0 < rank <= 5) == got["hit_at_5"].value
+            assert got["hit_at_5"].source.source_id.startswith("rag_lab.metrics@")
+        else:
+            assert "hit_at_5" not in got
+        if row["answer_faithfulness"] == row["answer_faithfulness"]:  # not NaN
+            assert got["faithfulness"].value == pytest.approx(row["answer_faithfulness"])
+            assert got["faithfulness"].source.source_type == "LLM_JUDGE"
+            assert got["faithfulness"].source.source_id.startswith("lexical@")
+
+
+def test_traces_none_and_sample(tmp_path, restore_tracking_uri):
+    cfg = compose_evaluate(
+        [*TOY_OVERRIDES, "retrievers=[bm25]", "tracking.traces=sample:2"], tmp_path
+    )
+    evaluate(cfg)
+    _, traces = _traces(cfg)
+    assert len(traces) == 2
+    assert [s.name for s in next(iter(traces.values())).data.spans] == ["rag_lab query", "bm25"]
+    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25]", "tracking.traces=none"], tmp_path)
+    evaluate(cfg)
+    run, traces = _traces(cfg)
+    assert traces == {} and "traces" not in run.data.tags
+    bad = compose_evaluate([*TOY_OVERRIDES, "tracking.traces=most"], tmp_path)
+    with pytest.raises(ConfigError, match="tracking.traces=most"):
+        evaluate(bad)
