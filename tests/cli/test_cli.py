@@ -95,8 +95,9 @@ def test_the_table_covers_every_command():
         "synthesize",
         "walk",
         "runs",
+        "traces",
     }
-    assert set(COMMANDS["train"].tasks or {}) == {"embedder", "reranker"}
+    assert set(COMMANDS["train"].tasks or {}) == {"embedder", "reranker", "judge"}
     assert set(COMMANDS["runs"].tasks or {}) == {"close-stale"}
     assert all(cmd.module.startswith("rag_lab.cli.") for _, cmd in ROWS)
 

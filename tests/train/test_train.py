@@ -464,7 +464,7 @@ def test_reranker_lora_and_bce(tmp_path):
 @pytest.mark.parametrize(
     "argv, code, stream, text",
     [
-        (["train"], 2, "stderr", "usage: rag-lab train <embedder|reranker>"),
+        (["train"], 2, "stderr", "usage: rag-lab train <embedder|reranker|judge>"),
         (["train", "bogus"], 2, "stderr", "error: unknown task 'bogus'"),
         (["train", "--help"], 0, "stdout", "reranker"),
     ],
