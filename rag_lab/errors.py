@@ -36,6 +36,26 @@ def is_disk_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in DISK_ERRNOS
 
 
+# SQLite reports a full disk as an OperationalError, not an OSError; MLflow's store and
+# SQLAlchemy wrap it (the message is kept along the chain)
+_SQLITE_FULL = ("database or disk is full", "attempt to write a readonly database")
+
+
+def full_database(exc: BaseException) -> str | None:
+    """SQLite's message when ``exc`` (or an exception it was raised from) is a full disk or a
+    read-only database file (the MLflow store, the stage cache), else ``None``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current)
+        for message in _SQLITE_FULL:
+            if message in text:
+                return message
+        current = current.__cause__ or current.__context__
+    return None
+
+
 class DiskError(RagLabError):
     """A write refused by the file system (:data:`DISK_ERRNOS`), naming the path. Finished stages
     are in the stage cache (when ``cache.dir`` is elsewhere or still had room), so a rerun after
@@ -78,7 +98,8 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn a :class:`RagLabError` raised by ``fn`` into ``error: <message>`` (one
     line on stderr, no traceback) and exit status 2; so is an ``OSError`` of a full disk, an
     exhausted quota or a read-only file system raised anywhere in ``fn`` (:class:`DiskError`,
-    naming the file when the error does). Other exceptions are bugs: they propagate.
+    naming the file when the error does), and SQLite's own "database or disk is full"
+    (:func:`full_database`). Other exceptions are bugs: they propagate.
 
     Under ``@hydra.main`` put it innermost (next to the function): Hydra lets ``SystemExit``
     through, and unwraps ``__wrapped__`` to name the job after the module."""
@@ -93,6 +114,15 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
             if not is_disk_error(exc):
                 raise
             fail(str(DiskError.of(exc)))
+        except Exception as exc:
+            message = full_database(exc)
+            if message is None:
+                raise
+            fail(
+                f"a SQLite database could not be written ({message}): the MLflow store "
+                "(tracking.uri) or the stage cache (cache.dir); free space (or make it writable) "
+                "and run again: finished stages are kept in the stage cache"
+            )
 
     return wrapper
 

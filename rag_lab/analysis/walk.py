@@ -414,7 +414,7 @@ def _prepared(
     shared = [o for o in extra if _key(o).split(".")[0] in TRAIN_PASSTHROUGH]
     try:
         model = train([*shared, *step.train], out_dir / "models" / step.name)
-    except RagLabError as exc:
+    except RagLabError as exc:  # a step that cannot train is recorded as skipped, not fatal
         return step, f"training failed: {exc}"
     return replace(step, overrides=(*step.overrides, *(f"{k}={model}" for k in missing))), ""
 

@@ -230,3 +230,57 @@ def test_the_run_log_stops_with_one_warning_on_a_full_disk(tmp_path, capsys):
         f"warning: the run log {tmp_path / 'evaluate.log'} stops here: no space left on device"
     ]
     assert (tmp_path / "evaluate.log").read_text().count("first") == 1
+
+
+# -- SQLite's own "database or disk is full" (the MLflow store, the stage cache) ------------------
+
+
+def _write_until_full(db: Path) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    con.execute("create table t (x blob)")
+    for _ in range(1000):
+        con.execute("insert into t values (?)", (b"x" * 4096,))
+        con.commit()
+
+
+def test_a_full_sqlite_database_is_one_line(tmp_path, small_disk, capsys):
+    """A store on a full disk fails as sqlite3.OperationalError (not an OSError): one line, exit 2,
+    also when a library re-raises it wrapped (MLflow's store, SQLAlchemy)."""
+    from rag_lab.errors import full_database, user_errors
+
+    with pytest.raises(Exception) as raised:
+        _write_until_full(small_disk / "mlflow.db")
+    assert full_database(raised.value) == "database or disk is full"
+
+    class StoreError(Exception):
+        pass
+
+    @user_errors
+    def tracked_run() -> None:
+        try:
+            _write_until_full(small_disk / "other.db")
+        except Exception as exc:
+            raise StoreError("could not log the run") from exc
+
+    with pytest.raises(SystemExit) as stopped:
+        tracked_run()
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1
+    assert err.startswith(
+        "error: a SQLite database could not be written (database or disk is full)"
+    )
+
+
+def test_other_sqlite_errors_still_propagate():
+    import sqlite3
+
+    from rag_lab.errors import user_errors
+
+    @user_errors
+    def broken() -> None:
+        raise sqlite3.OperationalError("no such table: runs")
+
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        broken()
