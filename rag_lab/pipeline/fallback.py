@@ -369,25 +369,16 @@ class FallbackPipeline(Pipeline):
             level.pipeline.restore(list(self.chunks.values()) if own is None else own, dirs)
         self._load_probe()  # indexed on first use
 
-    def run(
-        self,
-        queries: Mapping[str, str],
-        k: int | None = None,
-        latency_queries: int = 0,
-        query_metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> RetrievalResult:
-        """The pipeline's own run, then each level over the original query texts (its own
-        transforms, if it keeps them), through its cache, for the queries still refused."""
-        with self._lock:
-            return self._chain(queries, k, latency_queries, query_metadata)
-
-    def _chain(
+    def _run(
         self,
         queries: Mapping[str, str],
         k: int | None,
         latency_queries: int,
         query_metadata: Mapping[str, Mapping[str, Any]] | None,
     ) -> RetrievalResult:
+        """The pipeline's own run, then each level over the original query texts (its own
+        transforms, if it keeps them), through its cache, for the queries still refused
+        (``Pipeline.run`` holds the lock around it)."""
         assert self.chain is not None
         k = int(k or self.retrieve_k)
         result = super()._run(queries, k, latency_queries, query_metadata)
