@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,20 +168,28 @@ def read_seeds(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def _with_other_passage(
+    seeds: Sequence[Mapping[str, Any]],
+) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """Each seed with the next seed of its (language, group): the passage its wrong-passage pair
+    reads. ValueError naming the seed when its group has no other passage."""
+    by_group: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for s in seeds:
+        by_group.setdefault((s["lang"], s["group"]), []).append(s)
+    for s in seeds:
+        group = by_group[(s["lang"], s["group"])]
+        if len(group) < 2:
+            raise ValueError(f"seed {s['id']}: group {s['group']!r} has no other passage")
+        yield s, group[(group.index(s) + 1) % len(group)]
+
+
 def suite_pairs(seeds: Sequence[Mapping[str, Any]]) -> list[Pair]:
     """All pairs of the shipped suites, in seed order then ``KINDS`` order (deterministic).
     Raises ValueError naming the seed when an edit does not apply (its old text is not in the
     answer, or its new text is already in the passage as a whole word) or a seed's group has no
     other passage."""
-    by_group: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for s in seeds:
-        by_group.setdefault((s["lang"], s["group"]), []).append(s)
     pairs: list[Pair] = []
-    for s in seeds:
-        group = by_group[(s["lang"], s["group"])]
-        if len(group) < 2:
-            raise ValueError(f"seed {s['id']}: group {s['group']!r} has no other passage")
-        other = group[(group.index(s) + 1) % len(group)]
+    for s, other in _with_other_passage(seeds):
 
         def pair(context: str, response: str, kind: str, s: Mapping[str, Any] = s) -> Pair:
             return Pair(
@@ -232,15 +240,8 @@ def suite_pairs_v2(seeds: Sequence[Mapping[str, Any]]) -> list[Pair]:
     new]``: ``new`` not in the passage), ``step`` (an instruction the passage does not give)
     and ``outside`` (a sentence it does not support). Raises ValueError naming the seed when an
     edit does not apply or a group has no other passage."""
-    by_group: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for s in seeds:
-        by_group.setdefault((s["lang"], s["group"]), []).append(s)
     pairs: list[Pair] = []
-    for s in seeds:
-        group = by_group[(s["lang"], s["group"])]
-        if len(group) < 2:
-            raise ValueError(f"seed {s['id']}: group {s['group']!r} has no other passage")
-        other = group[(group.index(s) + 1) % len(group)]
+    for s, other in _with_other_passage(seeds):
         passage, answer, sid = s["passage"], s["answer"], s["id"]
         norm_passage = _THOUSANDS.sub("", normalise_text(passage))
         sentences = split_sentences(answer)
