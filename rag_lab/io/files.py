@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag_lab.errors import DataError
+from rag_lab.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
     from charset_normalizer.models import CharsetMatch
@@ -49,6 +49,26 @@ _COMMONER = {"gb18030": "gbk"}
 # guesses whose "chaos" (charset-normalizer's mess score, 0-1) is within this of the best one's
 # are equally good; the order above decides between them
 _CHAOS_TIE = 0.1
+
+
+def read_yaml_file(path: Path, what: str, syntax: str = "YAML") -> Any:
+    """A YAML (or JSON) file a setting names (a dictionary, ...), parsed with ``safe_load``; a
+    missing, unreadable or malformed file is one ``ConfigError`` naming it (and the line), with
+    ``what`` it is and the ``syntax`` it should have."""
+    import yaml
+
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such {what}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the {what} ({exc})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "?"
+        raise ConfigError(
+            f"{path}: {where}: not valid {syntax} ({getattr(exc, 'problem', exc)})"
+        ) from None
 
 
 def guess_encodings(raw: bytes, limit: int = 3) -> list[str]:

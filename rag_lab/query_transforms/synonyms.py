@@ -7,9 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rag_lab.errors import ConfigError
+from rag_lab.io.files import read_yaml_file
 from rag_lab.query_transforms._expansion import Expander, expand_all, symmetric
 from rag_lab.validate import boolean, integer
 
@@ -17,18 +16,7 @@ from rag_lab.validate import boolean, integer
 def read_dictionary(path: Path) -> dict[str, list[str]]:
     """``{term: [equivalents]}`` from a YAML mapping whose values are a string or a list of
     strings. Anything else is a ``ConfigError`` naming the file and the key."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such synonym dictionary") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the synonym dictionary ({exc})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "?"
-        raise ConfigError(
-            f"{path}: {where}: not valid YAML ({getattr(exc, 'problem', exc)})"
-        ) from None
+    raw = read_yaml_file(path, "synonym dictionary", "YAML")
     if not isinstance(raw, Mapping):
         raise ConfigError(
             f"{path}: expected a mapping of term -> [equivalents], got {type(raw).__name__}"

@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rag_lab.errors import ConfigError
+from rag_lab.io.files import read_yaml_file
 from rag_lab.text.patterns import term_pattern
 
 _ENTRY_KEYS = ("kind", "aliases", "related")
@@ -67,18 +66,7 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 def read_entity_dictionary(path: Path) -> list[Entry]:
     """The entries of a YAML / JSON entity dictionary (see the module docstring); a bad file or
     key is one ``ConfigError`` line naming the file (and line or key)."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such entity dictionary") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the entity dictionary ({exc})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "?"
-        raise ConfigError(
-            f"{path}: {where}: not valid YAML or JSON ({getattr(exc, 'problem', exc)})"
-        ) from None
+    raw = read_yaml_file(Path(path), "entity dictionary", "YAML or JSON")
     if raw is None:
         return []
     if not isinstance(raw, Mapping):
