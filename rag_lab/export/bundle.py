@@ -85,6 +85,7 @@ from rag_lab.pipeline.build import (
     resolve_tokenizers,
 )
 from rag_lab.pipeline.fallback import FallbackPipeline
+from rag_lab.pipeline.sources import SourcesPipeline
 from rag_lab.retrievers.base import PersistentRetriever
 from rag_lab.types import Chunk, chunk_to_dict
 
@@ -399,6 +400,11 @@ def export_pipeline(
             "re-run evaluate, then export"
         )
     pipe = build_pipeline(cfg, data)
+    if isinstance(pipe, SourcesPipeline):  # before anything is parsed or indexed
+        raise ConfigError(
+            f"{run_dir}: a run over several routed sources (sources=...) cannot be exported yet; "
+            "export one source's run instead"
+        )
     chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
     pipe.index_all()
 

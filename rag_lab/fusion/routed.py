@@ -63,7 +63,8 @@ class RoutedFusion:
     are combined, which is fusion's job, and the retrievers keep running every query (their
     cached runs are shared with unrouted pipelines). Fusion's contract sees only runs, so the
     router declares ``QueryConditioned`` and the pipeline hands it the query texts the
-    retrievers saw. ``stats``: the share of queries in each class and the cost per query.
+    retrievers saw. ``stats``: the share of queries in each class and the cost per query;
+    ``classes``: each query's class in the last run (``per_query.parquet``'s ``fusion_route``).
     """
 
     def __init__(
@@ -81,6 +82,7 @@ class RoutedFusion:
         # every retriever a route weighs: the pipeline checks the names before it retrieves
         self.weights = {name: w for r in self.routes for name, w in r.weights.items()}
         self.stats: dict[str, float] = {}
+        self.classes: dict[str, str] = {}
 
     def _fusion(self, weights: Any, k: float, normalization: str) -> Fusion:
         if self.method == "rrf":
@@ -136,6 +138,7 @@ class RoutedFusion:
         classes: dict[str, list[str]] = {}
         for qid in all_query_ids(runs):
             classes.setdefault(self.classify(queries.get(qid, "")), []).append(qid)
+        self.classes = {q: name for name, qids in classes.items() for q in qids}
         fused: Run = {}
         for name, qids in classes.items():
             part = {r: {q: run[q] for q in qids if q in run} for r, run in runs.items()}

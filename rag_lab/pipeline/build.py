@@ -24,6 +24,7 @@ from rag_lab.paths import CONFIG_DIR
 from rag_lab.pipeline.answers import JudgedAnswers
 from rag_lab.pipeline.fallback import FallbackChain, FallbackLevel, FallbackPipeline, acceptance
 from rag_lab.pipeline.pipeline import Pipeline
+from rag_lab.pipeline.sources import Merge, Source, SourcesPipeline
 from rag_lab.validate import OptionError, boolean, choice
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,7 @@ def _slot_protocols() -> dict[str, type]:
     from rag_lab.protocols import Tracker
     from rag_lab.query_transforms.base import QueryTransform
     from rag_lab.retrievers.base import Retriever
+    from rag_lab.sources.base import SourceRouter
     from rag_lab.tokenizer.base import Tokenizer
 
     return {
@@ -102,6 +104,7 @@ def _slot_protocols() -> dict[str, type]:
         "contract": Contract,
         "permissions": AccessPolicy,
         "retrievers": Retriever,
+        "sources": SourceRouter,
         "fusion": Fusion,
         "reranker": PostProcessor,  # the reranker group runs as the first post-processor
         "postprocess": PostProcessor,
@@ -457,6 +460,11 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
     if retrieve_k is None:
         raise ConfigError("missing setting evaluation.retrieve_k")
     chain = build_fallback(cfg)
+    routed = build_sources(cfg, data)
+    if chain is not None and routed is not None:
+        raise ConfigError(
+            "sources and fallback together are not supported: choose sources=... or fallback=..."
+        )
     stages: dict[str, Any] = {
         "parser": parser,
         "chunker": chunker,
@@ -475,7 +483,11 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
         "on_parse_error": on_parse_error,
         "access": access,
     }
-    if chain is None:
+    pipe: Pipeline
+    if routed is not None:
+        router, sources, merging = routed
+        pipe = SourcesPipeline(**stages, router=router, sources=sources, merging=merging)
+    elif chain is None:
         pipe = Pipeline(**stages)
     else:  # the judge gate: a level is kept only when the answer written from it is faithful
         gate = build_answer_check(cfg, stages["cache"]) if chain.judged else None
@@ -603,6 +615,107 @@ def build_fallback(cfg: DictConfig) -> FallbackChain | None:
     chain = FallbackChain(accept, levels, probe)
     log.info("fallback chain: %s", " -> ".join(chain.names()))
     return chain
+
+
+SOURCE_KEYS = (
+    "corpus",
+    "include",
+    "parser",
+    "chunker",
+    "retrievers",
+    "query_transforms",
+    "postprocess",
+)
+
+
+def _source_stage(group: str, value: Any, where: str) -> dict[str, Any]:
+    """A source's parser or chunker: an option name of the group or a mapping with a
+    ``_target_``."""
+    if isinstance(value, str):
+        return _group_option(group, value, where)
+    if isinstance(value, Mapping) and "_target_" in value:
+        return dict(value)
+    raise ConfigError(f"{where}: expected a {group} option name or a mapping with a _target_")
+
+
+def build_sources(
+    cfg: DictConfig, data: Any | None = None
+) -> tuple[Any, list[Source], Merge] | None:
+    """The ``sources`` group (``rag_lab.pipeline.sources``), or ``None`` when it is off: the
+    router (the group's ``_target_``), each of ``corpora`` as a pipeline built here from the main
+    config (like a fallback level: ``retrievers`` cut to the names it lists, the query transforms
+    and post-processors kept or dropped; its own ``parser`` and ``chunker``, an option name or a
+    mapping, ``null``: the main ones; its ``corpus`` folder, ``null``: the main corpus folder, and
+    ``include`` patterns picking files there) and the ``merge`` of the sources' runs."""
+    node = _plain(cfg.get("sources"))
+    if not node:
+        return None
+    if not isinstance(node, Mapping) or "_target_" not in node:
+        raise ConfigError(f"sources: expected a router config with a _target_, got {node!r}")
+    node = dict(node)
+    corpora = node.pop("corpora", None)
+    merge_node = node.pop("merge", None) or {}
+    if not isinstance(corpora, Mapping) or not corpora:
+        raise ConfigError("sources.corpora: expected a mapping of source names to their corpora")
+    router = instantiate(node, "sources")
+    if not isinstance(merge_node, Mapping):
+        raise ConfigError(
+            f"sources.merge: expected a mapping (method, k, weights), got {merge_node!r}"
+        )
+    bad = sorted(set(merge_node) - {"method", "k", "weights"})
+    if bad:
+        raise ConfigError(
+            f"sources.merge: unknown key(s) {', '.join(bad)} (known: k, method, weights)"
+        )
+    try:
+        merging = Merge(**{k: v for k, v in merge_node.items() if v is not None})
+    except OptionError as exc:
+        raise exc.at("sources.merge") from None
+    main: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+    main.pop("sources", None)
+    main.pop("fallback", None)
+    on_error = (main.get("parser") or {}).get("on_error", "fail")
+    sources = []
+    for name, spec in corpora.items():
+        where = f"sources.corpora.{name}"
+        if spec is None:
+            continue  # a source dropped on the command line: sources.corpora.standards=null
+        if not isinstance(spec, Mapping):
+            raise ConfigError(f"{where}: expected a mapping, got {spec!r}")
+        unknown = sorted(set(spec) - set(SOURCE_KEYS))
+        if unknown:
+            known = ", ".join(SOURCE_KEYS)
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {known})")
+        keep = {}
+        for key in ("query_transforms", "postprocess"):
+            try:
+                keep[key] = boolean(spec.get(key, True), key)
+            except OptionError as exc:
+                raise exc.at(where) from None
+        sub = _sub_config(
+            main, spec.get("retrievers"), keep["query_transforms"], keep["postprocess"], where
+        )
+        if spec.get("parser") is not None:
+            parser = _source_stage("parser", spec["parser"], f"{where}.parser")
+            sub["parser"] = {**parser, "on_error": parser.get("on_error", on_error)}
+        if spec.get("chunker") is not None:
+            sub["chunker"] = _source_stage("chunker", spec["chunker"], f"{where}.chunker")
+        include = spec.get("include") or []
+        if isinstance(include, str) or not isinstance(include, (list, tuple)):
+            raise ConfigError(f"{where}.include: expected a list of patterns, got {include!r}")
+        corpus = spec.get("corpus")
+        sources.append(
+            Source(
+                str(name),
+                build_pipeline(OmegaConf.create(sub), data),
+                Path(str(corpus)).expanduser() if corpus else None,
+                tuple(str(p) for p in include),
+            )
+        )
+    if not sources:
+        raise ConfigError("sources.corpora: every source was dropped")
+    log.info("sources: %s, routed by %s", ", ".join(s.name for s in sources), type(router).__name__)
+    return router, sources, merging
 
 
 def _is_retriever(name: str) -> bool:

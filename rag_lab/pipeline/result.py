@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from rag_lab.sources.base import Routing
 from rag_lab.types import Run
 
 
@@ -28,6 +29,9 @@ class RetrievalResult:
     (``query_transforms``, each retriever, each stage of ``runs`` after them): what a query's
     trace spans (``rag_lab.tracking.traces``); ``retriever_ms`` each retriever's own latency of
     the timed queries (the parts of ``latency_ms``).
+    Over several sources (``sources=rules``, ``rag_lab.pipeline.sources``): ``routes`` is each
+    query's routing (the route that decided and the sources searched; ``{}`` otherwise) and
+    ``source_runs`` each source's own final run over every query.
     """
 
     queries: Mapping[str, str]
@@ -46,3 +50,5 @@ class RetrievalResult:
     retriever_ms: Mapping[str, tuple[float, ...]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    routes: Mapping[str, Routing] = field(default_factory=lambda: MappingProxyType({}))
+    source_runs: Mapping[str, Run] = field(default_factory=lambda: MappingProxyType({}))

@@ -18,8 +18,10 @@ from typing import Any
 import pandas as pd
 
 from rag_lab.access import PRINCIPAL_FIELD, ReadersPolicy, leaks_per_query
+from rag_lab.fusion.routed import RoutedFusion
 from rag_lab.io import run_folder
 from rag_lab.metrics.attribution import attribute, attribution_metrics, with_attribution
+from rag_lab.metrics.routing import expected_sources, routing_metrics
 from rag_lab.metrics.score import (
     annotation_metrics,
     score_split,
@@ -31,6 +33,7 @@ from rag_lab.pipeline.answers import answer_queries
 from rag_lab.pipeline.fallback import refusal_metrics
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.pipeline.result import RetrievalResult
+from rag_lab.pipeline.sources import SourcesPipeline
 from rag_lab.postprocess.conflicts import notes_by_query
 from rag_lab.protocols import Annotating
 from rag_lab.types import LabelledQueries
@@ -44,9 +47,8 @@ def score_result(
     chunks = pipe.all_chunks  # with a fallback chain: its levels' corpora too
     metrics, table = score_split(result.final, chunks, data, evaluation)
     k_miss = int(evaluation.get("attribution_k", 5))
-    reasons = attribute(
-        result.runs, list(pipe.retrievers), chunks, data.qrels, data.queries, k_miss
-    )
+    retrievers = [r for r in pipe.retrievers if r in result.runs]  # over sources: shared ones
+    reasons = attribute(result.runs, retrievers, chunks, data.qrels, data.queries, k_miss)
     metrics.update(attribution_metrics(reasons, data.queries, k_miss))
     table = with_attribution(table, reasons, k_miss)
     # what Annotating stages said per query (conflict pairs): a column each, counted
@@ -69,8 +71,44 @@ def score_result(
         table = table.assign(permission_leaks=table["query_id"].map(leaks).fillna(0).astype(int))
     if result.fallback_level:  # the level that answered each query (rag_lab.pipeline.fallback)
         table = table.assign(fallback_level=table["query_id"].map(dict(result.fallback_level)))
+    if isinstance(pipe.fusion, RoutedFusion) and pipe.fusion.classes:  # the query router's class
+        classes = pipe.fusion.classes
+        table = table.assign(fusion_route=table["query_id"].map(lambda q: classes.get(q, "")))
+    if result.routes and isinstance(pipe, SourcesPipeline):  # several sources, routed per query
+        metrics, table = _with_routing(result, pipe, data, metrics, table, k_miss)
+    searched = pipe.all_chunks if isinstance(pipe, SourcesPipeline) else pipe.chunks
+    metrics.update(n_documents=len({c.doc_id for c in searched.values()}), n_chunks=len(searched))
+    return metrics, table
+
+
+def _with_routing(
+    result: RetrievalResult,
+    pipe: SourcesPipeline,
+    data: LabelledQueries,
+    metrics: dict[str, float],
+    table: pd.DataFrame,
+    k: int,
+) -> tuple[dict[str, float], pd.DataFrame]:
+    """Routing accuracy and per-source hit rates (``rag_lab.metrics.routing``); each query's
+    ``route``, ``sources`` (searched) and ``expected_sources`` (comma-joined) as columns."""
+    chunk_doc = {cid: c.doc_id for cid, c in pipe.all_chunks.items()}
+    expected = expected_sources(data.queries, data.qrels, pipe.doc_sources())
+    routed = {q: r.sources for q, r in result.routes.items()}
     metrics.update(
-        n_documents=len({c.doc_id for c in pipe.chunks.values()}), n_chunks=len(pipe.chunks)
+        routing_metrics(
+            routed, dict(result.source_runs), chunk_doc, expected, data.qrels, data.queries, k
+        )
+    )
+    for source in pipe.sources:
+        docs = {c.doc_id for c in source.pipeline.chunks.values()}
+        metrics[f"sources/{source.name}/n_documents"] = float(len(docs))
+        metrics[f"sources/{source.name}/n_chunks"] = float(len(source.pipeline.chunks))
+    qids = table["query_id"]
+    routes = result.routes
+    table = table.assign(
+        route=qids.map(lambda q: routes[q].route if q in routes else ""),
+        sources=qids.map(lambda q: ",".join(routes[q].sources) if q in routes else ""),
+        expected_sources=qids.map(lambda q: ",".join(expected.get(q, ()))),
     )
     return metrics, table
 

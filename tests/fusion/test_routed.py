@@ -43,6 +43,8 @@ def test_each_class_gets_its_own_weights() -> None:
     assert out["s"]["x"] == pytest.approx(0.25 / 61)
     assert router.stats["share/code"] == pytest.approx(1 / 3)
     assert router.stats["share/none"] == 0.0 and router.stats["ms_per_query"] >= 0
+    # each query's class, for per_query.parquet's fusion_route
+    assert router.classes == {"c": "code", "z": "chinese", "s": "short"}
 
 
 def test_an_unmatched_query_and_plain_fuse_weigh_every_retriever_one() -> None:

@@ -1,0 +1,291 @@
+"""Several knowledge sources in one run, routed per query.
+
+Each source (manuals, maintenance tickets, standards, ...) is a sub-pipeline with its own corpus,
+parser, chunker and indexes (``conf/sources/``; built by ``rag_lab.pipeline.build.build_sources``);
+a router (``rag_lab.sources``: rules first) picks the sources of each query; the runs of the
+sources it picked are merged into the query's run. The agent of the articles "calls different RAG
+instances": a source is one such instance.
+
+Every source runs over the whole query set through its own stage cache (a sweep over the router
+re-runs no retriever), and a query keeps only the runs of its sources: what it returns, its
+latency (the sum of its sources' latencies) and what its annotations say come from those alone.
+Each stage the sources share (``bm25``, ``dense``, ``fusion``, the post-processors: the same
+stages when a source keeps the main ones) is merged the same way, so miss attribution still reads
+the runs as a chain of stages; the merged final run comes last (``sources``). ``RetrievalResult``
+carries each query's route and sources (``routes``) and each source's own run over every query
+(``source_runs``: per-source hit rates, ``rag_lab.metrics.routing``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from rag_lab.cache.fingerprints import fingerprint
+from rag_lab.errors import ConfigError
+from rag_lab.fusion.rrf import RRFFusion
+from rag_lab.io.files import CorpusFolder, list_corpus_folder
+from rag_lab.pipeline.pipeline import Pipeline
+from rag_lab.pipeline.result import RetrievalResult
+from rag_lab.ranking import top_k
+from rag_lab.sources.base import Routing, SourceRouter
+from rag_lab.validate import choice, number
+
+if TYPE_CHECKING:
+    from rag_lab.types import Chunk, Run
+
+MERGES = ("rrf", "raw")
+MERGED = "sources"  # the stage name of the merged final run
+
+
+@dataclass
+class Source:
+    """One named source: its pipeline, its corpus folder (``None``: the main corpus folder) and
+    the ``include`` patterns that pick its files there (fnmatch on the path relative to the
+    folder, ``*`` crossing folders; empty: every file)."""
+
+    name: str
+    pipeline: Pipeline
+    corpus: Path | None = None
+    include: tuple[str, ...] = ()
+
+    def files(self, listed: Sequence[Path], root: Path) -> list[Path]:
+        if not self.include:
+            return list(listed)
+        out = []
+        for path in listed:
+            try:
+                rel = Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+            except ValueError:
+                rel = Path(path).name
+            if any(fnmatch.fnmatch(rel, p) for p in self.include):
+                out.append(path)
+        return out
+
+
+@dataclass
+class Merge:
+    """How the runs of a query's sources become one: ``rrf`` (``Σ_s w_s / (k + rank_s)``; scale
+    free, a single source keeps its order) or ``raw`` (each chunk keeps its source's score: for
+    sources whose scores share a scale). ``weights``: source name → weight (missing: 1)."""
+
+    method: str = "rrf"
+    k: float = 60.0
+    weights: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        choice(self.method, "method", MERGES)
+        number(self.k, "k", ge=0)
+        for name, w in self.weights.items():
+            number(w, f"weights.{name}", ge=0)
+
+    def merge(self, runs: Mapping[str, Run], routes: Mapping[str, Routing], k: int) -> Run:
+        """Each query's run from the runs of its routed sources (``runs``: source → run)."""
+        parts = {
+            s: {q: run[q] for q, r in routes.items() if s in r.sources and q in run}
+            for s, run in runs.items()
+        }
+        if self.method == "rrf":
+            weights = {s: float(w) for s, w in self.weights.items() if s in parts}
+            fused = RRFFusion(self.k, weights).fuse(parts, k)
+            return {q: fused.get(q, {}) for q in routes}
+        out: Run = {}
+        for qid, r in routes.items():
+            acc: dict[str, float] = {}
+            for s in r.sources:
+                w = float(self.weights.get(s, 1.0))
+                acc.update({c: w * v for c, v in parts.get(s, {}).get(qid, {}).items()})
+            out[qid] = top_k(acc, k)
+        return out
+
+
+@dataclass
+class SourcesPipeline(Pipeline):
+    """A pipeline over named sources: ``load_corpus`` loads the main corpus (its chunks are not
+    searched) and each source's; ``run`` routes each query and merges its sources' runs."""
+
+    router: SourceRouter | None = None
+    sources: list[Source] = field(default_factory=list)
+    merging: Merge = field(default_factory=Merge)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.router is None or not self.sources:
+            raise ConfigError("sources: a sources pipeline needs a router and at least one source")
+        names = [s.name for s in self.sources]
+        unknown = sorted(self.router.names() - set(names))
+        if unknown:
+            raise ConfigError(
+                f"sources: the router names {', '.join(unknown)}, not a source of the run "
+                f"(sources: {', '.join(names)})"
+            )
+        bad = sorted(set(self.merging.weights) - set(names))
+        if bad:
+            raise ConfigError(f"sources.merge.weights: {', '.join(bad)} is not a source")
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.sources]
+
+    def load_corpus(
+        self,
+        sources: Sequence[Path],
+        root: Path,
+        corpus_fingerprint: str,
+        on_empty: str = "skip",
+        left_out: Sequence[tuple[str, str]] = (),
+    ) -> list[Chunk]:
+        super().load_corpus(sources, root, corpus_fingerprint, on_empty, left_out)
+        owner: dict[str, str] = {}
+        for source in self.sources:
+            where = f"sources.corpora.{source.name}"
+            if source.corpus is None:
+                folder, listed, gone = Path(root), list(sources), list(left_out)
+            else:
+                folder = Path(source.corpus)
+                listing = list_corpus_folder(folder) if folder.is_dir() else CorpusFolder(())
+                listed = list(listing.files)
+                gone = [(str(p), why) for p, why in listing.left_out]
+            files = source.files(listed, folder)
+            if not files:
+                pats = f" matching {', '.join(source.include)}" if source.include else ""
+                raise ConfigError(f"{where}: no files{pats} in {folder}")
+            source.pipeline.load_corpus(
+                files, folder, fingerprint(files, root=folder), on_empty, gone
+            )
+            for cid in source.pipeline.chunks:
+                if cid in owner:
+                    raise ConfigError(
+                        f"{where}: chunk id {cid} is also in source {owner[cid]}: a document "
+                        "must belong to one source (its include patterns overlap)"
+                    )
+                owner[cid] = source.name
+        return list(self.all_chunks.values())
+
+    @property
+    def all_chunks(self) -> dict[str, Chunk]:
+        """Every source's chunks (what a run can return)."""
+        out: dict[str, Chunk] = {}
+        for source in self.sources:
+            out.update(source.pipeline.chunks)
+        return out
+
+    def doc_sources(self) -> dict[str, str]:
+        """Document id → the source holding it."""
+        return {c.doc_id: s.name for s in self.sources for c in s.pipeline.chunks.values()}
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """The corpus and index timings summed over the sources (the main corpus is loaded but
+        never indexed)."""
+        out: dict[str, float] = {}
+        for source in self.sources:
+            for key, v in source.pipeline.timings.items():
+                out[key] = out.get(key, 0.0) + v
+        return out
+
+    def index_all(self) -> None:
+        for source in self.sources:
+            source.pipeline.index_all()
+
+    def restore(self, chunks: Sequence[Chunk], index_dirs: Mapping[str, Path]) -> None:
+        raise ConfigError("sources: a pipeline over several sources cannot be restored (export)")
+
+    def _run(
+        self,
+        queries: Mapping[str, str],
+        k: int | None,
+        latency_queries: int,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None,
+    ) -> RetrievalResult:
+        assert self.router is not None
+        k = int(k or self.retrieve_k)
+        meta = query_metadata or {}
+        t0, w0 = time.perf_counter(), time.time_ns()
+        routes = {q: self.router.route(t, meta.get(q, {}), self.names) for q, t in queries.items()}
+        route_seconds = time.perf_counter() - t0
+        results = {
+            s.name: s.pipeline.run(queries, k, latency_queries, query_metadata)
+            for s in self.sources
+        }
+        first = results[self.names[0]]
+        shared = [n for n in first.runs if all(n in r.runs for r in results.values())]
+        t1 = time.perf_counter()
+        runs: dict[str, Run] = {
+            n: self.merging.merge({s: r.runs[n] for s, r in results.items()}, routes, k)
+            for n in shared
+        }
+        runs[MERGED] = self.merging.merge({s: r.final for s, r in results.items()}, routes, k)
+        merge_seconds = time.perf_counter() - t1
+        n = max(len(queries), 1)
+        overhead = 1000 * (route_seconds + merge_seconds) / n
+        qids = list(queries)
+        timed = min((len(r.latency_ms) for r in results.values()), default=0)
+        latency = tuple(
+            sum(results[s].latency_ms[i] for s in routes[qids[i]].sources) + overhead
+            for i in range(timed)
+        )
+        stats: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        for routing in routes.values():
+            counts[routing.route] = counts.get(routing.route, 0) + 1
+        stats.update({f"routing/share/{c}": v / n for c, v in counts.items()})
+        stats["routing/ms_per_query"] = 1000 * route_seconds / n
+        for s, r in results.items():
+            stats.update({f"sources/{s}/{key}": v for key, v in r.stats.items()})
+        # each stage's wall time summed over the sources (what ``runtime_metrics`` reads), then each
+        # source's whole run, the routing and the merge
+        seconds: dict[str, float] = {}
+        for r in results.values():
+            for key, v in r.seconds.items():
+                seconds[key] = seconds.get(key, 0.0) + v
+        seconds.update({f"sources/{s}": sum(r.seconds.values()) for s, r in results.items()})
+        seconds.update(routing=route_seconds, merge=merge_seconds)
+        from_cache = {
+            name: all(r.from_cache.get(name, True) for r in results.values())
+            for r0 in results.values()
+            for name in r0.from_cache
+        }
+        from_cache.update(
+            {f"{s}/{name}": v for s, r in results.items() for name, v in r.from_cache.items()}
+        )
+        notes: dict[str, dict[str, Any]] = {}
+        for qid, routing in routes.items():
+            for s in routing.sources:
+                notes.setdefault(qid, {}).update(results[s].annotations.get(qid, {}))
+        windows = {
+            name: (min(w[0] for w in spans), max(w[1] for w in spans))
+            for name in [*first.windows]
+            if (spans := [r.windows[name] for r in results.values() if name in r.windows])
+        }
+        windows[MERGED] = (w0, time.time_ns())
+        retriever_ms = {
+            name: tuple(
+                sum(
+                    results[s].retriever_ms[name][i]
+                    for s in routes[qids[i]].sources
+                    if name in results[s].retriever_ms and i < len(results[s].retriever_ms[name])
+                )
+                for i in range(timed)
+            )
+            for name in first.retriever_ms
+        }
+        return RetrievalResult(
+            first.queries,
+            MappingProxyType(runs),
+            runs[MERGED],
+            latency,
+            MappingProxyType(from_cache),
+            MappingProxyType(seconds),
+            MappingProxyType(stats),
+            annotations=MappingProxyType({q: v for q, v in notes.items() if v}),
+            windows=MappingProxyType(windows),
+            retriever_ms=MappingProxyType(retriever_ms),
+            routes=MappingProxyType(routes),
+            source_runs=MappingProxyType({s: r.final for s, r in results.items()}),
+        )
