@@ -47,6 +47,7 @@ PIPELINE_ORDER = (
     "reranker",
     "postprocess",
     "fallback",
+    "sources",
     "context",
     "generator",
     "judge",
