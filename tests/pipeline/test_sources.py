@@ -12,6 +12,7 @@ import pytest
 
 from rag_lab.errors import ConfigError
 from rag_lab.evaluate import evaluate
+from rag_lab.export import export_pipeline
 from rag_lab.pipeline.build import build_pipeline
 from rag_lab.pipeline.sources import Merge, SourcesPipeline
 from rag_lab.sources import Routing
@@ -95,6 +96,10 @@ def test_sources_in_evaluate_route_merge_and_score(small_sample, tmp_path):
         metrics[f"sources/{s}/n_documents"] for s in ("manuals", "tickets", "standards")
     )
     assert sum(v for k, v in metrics.items() if k.startswith("routing/share/")) == pytest.approx(1)
+    # a sources run is not exported (yet): refused in one line before anything is indexed
+    with pytest.raises(ConfigError, match="several routed sources") as err:
+        export_pipeline(run, tmp_path / "export")
+    assert "\n" not in str(err.value) and not (tmp_path / "export").exists()
 
 
 def test_without_sources_the_standards_are_not_searched(small_sample, tmp_path):
