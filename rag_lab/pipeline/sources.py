@@ -32,6 +32,7 @@ from rag_lab.fusion.rrf import RRFFusion
 from rag_lab.io.files import CorpusFolder, list_corpus_folder
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.pipeline.result import RetrievalResult
+from rag_lab.protocols import CacheAware, Measured, implements
 from rag_lab.ranking import top_k
 from rag_lab.sources.base import Routing, SourceRouter
 from rag_lab.validate import choice, number
@@ -127,6 +128,8 @@ class SourcesPipeline(Pipeline):
         bad = sorted(set(self.merging.weights) - set(names))
         if bad:
             raise ConfigError(f"sources.merge.weights: {', '.join(bad)} is not a source")
+        if self.cache is not None and isinstance(self.router, CacheAware):  # an LLM router
+            self.router.attach_cache(self.cache.view(self.router.cache_namespace))
 
     @property
     def names(self) -> list[str]:
@@ -236,6 +239,8 @@ class SourcesPipeline(Pipeline):
             counts[routing.route] = counts.get(routing.route, 0) + 1
         stats.update({f"routing/share/{c}": v / n for c, v in counts.items()})
         stats["routing/ms_per_query"] = 1000 * route_seconds / n
+        if implements(self.router, Measured):  # an LLM router's calls, cache hits, tokens
+            stats.update({f"routing/{k}": float(v) for k, v in self.router.stats.items()})
         for s, r in results.items():
             stats.update({f"sources/{s}/{key}": v for key, v in r.stats.items()})
         # each stage's wall time summed over the sources (what ``runtime_metrics`` reads), then each

@@ -17,6 +17,7 @@ from rag_lab.pipeline.build import build_pipeline
 from rag_lab.pipeline.sources import Merge, SourcesPipeline
 from rag_lab.sources import Routing
 from tests.compose import compose_evaluate
+from tests.fake_openai import FakeOpenAI, last_user_text
 
 SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "maintenance_kb"
 
@@ -163,3 +164,34 @@ def test_sample_queries_file_is_unchanged_by_the_stage():
     """The expected sources come from the qrels: queries.jsonl carries no source labels."""
     for line in (SAMPLE / "queries.jsonl").read_text(encoding="utf-8").splitlines():
         assert "sources" not in json.loads(line)["metadata"]
+
+
+def test_llm_router_rules_first_then_the_model_cached(small_sample, tmp_path):
+    """sources=llm: a query a rule takes costs no call; the model routes the others (its reply's
+    source names), an unusable reply searches the default; replies are cached."""
+    asked: list[str] = []
+
+    def reply(body):
+        text = last_user_text(body)
+        asked.append(text)
+        return "Standards, tickets" if "gloves" in text else "no idea"
+
+    queries = {"a": "SV0432 是什么报警", "b": "which gloves for welding work", "c": "hmm"}
+    with FakeOpenAI(reply) as fake:
+        args = ["sources=llm", "generator=openai", f"generator.base_url={fake.url}"]
+        cfg = compose_evaluate(overrides(small_sample, *args, "generator.model=fake"), tmp_path)
+        pipe = build_pipeline(cfg)
+        pipe.load_corpus(*_corpus(cfg))
+        result = pipe.run(queries, 10)
+        routes = {q: (r.route, r.sources) for q, r in result.routes.items()}
+        assert routes == {
+            "a": ("equipment", ("manuals", "tickets")),  # a rule: no call
+            "b": ("llm", ("tickets", "standards")),
+            "c": ("llm_unparsed", ("manuals", "tickets")),  # the rules' default
+        }
+        assert len(fake.requests) == 2 and "standards:" in asked[0]
+        assert result.stats["routing/llm_calls"] == 2
+        again = build_pipeline(cfg)
+        again.load_corpus(*_corpus(cfg))
+        assert again.run(queries, 10).routes == result.routes
+        assert len(fake.requests) == 2  # read back from the stage cache
