@@ -38,6 +38,7 @@ from rag_lab.parser.base import (
     Selective,
     parse_file,
 )
+from rag_lab.pipeline.edits import ChunkDiff, Lineage, chunk_digest
 from rag_lab.pipeline.ingest import ingest_report
 from rag_lab.protocols import Identified
 from rag_lab.runtime import progress
@@ -261,6 +262,10 @@ def _entry(cache: StageCache | None, namespace: str, key: str) -> dict[str, Any]
     return raw
 
 
+def _no_diff() -> ChunkDiff | None:
+    return None
+
+
 @dataclass(frozen=True)
 class LoadedCorpus:
     """A corpus parsed, checked and chunked: ``key`` is the chunks' cache key (every index and run
@@ -273,6 +278,9 @@ class LoadedCorpus:
     ingest: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     seconds: Mapping[str, float] = field(default_factory=dict)
+    # the edit since the chunk set this corpus was last built as (rag_lab.pipeline.edits),
+    # worked out when first asked (an index that misses); None: none known
+    diff: Callable[[], ChunkDiff | None] = _no_diff
 
 
 @dataclass
@@ -290,8 +298,20 @@ class CorpusLoader:
     cache: StageCache | None = None
     configs: Mapping[str, Any] = field(default_factory=dict)
 
+    def lineage_key(self, root: Path, on_empty: str) -> str:
+        """The note of the corpus under ``root`` as this loader reads and chunks it."""
+        parser_key, chunker_key = self._configs(on_empty)
+        return keys.lineage_key(parser_key, chunker_key, str(Path(root).resolve()))
+
     def keys(self, corpus_fingerprint: str, on_empty: str) -> tuple[str, str]:
         """``(documents key, chunks key)`` of a corpus with this fingerprint."""
+        parser_key, chunker_key = self._configs(on_empty)
+        docs_key = keys.documents_key(parser_key, corpus_fingerprint)
+        return docs_key, keys.chunks_key(chunker_key, docs_key)
+
+    def _configs(self, on_empty: str) -> tuple[Any, Any]:
+        """What keys the documents (parser and policies) and the chunks (chunker) beyond their
+        inputs."""
         parser_key: Any = self.configs.get("parser")
         policy: dict[str, Any] = {"on_empty": on_empty} if on_empty != "skip" else {}
         if self.on_parse_error != "fail":
@@ -300,13 +320,12 @@ class CorpusLoader:
             policy["contract"] = self.configs.get("contract")
         if policy:
             parser_key = {"parser": parser_key, **policy}
-        docs_key = keys.documents_key(parser_key, corpus_fingerprint)
         chunker_key: Any = self.configs.get("chunker")
         if isinstance(self.chunker, Identified):  # an adapter's package versions key its chunks
             chunker_key = {"chunker": chunker_key, "identity": self.chunker.identity}
         if isinstance(self.contract, ChunkTagging):  # chunks tagged from their own text
             chunker_key = {"chunker": chunker_key, "tags": "chunk_text"}
-        return docs_key, keys.chunks_key(chunker_key, docs_key)
+        return parser_key, chunker_key
 
     def load(
         self,
@@ -355,9 +374,49 @@ class CorpusLoader:
             "parse": built.get("parse", 0.0),
             "chunk": built.get("chunk", time.perf_counter() - t0),
         }
-        return LoadedCorpus(
-            chunks, chunks_key if self.cache else "", ingest, built.get("warnings", ()), seconds
+        diff = (
+            self._lineage(cache, self.lineage_key(root, on_empty), chunks, chunks_key, built)
+            if cache is not None
+            else None
         )
+        return LoadedCorpus(
+            chunks,
+            chunks_key if self.cache else "",
+            ingest,
+            built.get("warnings", ()),
+            seconds,
+            diff or _no_diff,
+        )
+
+    @staticmethod
+    def _lineage(
+        cache: StageCache,
+        note_key: str,
+        chunks: Sequence[Chunk],
+        chunks_key: str,
+        built: Mapping[str, Any],
+    ) -> Callable[[], ChunkDiff | None]:
+        """The corpus' note brought up to date when its chunks were just built (the note it had
+        is the base of their diff), and the diff, worked out once when first asked."""
+        computed = "chunk" in built
+        prior = Lineage.read(cache, note_key) if computed else None
+        digests: dict[str, str] = {}
+        if computed:
+            digests = {c.chunk_id: chunk_digest(c) for c in chunks}
+            Lineage.write(cache, note_key, chunks_key, digests)
+        known: list[ChunkDiff | None] = []
+
+        def diff() -> ChunkDiff | None:
+            if not known:
+                note = prior if computed else Lineage.read(cache, note_key)
+                if note is None or note.chunks_key == chunks_key:
+                    known.append(None)
+                else:
+                    mine = digests or {c.chunk_id: chunk_digest(c) for c in chunks}
+                    known.append(note.diff(chunks, mine))
+            return known[0]
+
+        return diff
 
     def _documents(
         self,
