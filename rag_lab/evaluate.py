@@ -182,6 +182,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         table, answers = answer_result(cfg, data, pipe, result, metrics, table, out_dir)
         metrics.update(runtime_metrics(result, pipe.timings, list(pipe.retrievers)))
         metrics.update(pipe.cache_counters())
+        metrics.update(pipe.corpus_counts)
         metrics.update(ingest_metrics(pipe.ingest))
         metrics["total_seconds"] = time.perf_counter() - t_start
         if not data.labelled:  # a label-free query set (dataset.labels=false)

@@ -20,13 +20,14 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from rag_lab._version import __version__
 from rag_lab.cache import StageCache, keys, memo
 from rag_lab.chunker.base import Chunker
-from rag_lab.contract.base import ChunkTagging, Contract
+from rag_lab.contract.base import Checked, ChunkTagging, Contract, DocumentWise, Problem
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.io.files import fingerprint_files
 from rag_lab.parser.base import (
@@ -38,7 +39,7 @@ from rag_lab.parser.base import (
     Selective,
     parse_file,
 )
-from rag_lab.pipeline.edits import ChunkDiff, Lineage, chunk_digest
+from rag_lab.pipeline.edits import MAX_CHANGED_SHARE, ChunkDiff, Lineage, chunk_digest
 from rag_lab.pipeline.ingest import ingest_report
 from rag_lab.protocols import Identified
 from rag_lab.runtime import progress
@@ -262,6 +263,102 @@ def _entry(cache: StageCache | None, namespace: str, key: str) -> dict[str, Any]
     return raw
 
 
+# the corpus read's counters (CorpusLoader.counts; metrics.json: corpus/<name>)
+COUNTS = ("parsed_files", "parsed_documents", "checked_documents", "tagged_chunks")
+
+
+def document_digest(doc: Document) -> str:
+    """A parsed document's content (every field), for its per-document rows."""
+    return keys.text_key(json.dumps(document_to_dict(doc), sort_keys=True, default=str))
+
+
+# a chunks entry written as the edit of an earlier one is read through it: at most this many
+# entries in a row, then one is written whole
+MAX_DELTA_CHAIN = 8
+
+
+def chunk_entry_in(cache: StageCache) -> Callable[[Any], Any]:
+    """``chunk_entry``, also for an entry written as the edit of an earlier chunk set (format 3:
+    ``base``, every chunk id in order, the columns of the chunks that changed): the earlier set
+    is read (decoded once per process) and the changed chunks put in place. ``None`` (a miss)
+    when the earlier set is gone or does not hold an unchanged id."""
+
+    def decode(raw: Any) -> tuple[tuple[Chunk, ...], Mapping[str, Any]] | None:
+        if not isinstance(raw, dict) or not raw.get("base"):
+            return chunk_entry(raw)
+        base = cache.get_decoded("chunks", str(raw["base"]), decode)
+        if base is None:
+            return None
+        cache.hits["chunks"] -= 1  # part of reading this entry, not a read of its own
+        changed = chunk_entry({"columns": raw["columns"]})
+        if changed is None:
+            return None
+        held = {c.chunk_id: c for c in base[0]}
+        held.update((c.chunk_id, c) for c in changed[0])
+        try:
+            chunks = tuple(held[i] for i in raw["ids"])
+        except KeyError:
+            return None
+        return chunks, raw.get("ingest") or {}
+
+    return decode
+
+
+def _chunks_entry(
+    cache: StageCache,
+    value: tuple[tuple[Chunk, ...], Mapping[str, Any]],
+    digests: Mapping[str, str],
+    prior: Lineage | None,
+    chunks_key: str,
+) -> tuple[dict[str, Any], int]:
+    """The chunks entry to write and its chain depth: the edit of the corpus' previous chunk set
+    (``prior``) when that set's entry is there and at most ``MAX_CHANGED_SHARE`` of the chunks
+    changed (an edit writes its size), else the whole set."""
+    chunks, ingest = value
+    if (
+        prior is not None
+        and prior.chunks_key != chunks_key
+        and prior.depth < MAX_DELTA_CHAIN
+        and cache.path("chunks", prior.chunks_key, "json.gz").is_file()
+    ):
+        changed = [c for c in chunks if prior.digests.get(c.chunk_id) != digests[c.chunk_id]]
+        if len(changed) <= MAX_CHANGED_SHARE * len(chunks):
+            entry = {
+                "format": 3,
+                "base": prior.chunks_key,
+                "ids": [c.chunk_id for c in chunks],
+                "columns": chunk_columns(changed),
+                "ingest": ingest,
+            }
+            return entry, prior.depth + 1
+    return {"format": 2, "columns": chunk_columns(chunks), "ingest": ingest}, 0
+
+
+def _differ(
+    cache: StageCache,
+    note_key: str,
+    chunks: Sequence[Chunk],
+    chunks_key: str,
+    built: Mapping[str, Any],
+) -> Callable[[], ChunkDiff | None]:
+    """The edit since the chunk set the corpus' note named before this read (just rewritten
+    when the chunks were built), worked out once when first asked."""
+    computed = "digests" in built
+    known: list[ChunkDiff | None] = []
+
+    def diff() -> ChunkDiff | None:
+        if not known:
+            note = built.get("prior") if computed else Lineage.read(cache, note_key)
+            if note is None or note.chunks_key == chunks_key:
+                known.append(None)
+            else:
+                mine = built.get("digests") or {c.chunk_id: chunk_digest(c) for c in chunks}
+                known.append(note.diff(chunks, mine))
+        return known[0]
+
+    return diff
+
+
 def _no_diff() -> ChunkDiff | None:
     return None
 
@@ -297,6 +394,9 @@ class CorpusLoader:
     on_parse_error: str = "fail"
     cache: StageCache | None = None
     configs: Mapping[str, Any] = field(default_factory=dict)
+    # what the last load computed rather than read back (COUNTS): files parsed and the
+    # documents they held, documents the contract completed, chunks it tagged
+    counts: Counter[str] = field(default_factory=Counter, init=False)
 
     def lineage_key(self, root: Path, on_empty: str) -> str:
         """The note of the corpus under ``root`` as this loader reads and chunks it."""
@@ -341,6 +441,7 @@ class CorpusLoader:
         entries its listing did not read (``(path, reason)``), counted in the ingest report
         (the corpus fingerprint must cover them)."""
         t0 = time.perf_counter()
+        self.counts = Counter({k: 0 for k in COUNTS})
         docs_key, chunks_key = self.keys(corpus_fingerprint, on_empty)
         built: dict[str, Any] = {}
 
@@ -349,36 +450,40 @@ class CorpusLoader:
             t1 = time.perf_counter()
             chunks = tuple(self.chunker.chunk(docs))
             if isinstance(self.contract, ChunkTagging):  # entity tags of the chunk's own text
-                chunks = tuple(self.contract.tag_chunks(chunks))
+                chunks = self._tag(self.contract, chunks)
             built.update(
                 warnings=warnings, parse=t1 - t0, chunk=time.perf_counter() - t1, ingest=ingest
             )
             return chunks, ingest
 
-        def store(value: tuple[tuple[Chunk, ...], Mapping[str, Any]]) -> None:
-            if value[0] and self.cache is not None:  # no chunks: refused below, nothing stored
-                entry = {"format": 2, "columns": chunk_columns(value[0]), "ingest": value[1]}
-                self.cache.put_json("chunks", chunks_key, entry)
-
         cache = self.cache
+        note_key = self.lineage_key(root, on_empty) if cache is not None else ""
+
+        def store(value: tuple[tuple[Chunk, ...], Mapping[str, Any]]) -> None:
+            if not value[0] or cache is None:  # no chunks: refused below, nothing stored
+                return
+            prior = built["prior"] = Lineage.read(cache, note_key)
+            digests = built["digests"] = {c.chunk_id: chunk_digest(c) for c in value[0]}
+            entry, depth = _chunks_entry(cache, value, digests, prior, chunks_key)
+            cache.put_json("chunks", chunks_key, entry)
+            Lineage.write(cache, note_key, chunks_key, digests, depth)
+
         chunks, ingest = memo(
             cache,
             "chunks",
             chunks_key,
             chunk,
             # decoded once per process: a multirun's jobs with one chunker share the chunk objects
-            read=lambda: cache.get_decoded("chunks", chunks_key, chunk_entry) if cache else None,
+            read=lambda: (
+                cache.get_decoded("chunks", chunks_key, chunk_entry_in(cache)) if cache else None
+            ),
             write=store,
         )
         seconds = {
             "parse": built.get("parse", 0.0),
             "chunk": built.get("chunk", time.perf_counter() - t0),
         }
-        diff = (
-            self._lineage(cache, self.lineage_key(root, on_empty), chunks, chunks_key, built)
-            if cache is not None
-            else None
-        )
+        diff = _differ(cache, note_key, chunks, chunks_key, built) if cache is not None else None
         return LoadedCorpus(
             chunks,
             chunks_key if self.cache else "",
@@ -387,36 +492,6 @@ class CorpusLoader:
             seconds,
             diff or _no_diff,
         )
-
-    @staticmethod
-    def _lineage(
-        cache: StageCache,
-        note_key: str,
-        chunks: Sequence[Chunk],
-        chunks_key: str,
-        built: Mapping[str, Any],
-    ) -> Callable[[], ChunkDiff | None]:
-        """The corpus' note brought up to date when its chunks were just built (the note it had
-        is the base of their diff), and the diff, worked out once when first asked."""
-        computed = "chunk" in built
-        prior = Lineage.read(cache, note_key) if computed else None
-        digests: dict[str, str] = {}
-        if computed:
-            digests = {c.chunk_id: chunk_digest(c) for c in chunks}
-            Lineage.write(cache, note_key, chunks_key, digests)
-        known: list[ChunkDiff | None] = []
-
-        def diff() -> ChunkDiff | None:
-            if not known:
-                note = prior if computed else Lineage.read(cache, note_key)
-                if note is None or note.chunks_key == chunks_key:
-                    known.append(None)
-                else:
-                    mine = digests or {c.chunk_id: chunk_digest(c) for c in chunks}
-                    known.append(note.diff(chunks, mine))
-            return known[0]
-
-        return diff
 
     def _documents(
         self,
@@ -442,7 +517,7 @@ class CorpusLoader:
             problems: tuple[Any, ...] = ()
             if self.contract is not None:
                 where = {d.doc_id: w for f in corpus.files for w, d in f.documents}
-                checked = self.contract.check(docs, where)
+                checked = self._check(self.contract, docs, where)
                 docs, problems = list(checked.documents), checked.problems
                 if problems:
                     warnings.append(
@@ -466,6 +541,74 @@ class CorpusLoader:
             tuple(entry.get("warnings", ())),
         )
 
+    def _check(
+        self, contract: Contract, docs: Sequence[Document], where: Mapping[str, str]
+    ) -> Checked:
+        """``contract.check``; for a ``DocumentWise`` contract each document's completion is read
+        from its row of a per-document table (the contract's config and the document's content)
+        when an earlier read stored it: an edit completes the documents it changed."""
+        cache = self.cache
+        if cache is None or not isinstance(contract, DocumentWise):
+            self.counts["checked_documents"] += len(docs)
+            return contract.check(docs, where)
+        table = keys.model_table({"contract": self.configs.get("contract"), "rag_lab": __version__})
+        digests = [document_digest(d) for d in docs]
+        found = cache.get_many("documents", table, digests, counted=False)
+        done: list[tuple[Document, Sequence[Problem]]] = []
+        fresh: dict[str, bytes] = {}
+        for doc, digest in zip(docs, digests):
+            src = where.get(doc.doc_id, doc.doc_id)
+            raw = found.get(digest)
+            if raw is not None:
+                row = json.loads(raw)
+                own = [Problem(doc.doc_id, src, f, m) for f, m in row["problems"]]
+                done.append((document_from_dict(row["doc"]), own))
+                continue
+            completed, own = contract.complete(doc, src)
+            done.append((completed, own))
+            value = {
+                "doc": document_to_dict(completed),
+                "problems": [[p.field, p.message] for p in own],
+            }
+            fresh[digest] = json.dumps(value, ensure_ascii=False).encode()
+        self.counts["checked_documents"] += len(fresh)
+        if fresh:
+            cache.put_many("documents", table, fresh)
+        return contract.finish(done, where)
+
+    def _tag(self, contract: ChunkTagging, chunks: Sequence[Chunk]) -> tuple[Chunk, ...]:
+        """``contract.tag_chunks``, each chunk's tags read from its row of a per-chunk table (the
+        contract's config, the chunk's section, text and tags) when an earlier read stored it."""
+        cache = self.cache
+        if cache is None:
+            self.counts["tagged_chunks"] += len(chunks)
+            return tuple(contract.tag_chunks(chunks))
+        table = keys.model_table({"tags": self.configs.get("contract"), "rag_lab": __version__})
+        digests = [
+            keys.text_key(
+                json.dumps([c.section, c.text, c.metadata.get("entity_tags")], default=list)
+            )
+            for c in chunks
+        ]
+        found = cache.get_many("chunks", table, digests, counted=False)
+        todo = [i for i, d in enumerate(digests) if d not in found]
+        tagged = dict(zip(todo, contract.tag_chunks([chunks[i] for i in todo])))
+        self.counts["tagged_chunks"] += len(todo)
+        if todo:
+            fresh = {
+                digests[i]: json.dumps(list(c.metadata.get("entity_tags") or [])).encode()
+                for i, c in tagged.items()
+            }
+            cache.put_many("chunks", table, fresh)
+        out = []
+        for i, c in enumerate(chunks):
+            if i in tagged:
+                out.append(tagged[i])
+            else:
+                tags = json.loads(found[digests[i]])
+                out.append(replace(c, metadata={**c.metadata, "entity_tags": tags}))
+        return tuple(out)
+
     def _parse_file(self, root: Path) -> Callable[[Path], ParsedFile]:
         """``parse_file`` through the per-file cache entry (parser config + the file's name and
         bytes): a chunker or contract sweep, or an edit of one file, never re-parses (or re-OCRs)
@@ -478,7 +621,10 @@ class CorpusLoader:
 
         def parse(path: Path) -> ParsedFile:
             if cache is None:
-                return parse_file(self.parser, path, root)
+                parsed = parse_file(self.parser, path, root)
+                self.counts["parsed_files"] += 1
+                self.counts["parsed_documents"] += len(parsed.documents)
+                return parsed
             config = by_suffix.get(path.suffix.lower(), parser_cfg)
             key = keys.parsed_file_key(config, fingerprint_files([path], root=root))
             fresh: list[ParsedFile] = []
@@ -495,6 +641,8 @@ class CorpusLoader:
                 "parsed_files", key, compute, read=lambda: _entry(cache, "parsed_files", key)
             )
             if fresh:
+                self.counts["parsed_files"] += 1
+                self.counts["parsed_documents"] += len(fresh[0].documents)
                 return fresh[0]
             docs = tuple((w, document_from_dict(d)) for w, d in raw["documents"])
             return ParsedFile(str(path), docs, float(raw["seconds"]))

@@ -55,6 +55,7 @@ class Lineage:
 
     chunks_key: str
     digests: Mapping[str, str]
+    depth: int = 0  # how many chunks entries in a row its entry is read through
 
     @classmethod
     def read(cls, cache: StageCache, key: str) -> Lineage | None:
@@ -64,14 +65,22 @@ class Lineage:
         ids, digests = raw["ids"], raw.get("digests") or []
         if len(ids) != len(digests):
             return None
-        return cls(str(raw.get("chunks_key", "")), dict(zip(ids, digests)))
+        depth = raw.get("depth", 0)
+        return cls(
+            str(raw.get("chunks_key", "")),
+            dict(zip(ids, digests)),
+            depth if isinstance(depth, int) else 0,
+        )
 
     @staticmethod
-    def write(cache: StageCache, key: str, chunks_key: str, digests: Mapping[str, str]) -> None:
+    def write(
+        cache: StageCache, key: str, chunks_key: str, digests: Mapping[str, str], depth: int = 0
+    ) -> None:
         value: dict[str, Any] = {
             "chunks_key": chunks_key,
             "ids": list(digests),
             "digests": list(digests.values()),
+            "depth": depth,
         }
         cache.put_note(key, value)
 

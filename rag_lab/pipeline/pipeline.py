@@ -85,6 +85,7 @@ class Pipeline:
     chunks_key: str = field(default="", init=False)
     corpus_warnings: list[str] = field(default_factory=list, init=False)
     ingest: dict[str, Any] = field(default_factory=dict, init=False)
+    corpus_counts: dict[str, float] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         try:
@@ -175,6 +176,9 @@ class Pipeline:
             "parse_seconds": loaded.seconds["parse"],
             "chunk_seconds": loaded.seconds["chunk"],
         }
+        # what the read computed rather than read back: an edit parses its files and completes
+        # (contract) and tags only the documents and chunks it changed
+        self.corpus_counts = {f"corpus/{k}": float(v) for k, v in self.corpus_loader.counts.items()}
         self.set_chunks(loaded.chunks, loaded.key, loaded.diff)
         return list(loaded.chunks)
 

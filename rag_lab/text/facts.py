@@ -519,8 +519,22 @@ def normalise_facts_text(text: str, context: bool = True) -> str:
 
 
 _LETTERS = str.maketrans(
-    {"ø": "o", "Ø": "O", "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ß": "ss", "ł": "l",
-     "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th", "ı": "i"}  # fmt: skip
+    {
+        "ø": "o",
+        "Ø": "O",
+        "æ": "ae",
+        "Æ": "Ae",
+        "œ": "oe",
+        "Œ": "Oe",
+        "ß": "ss",
+        "ł": "l",
+        "Ł": "L",
+        "đ": "d",
+        "Đ": "D",
+        "þ": "th",
+        "Þ": "Th",
+        "ı": "i",
+    }  # fmt: skip
 )
 _COMPASS = re.compile(r"\b([Nn]orth|[Ss]outh|NORTH|SOUTH)[\s-]([Ee]ast|[Ww]est|EAST|WEST)\b")
 
@@ -946,14 +960,18 @@ def _names(text: str) -> list[Fact]:
                 w = w + nxt[:3]
             elif tag == "j" and len(w) >= 2 and _HAN.fullmatch(w) and w[-1] in _INSTITUTIONS:
                 pass  # the short form of an institution's name: 上交所, 深交所
-            elif _fragment(w, known, prev) or _common(w) or not (
-                len(w) >= 2
-                and _HAN.fullmatch(w)
-                and (known or not _GLUE.search(w))
-                and (
-                    tag in _NAME_TAGS
-                    or (not known and tag in _OOV_NAME_TAGS)
-                    or (len(w) >= 3 and w[-1] in _PLACE_SUFFIXES)
+            elif (
+                _fragment(w, known, prev)
+                or _common(w)
+                or not (
+                    len(w) >= 2
+                    and _HAN.fullmatch(w)
+                    and (known or not _GLUE.search(w))
+                    and (
+                        tag in _NAME_TAGS
+                        or (not known and tag in _OOV_NAME_TAGS)
+                        or (len(w) >= 3 and w[-1] in _PLACE_SUFFIXES)
+                    )
                 )
             ):
                 continue
@@ -1097,9 +1115,7 @@ def _common(w: str) -> bool:
     """A word jieba tags as a name that is none: a question fragment, a generic noun, a verb
     with its preposition."""
     return (
-        _QUESTION.search(w) is not None
-        or w in _GENERIC
-        or (len(w) >= 3 and w[-1] in _VERB_ENDINGS)
+        _QUESTION.search(w) is not None or w in _GENERIC or (len(w) >= 3 and w[-1] in _VERB_ENDINGS)
     )
 
 

@@ -130,3 +130,34 @@ def test_the_updated_bm25_index_scores_as_one_built_from_scratch(tmp_path):
     tokens = a.tokenizer(list(queries.values()) + ["brandnew w399"])
     for t in tokens:
         assert np.array_equal(a._engine.get_scores(t), b._engine.get_scores(t))
+
+
+def test_an_edited_chunk_set_is_stored_as_its_edit_and_read_back_whole(tmp_path):
+    import gzip
+
+    from rag_lab.cache import store
+
+    docs, queries = corpus(seed=5)
+    data, cache = tmp_path / "data", tmp_path / "cache"
+    write_corpus(data, docs, queries)
+    first = pipeline(data, tmp_path, cache)
+    for n in range(3):  # three edits in a row: each entry is the edit of the one before
+        docs[f"d{n}"] = f"w{n} w399 " + docs[f"d{n}"]
+        write_corpus(data, docs, queries)
+        edited = pipeline(data, tmp_path, cache)
+        assert edited.chunks_key != first.chunks_key
+        entry = json.loads(
+            gzip.decompress(edited.cache.path("chunks", edited.chunks_key, "json.gz").read_bytes())
+        )
+        assert entry["format"] == 3 and len(entry["columns"]["chunk_id"]) == 1
+    store._DECODED.clear()  # a new process: the entry is read through its chain
+    again = pipeline(data, tmp_path, cache)
+    assert again.corpus_counts["corpus/parsed_files"] == 0
+    assert list(again.chunks.values()) == list(edited.chunks.values())
+    scratch = pipeline(data, tmp_path / "s", None)
+    assert list(again.chunks.values()) == list(scratch.chunks.values())
+
+    def untimed(report: dict) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in report["documents"]]
+
+    assert untimed(again.ingest) == untimed(scratch.ingest)
