@@ -384,10 +384,15 @@ class StageCache:
     def get_note(self, key: str) -> Any | None:
         """A note (JSON) under ``root/notes/``: hints, not stage outputs, so not counted; an
         unreadable one is ``None``."""
+        return self.get_note_at(NOTES, key)
+
+    def get_note_at(self, namespace: str, key: str) -> Any | None:
+        """A JSON entry read without counting it (part of reading another entry); ``None`` when
+        it is absent or unreadable."""
         if self.bypassed:
             return None
         try:
-            return json.loads(gzip.decompress(self.path(NOTES, key, "json.gz").read_bytes()))
+            return json.loads(gzip.decompress(self.path(namespace, key, "json.gz").read_bytes()))
         except (OSError, EOFError, ValueError, zlib.error):
             return None
 

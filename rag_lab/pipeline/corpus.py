@@ -334,6 +334,61 @@ def _chunks_entry(
     return {"format": 2, "columns": chunk_columns(chunks), "ingest": ingest}, 0
 
 
+def _documents_entry(
+    cache: StageCache,
+    entry: dict[str, Any],
+    digests: Mapping[str, str],
+    prior: Lineage | None,
+    key: str,
+) -> tuple[dict[str, Any], int]:
+    """The documents entry to write and its chain depth: the edit of the corpus' previous
+    documents entry (``prior``; the documents whose parsed content changed, by ``digests``) when
+    that entry is there, else the whole entry."""
+    docs = entry["documents"]
+    if (
+        digests
+        and prior is not None
+        and prior.documents_key
+        and prior.documents_key != key
+        and prior.docs_depth < MAX_DELTA_CHAIN
+        and cache.path("documents", prior.documents_key, "json.gz").is_file()
+    ):
+        ids = [d["doc_id"] for d in docs]
+        changed = [d for d, i in zip(docs, ids) if prior.doc_digests.get(i) != digests.get(i)]
+        if len(changed) <= MAX_CHANGED_SHARE * len(docs):
+            delta = {**entry, "format": 3, "base": prior.documents_key, "ids": ids}
+            delta["documents"] = changed
+            return delta, prior.docs_depth + 1
+    return entry, 0
+
+
+def _read_documents(cache: StageCache, key: str, depth: int = 0) -> dict[str, Any] | None:
+    """A documents entry, an edit (format 3) read through the entry it edits; ``None``: a miss
+    (an earlier format, or an edit whose base is gone)."""
+    raw = _entry(cache, "documents", key) if depth == 0 else _quiet_entry(cache, key)
+    if raw is None or not raw.get("base"):
+        return raw
+    base = _read_documents(cache, str(raw["base"]), depth + 1)
+    if base is None or depth > MAX_DELTA_CHAIN:
+        if depth == 0:
+            cache.unusable("documents")
+        return None
+    held = {d["doc_id"]: d for d in base["documents"]}
+    held.update((d["doc_id"], d) for d in raw["documents"])
+    try:
+        return {**raw, "documents": [held[i] for i in raw["ids"]]}
+    except KeyError:
+        if depth == 0:
+            cache.unusable("documents")
+        return None
+
+
+def _quiet_entry(cache: StageCache, key: str) -> dict[str, Any] | None:
+    """An entry read as part of another (not counted)."""
+    raw = cache.get_note_at("documents", key)
+    return raw if isinstance(raw, dict) else None
+
+
 def _differ(
     cache: StageCache,
     note_key: str,
@@ -444,9 +499,13 @@ class CorpusLoader:
         self.counts = Counter({k: 0 for k in COUNTS})
         docs_key, chunks_key = self.keys(corpus_fingerprint, on_empty)
         built: dict[str, Any] = {}
+        cache = self.cache
+        note_key = self.lineage_key(root, on_empty) if cache is not None else ""
 
         def chunk() -> tuple[tuple[Chunk, ...], Mapping[str, Any]]:
-            docs, ingest, warnings = self._documents(sources, root, docs_key, on_empty, left_out)
+            docs, ingest, warnings = self._documents(
+                sources, root, docs_key, on_empty, left_out, built, note_key
+            )
             t1 = time.perf_counter()
             chunks = tuple(self.chunker.chunk(docs))
             if isinstance(self.contract, ChunkTagging):  # entity tags of the chunk's own text
@@ -456,17 +515,20 @@ class CorpusLoader:
             )
             return chunks, ingest
 
-        cache = self.cache
-        note_key = self.lineage_key(root, on_empty) if cache is not None else ""
-
         def store(value: tuple[tuple[Chunk, ...], Mapping[str, Any]]) -> None:
             if not value[0] or cache is None:  # no chunks: refused below, nothing stored
                 return
-            prior = built["prior"] = Lineage.read(cache, note_key)
+            if "prior" not in built:
+                built["prior"] = Lineage.read(cache, note_key)
+            prior = built["prior"]
             digests = built["digests"] = {c.chunk_id: chunk_digest(c) for c in value[0]}
             entry, depth = _chunks_entry(cache, value, digests, prior, chunks_key)
             cache.put_json("chunks", chunks_key, entry)
-            Lineage.write(cache, note_key, chunks_key, digests, depth)
+            docs = built.get("documents")  # (key, digests, depth) of a documents entry written
+            if docs is None and prior is not None and prior.documents_key == docs_key:
+                docs = (prior.documents_key, prior.doc_digests, prior.docs_depth)
+            docs = docs or ("", {}, 0)
+            Lineage(chunks_key, digests, depth, *docs).write(cache, note_key)
 
         chunks, ingest = memo(
             cache,
@@ -500,8 +562,14 @@ class CorpusLoader:
         key: str,
         on_empty: str,
         left_out: Sequence[tuple[str, str]] = (),
+        built: dict[str, Any] | None = None,
+        note_key: str = "",
     ) -> tuple[list[Document], Mapping[str, Any], tuple[str, ...]]:
-        """The checked documents, the ingest report and the warnings (``documents`` entry)."""
+        """The checked documents, the ingest report and the warnings (``documents`` entry).
+        ``built`` (with the corpus' note under ``note_key``): where an edit writes the entry as
+        its edit of the corpus' previous documents entry and records it for the note."""
+        built = {} if built is None else built
+        digests: dict[str, str] = {}
 
         def parse() -> dict[str, Any]:
             corpus = read_corpus(
@@ -517,7 +585,7 @@ class CorpusLoader:
             problems: tuple[Any, ...] = ()
             if self.contract is not None:
                 where = {d.doc_id: w for f in corpus.files for w, d in f.documents}
-                checked = self._check(self.contract, docs, where)
+                checked = self._check(self.contract, docs, where, digests)
                 docs, problems = list(checked.documents), checked.problems
                 if problems:
                     warnings.append(
@@ -534,7 +602,24 @@ class CorpusLoader:
             }
 
         cache = self.cache
-        entry = memo(cache, "documents", key, parse, read=lambda: _entry(cache, "documents", key))
+
+        def store(entry: dict[str, Any]) -> None:
+            assert cache is not None
+            if "prior" not in built and note_key:
+                built["prior"] = Lineage.read(cache, note_key)
+            value, depth = _documents_entry(cache, entry, digests, built.get("prior"), key)
+            cache.put_json("documents", key, value)
+            if digests:
+                built["documents"] = (key, digests, depth)
+
+        entry = memo(
+            cache,
+            "documents",
+            key,
+            parse,
+            read=lambda: _read_documents(cache, key) if cache else None,
+            write=store,
+        )
         return (
             [document_from_dict(d) for d in entry["documents"]],
             dict(entry.get("ingest") or {}),
@@ -542,7 +627,11 @@ class CorpusLoader:
         )
 
     def _check(
-        self, contract: Contract, docs: Sequence[Document], where: Mapping[str, str]
+        self,
+        contract: Contract,
+        docs: Sequence[Document],
+        where: Mapping[str, str],
+        digests_out: dict[str, str] | None = None,
     ) -> Checked:
         """``contract.check``; for a ``DocumentWise`` contract each document's completion is read
         from its row of a per-document table (the contract's config and the document's content)
@@ -553,6 +642,8 @@ class CorpusLoader:
             return contract.check(docs, where)
         table = keys.model_table({"contract": self.configs.get("contract"), "rag_lab": __version__})
         digests = [document_digest(d) for d in docs]
+        if digests_out is not None:  # what the documents entry and the corpus' note record
+            digests_out.update((d.doc_id, h) for d, h in zip(docs, digests))
         found = cache.get_many("documents", table, digests, counted=False)
         done: list[tuple[Document, Sequence[Problem]]] = []
         fresh: dict[str, bytes] = {}

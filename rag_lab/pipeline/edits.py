@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rag_lab.cache import StageCache
@@ -51,36 +51,45 @@ class ChunkDiff:
 
 @dataclass(frozen=True)
 class Lineage:
-    """The note of one corpus: its last chunk set's key, and a digest per chunk id."""
+    """The note of one corpus: its last chunk set's key and a digest per chunk id, how many
+    chunks entries in a row its entry is read through (``depth``); and the same of its last
+    documents entry (a digest per document id of the parsed document, when the read computed
+    them)."""
 
     chunks_key: str
     digests: Mapping[str, str]
-    depth: int = 0  # how many chunks entries in a row its entry is read through
+    depth: int = 0
+    documents_key: str = ""
+    doc_digests: Mapping[str, str] = field(default_factory=dict)
+    docs_depth: int = 0
 
     @classmethod
     def read(cls, cache: StageCache, key: str) -> Lineage | None:
         raw = cache.get_note(key)
-        if not isinstance(raw, dict) or not isinstance(raw.get("ids"), list):
+        if not isinstance(raw, dict):
             return None
-        ids, digests = raw["ids"], raw.get("digests") or []
-        if len(ids) != len(digests):
+        try:
+            return cls(
+                str(raw["chunks_key"]),
+                dict(zip(raw["ids"], raw["digests"], strict=True)),
+                int(raw.get("depth", 0)),
+                str(raw.get("documents_key", "")),
+                dict(zip(raw.get("doc_ids", []), raw.get("doc_digests", []), strict=True)),
+                int(raw.get("docs_depth", 0)),
+            )
+        except (KeyError, TypeError, ValueError):
             return None
-        depth = raw.get("depth", 0)
-        return cls(
-            str(raw.get("chunks_key", "")),
-            dict(zip(ids, digests)),
-            depth if isinstance(depth, int) else 0,
-        )
 
-    @staticmethod
-    def write(
-        cache: StageCache, key: str, chunks_key: str, digests: Mapping[str, str], depth: int = 0
-    ) -> None:
+    def write(self, cache: StageCache, key: str) -> None:
         value: dict[str, Any] = {
-            "chunks_key": chunks_key,
-            "ids": list(digests),
-            "digests": list(digests.values()),
-            "depth": depth,
+            "chunks_key": self.chunks_key,
+            "ids": list(self.digests),
+            "digests": list(self.digests.values()),
+            "depth": self.depth,
+            "documents_key": self.documents_key,
+            "doc_ids": list(self.doc_digests),
+            "doc_digests": list(self.doc_digests.values()),
+            "docs_depth": self.docs_depth,
         }
         cache.put_note(key, value)
 

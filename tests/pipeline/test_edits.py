@@ -46,9 +46,10 @@ def corpus(seed: int = 7) -> tuple[dict[str, str], dict[str, str]]:
     return docs, queries
 
 
-def pipeline(data: Path, tmp_path: Path, cache: Path | None) -> Pipeline:
+def pipeline(data: Path, tmp_path: Path, cache: Path | None, *extra: str) -> Pipeline:
     cfg = compose_evaluate(
         [
+            *extra,
             "dataset=beir",
             f"dataset.path={data}",
             "embedder=hashing",
@@ -150,6 +151,13 @@ def test_an_edited_chunk_set_is_stored_as_its_edit_and_read_back_whole(tmp_path)
             gzip.decompress(edited.cache.path("chunks", edited.chunks_key, "json.gz").read_bytes())
         )
         assert entry["format"] == 3 and len(entry["columns"]["chunk_id"]) == 1
+        assert edited.corpus_counts["corpus/checked_documents"] == 1
+    entries = [
+        json.loads(gzip.decompress(p.read_bytes()))
+        for p in (cache / "documents").rglob("*.json.gz")
+    ]
+    assert sum(bool(e.get("base")) for e in entries) == 3  # each edit's documents entry: its edit
+    assert all(len(e["documents"]) == 1 for e in entries if e.get("base"))
     store._DECODED.clear()  # a new process: the entry is read through its chain
     again = pipeline(data, tmp_path, cache)
     assert again.corpus_counts["corpus/parsed_files"] == 0
@@ -161,3 +169,12 @@ def test_an_edited_chunk_set_is_stored_as_its_edit_and_read_back_whole(tmp_path)
         return [{k: v for k, v in r.items() if k != "seconds"} for r in report["documents"]]
 
     assert untimed(again.ingest) == untimed(scratch.ingest)
+    # the documents entry is stored as its edit too: another chunker reads it back whole
+    rechunked = pipeline(
+        data, tmp_path, cache, "chunker=fixed_size", "chunker.size=20", "chunker.overlap=5"
+    )
+    assert rechunked.corpus_counts["corpus/parsed_files"] == 0  # documents read back
+    expected = pipeline(
+        data, tmp_path / "s2", None, "chunker=fixed_size", "chunker.size=20", "chunker.overlap=5"
+    )
+    assert list(rechunked.chunks.values()) == list(expected.chunks.values())
