@@ -36,6 +36,7 @@ from rag_lab.parser.base import (
     ParsedCorpus,
     ParsedFile,
     Parser,
+    Plain,
     Selective,
     parse_file,
 )
@@ -263,7 +264,7 @@ def _entry(cache: StageCache | None, namespace: str, key: str) -> dict[str, Any]
     return raw
 
 
-# the corpus read's counters (CorpusLoader.counts; metrics.json: corpus/<name>)
+# the corpus read's counters (CorpusLoader.counts; metrics.json: cache/corpus/n_<name>)
 COUNTS = ("parsed_files", "parsed_documents", "checked_documents", "tagged_chunks")
 
 
@@ -703,15 +704,18 @@ class CorpusLoader:
     def _parse_file(self, root: Path) -> Callable[[Path], ParsedFile]:
         """``parse_file`` through the per-file cache entry (parser config + the file's name and
         bytes): a chunker or contract sweep, or an edit of one file, never re-parses (or re-OCRs)
-        the others. An auto parser's file is keyed on its suffix's parser alone: changing the
-        HTML options keeps every PDF's OCR."""
+        the others. A ``Plain`` parser's records files are parsed each time instead (as fast as
+        reading an entry; an edited record would rewrite the whole file's). An auto parser's
+        file is keyed on its suffix's parser alone: changing the HTML options keeps every PDF's
+        OCR."""
         cache, parser_cfg = self.cache, self.configs.get("parser")
         by_suffix = {}
         if isinstance(parser_cfg, dict) and isinstance(parser_cfg.get("parsers"), dict):
             by_suffix = {f".{k.lower().lstrip('.')}": v for k, v in parser_cfg["parsers"].items()}
 
         def parse(path: Path) -> ParsedFile:
-            if cache is None:
+            own = getattr(self.parser, "parsers", {}).get(path.suffix.lower(), self.parser)
+            if cache is None or (isinstance(own, Plain) and own.plain):
                 parsed = parse_file(self.parser, path, root)
                 self.counts["parsed_files"] += 1
                 self.counts["parsed_documents"] += len(parsed.documents)

@@ -178,7 +178,9 @@ class Pipeline:
         }
         # what the read computed rather than read back: an edit parses its files and completes
         # (contract) and tags only the documents and chunks it changed
-        self.corpus_counts = {f"corpus/{k}": float(v) for k, v in self.corpus_loader.counts.items()}
+        self.corpus_counts = {
+            f"cache/corpus/n_{k}": float(v) for k, v in self.corpus_loader.counts.items()
+        }
         self.set_chunks(loaded.chunks, loaded.key, loaded.diff)
         return list(loaded.chunks)
 
@@ -292,9 +294,9 @@ class Pipeline:
         ]:
             stats.update(_stats(name, stage))
         stats.update({f"access/{n}": v for n, v in side.access_stats.items()})
-        # after an edit of the corpus: queries each retriever searched, rows it carried over
+        # queries each retriever searched, and rows it carried over an edit of the corpus
         for name, counts in side.row_stats.items():
-            stats.update({f"{name}/{what}": float(n) for what, n in counts.items()})
+            stats.update({f"cache/{name}/n_{what}": float(n) for what, n in counts.items()})
         all_runs = {**runs, **later}
         notes: dict[str, dict[str, Any]] = {}
         for stage in [*self.retrievers.values(), *self.postprocessors.values()]:

@@ -361,7 +361,7 @@ class QuerySide:
         rows.update(carried)
         todo = [q for q in todo if q not in carried]
         untimed = [q for q in timed if rows.get(q, {}).get("ms") is None]
-        self.row_stats[name] = {"queries_searched": len(todo), "rows_carried": len(carried)}
+        self.row_stats[name] = {"searched": len(todo), "carried": len(carried)}
         fresh: Run = self._search(retriever, {q: queries[q] for q in todo}, depth) if todo else {}
         searched = {q: _row(scores, k, depth) for q, scores in fresh.items()}
         ms: dict[str, float] = {}

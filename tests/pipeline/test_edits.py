@@ -83,12 +83,12 @@ def test_an_edit_updates_indexes_in_place_and_equals_a_run_from_scratch(tmp_path
     assert pipe.indexes.updated_from.keys() == {"bm25", "dense"}
     stats = edited.stats
     for name in ("bm25", "dense"):
-        assert stats[f"{name}/rows_carried"] + stats[f"{name}/queries_searched"] == len(queries)
+        assert stats[f"cache/{name}/n_carried"] + stats[f"cache/{name}/n_searched"] == len(queries)
     if k == 10:  # most rows stand: only the queries the edit can reach are searched
-        assert stats["dense/rows_carried"] > len(queries) / 2
-        assert stats["bm25/rows_carried"] > len(queries) / 2
+        assert stats["cache/dense/n_carried"] > len(queries) / 2
+        assert stats["cache/bm25/n_carried"] > len(queries) / 2
     else:  # rows hold every chunk that scores (the corpus is smaller than k): all carried
-        assert stats["bm25/queries_searched"] == 0
+        assert stats["cache/bm25/n_searched"] == 0
 
     scratch = pipeline(data, tmp_path / "scratch", None).run(queries, k, latency_queries=0)
     assert edited.runs["bm25"] == scratch.runs["bm25"]  # scores bit for bit
@@ -109,7 +109,7 @@ def test_an_edit_updates_indexes_in_place_and_equals_a_run_from_scratch(tmp_path
     again = pipeline(data, tmp_path, cache).run(queries, k, latency_queries=5)
     scratch = pipeline(data, tmp_path / "scratch2", None).run(queries, k, latency_queries=0)
     assert again.runs["bm25"] == scratch.runs["bm25"]
-    assert again.stats["bm25/rows_carried"] > 0
+    assert again.stats["cache/bm25/n_carried"] > 0
 
 
 def test_the_updated_bm25_index_scores_as_one_built_from_scratch(tmp_path):
@@ -151,7 +151,7 @@ def test_an_edited_chunk_set_is_stored_as_its_edit_and_read_back_whole(tmp_path)
             gzip.decompress(edited.cache.path("chunks", edited.chunks_key, "json.gz").read_bytes())
         )
         assert entry["format"] == 3 and len(entry["columns"]["chunk_id"]) == 1
-        assert edited.corpus_counts["corpus/checked_documents"] == 1
+        assert edited.corpus_counts["cache/corpus/n_checked_documents"] == 1
     entries = [
         json.loads(gzip.decompress(p.read_bytes()))
         for p in (cache / "documents").rglob("*.json.gz")
@@ -160,7 +160,7 @@ def test_an_edited_chunk_set_is_stored_as_its_edit_and_read_back_whole(tmp_path)
     assert all(len(e["documents"]) == 1 for e in entries if e.get("base"))
     store._DECODED.clear()  # a new process: the entry is read through its chain
     again = pipeline(data, tmp_path, cache)
-    assert again.corpus_counts["corpus/parsed_files"] == 0
+    assert again.corpus_counts["cache/corpus/n_parsed_files"] == 0
     assert list(again.chunks.values()) == list(edited.chunks.values())
     scratch = pipeline(data, tmp_path / "s", None)
     assert list(again.chunks.values()) == list(scratch.chunks.values())
@@ -173,7 +173,7 @@ def test_an_edited_chunk_set_is_stored_as_its_edit_and_read_back_whole(tmp_path)
     rechunked = pipeline(
         data, tmp_path, cache, "chunker=fixed_size", "chunker.size=20", "chunker.overlap=5"
     )
-    assert rechunked.corpus_counts["corpus/parsed_files"] == 0  # documents read back
+    assert rechunked.corpus_counts["cache/corpus/n_parsed_files"] == 0  # documents read back
     expected = pipeline(
         data, tmp_path / "s2", None, "chunker=fixed_size", "chunker.size=20", "chunker.overlap=5"
     )
