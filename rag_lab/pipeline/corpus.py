@@ -390,6 +390,18 @@ def _quiet_entry(cache: StageCache, key: str) -> dict[str, Any] | None:
     return raw if isinstance(raw, dict) else None
 
 
+def _chunk_digests(
+    chunks: Sequence[Chunk], documents: tuple[str, Mapping[str, str], int] | None
+) -> dict[str, str]:
+    """A digest per chunk: its document's, when this read worked those out (a chunk is its
+    document's, completed and cut as the corpus' note is keyed: same document, same chunks),
+    else its own fields (``chunk_digest``)."""
+    docs = documents[1] if documents else {}
+    if docs and all(c.doc_id in docs for c in chunks):
+        return {c.chunk_id: "doc:" + docs[c.doc_id] for c in chunks}
+    return {c.chunk_id: chunk_digest(c) for c in chunks}
+
+
 def _differ(
     cache: StageCache,
     note_key: str,
@@ -522,7 +534,7 @@ class CorpusLoader:
             if "prior" not in built:
                 built["prior"] = Lineage.read(cache, note_key)
             prior = built["prior"]
-            digests = built["digests"] = {c.chunk_id: chunk_digest(c) for c in value[0]}
+            digests = built["digests"] = _chunk_digests(value[0], built.get("documents"))
             entry, depth = _chunks_entry(cache, value, digests, prior, chunks_key)
             cache.put_json("chunks", chunks_key, entry)
             docs = built.get("documents")  # (key, digests, depth) of a documents entry written
