@@ -25,6 +25,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from rag_lab.access import PRINCIPAL_FIELD, AccessPolicy
 from rag_lab.cache import StageCache, keys
 from rag_lab.errors import ConfigError
@@ -307,7 +309,7 @@ class QuerySide:
         old: dict[str, dict[str, Any]] = {}
         for q in todo:
             raw = found.get(row_key[q])
-            row = json.loads(raw) if raw is not None else None
+            row = orjson.loads(raw) if raw is not None else None
             if row is not None and "floor" in row:  # rows of rag_lab < 0.5 bound nothing below
                 old[q] = row
         if not old:
@@ -352,7 +354,7 @@ class QuerySide:
                 for q, text in queries.items()
             }
             found = cache.get_many("query_runs", table, list(row_key.values()))
-            rows = {q: json.loads(found[r]) for q, r in row_key.items() if r in found}
+            rows = {q: orjson.loads(found[r]) for q, r in row_key.items() if r in found}
         todo = [q for q in queries if q not in rows]
         untimed = [q for q in timed if rows.get(q, {}).get("ms") is None]
         if todo or untimed:
@@ -385,12 +387,13 @@ class QuerySide:
                 "query_runs",
                 table,
                 {
-                    row_key[q]: json.dumps(
+                    # orjson: the same JSON, ~5x faster to write and read (a row per query)
+                    row_key[q]: orjson.dumps(
                         {
                             **(searched.get(q) or rows.get(q) or {"run": run.get(q, {})}),
                             "ms": ms.get(q, rows.get(q, {}).get("ms")),
                         }
-                    ).encode()
+                    )
                     for q in written
                 },
             )
