@@ -15,6 +15,7 @@ logged (tests and notebooks).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -23,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from rag_lab._version import __version__
 from rag_lab.cache import StageCache, keys, memo
@@ -270,7 +273,8 @@ COUNTS = ("parsed_files", "parsed_documents", "checked_documents", "tagged_chunk
 
 def document_digest(doc: Document) -> str:
     """A parsed document's content (every field), for its per-document rows."""
-    return keys.text_key(json.dumps(document_to_dict(doc), sort_keys=True, default=str))
+    spelled = orjson.dumps(document_to_dict(doc), option=orjson.OPT_SORT_KEYS, default=str)
+    return hashlib.blake2b(spelled, digest_size=16).hexdigest()
 
 
 # a chunks entry written as the edit of an earlier one is read through it: at most this many
@@ -664,7 +668,7 @@ class CorpusLoader:
             src = where.get(doc.doc_id, doc.doc_id)
             raw = found.get(digest)
             if raw is not None:
-                row = json.loads(raw)
+                row = orjson.loads(raw)
                 own = [Problem(doc.doc_id, src, f, m) for f, m in row["problems"]]
                 done.append((document_from_dict(row["doc"]), own))
                 continue
@@ -674,7 +678,7 @@ class CorpusLoader:
                 "doc": document_to_dict(completed),
                 "problems": [[p.field, p.message] for p in own],
             }
-            fresh[digest] = json.dumps(value, ensure_ascii=False).encode()
+            fresh[digest] = orjson.dumps(value, default=str)
         self.counts["checked_documents"] += len(fresh)
         if fresh:
             cache.put_many("documents", table, fresh)
@@ -689,9 +693,10 @@ class CorpusLoader:
             return tuple(contract.tag_chunks(chunks))
         table = keys.model_table({"tags": self.configs.get("contract"), "rag_lab": __version__})
         digests = [
-            keys.text_key(
-                json.dumps([c.section, c.text, c.metadata.get("entity_tags")], default=list)
-            )
+            hashlib.blake2b(
+                orjson.dumps([c.section, c.text, c.metadata.get("entity_tags")], default=list),
+                digest_size=16,
+            ).hexdigest()
             for c in chunks
         ]
         found = cache.get_many("chunks", table, digests, counted=False)
@@ -700,7 +705,7 @@ class CorpusLoader:
         self.counts["tagged_chunks"] += len(todo)
         if todo:
             fresh = {
-                digests[i]: json.dumps(list(c.metadata.get("entity_tags") or [])).encode()
+                digests[i]: orjson.dumps(list(c.metadata.get("entity_tags") or []))
                 for i, c in tagged.items()
             }
             cache.put_many("chunks", table, fresh)
@@ -709,7 +714,7 @@ class CorpusLoader:
             if i in tagged:
                 out.append(tagged[i])
             else:
-                tags = json.loads(found[digests[i]])
+                tags = orjson.loads(found[digests[i]])
                 out.append(replace(c, metadata={**c.metadata, "entity_tags": tags}))
         return tuple(out)
 
