@@ -8,6 +8,7 @@ embedder=hashing fusion=rrf``, BEIR's whole documents):
 1. cold: an empty cache;
 2. warm: the same again;
 3. edit: one abstract edited (a sentence prepended);
+   (``--repeat N``: 1-3 N times, each on a new cache with another abstract edited: medians)
 4. scratch: the edited corpus on an empty cache (its metrics must equal the edit's, to 4 decimals);
 5. query: one query added to the test split (each retriever must search that query only).
 
@@ -24,6 +25,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -87,12 +89,19 @@ def main() -> None:
     ap.add_argument("--embedder", default="hashing")
     ap.add_argument("--fusion", default="rrf")
     ap.add_argument("--line", type=int, default=100, help="corpus line of the edited document")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="cold, warm and edit this many times (each on a new cache, another line edited); "
+        "the ratios are the medians",
+    )
     ap.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="rag_lab_bench_edit_"))
     data = work / "scifact"
-    for p in (data, work / "cache", work / "scratch_cache"):
+    for p in (data, work / "scratch_cache"):
         shutil.rmtree(p, ignore_errors=True)
     shutil.copytree(Path(args.data) / "scifact", data)
     os.chmod(data, 0o755)
@@ -133,16 +142,25 @@ def main() -> None:
         )
         return p
 
-    phase("cold", work / "cache")
-    phase("warm", work / "cache")
     corpus = data / "corpus.jsonl"
-    lines = corpus.read_text(encoding="utf-8").splitlines()
-    rec = json.loads(lines[args.line])
-    rec["text"] = "Editorial note: this abstract was revised. " + rec["text"]
-    lines[args.line] = json.dumps(rec, ensure_ascii=False)
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    res["edited_document"] = rec["_id"]
-    phase("edit", work / "cache")
+    pristine = corpus.read_text(encoding="utf-8")
+    rounds = []
+    for i in range(args.repeat):
+        suffix = "" if i == 0 else f"_{i}"
+        cache = work / f"cache{suffix}"
+        shutil.rmtree(cache, ignore_errors=True)
+        corpus.write_text(pristine, encoding="utf-8")
+        cold = phase(f"cold{suffix}", cache)
+        warm = phase(f"warm{suffix}", cache)
+        lines = pristine.splitlines()
+        line = args.line + 97 * i
+        rec = json.loads(lines[line])
+        rec["text"] = "Editorial note: this abstract was revised. " + rec["text"]
+        lines[line] = json.dumps(rec, ensure_ascii=False)
+        corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        res.setdefault("edited_documents", []).append(rec["_id"])
+        edit = phase(f"edit{suffix}", cache)
+        rounds.append((cold, warm, edit, cache))
     phase("scratch", work / "scratch_cache")
     # one more query: a train query joins the test split
     test = (data / "qrels" / "test.tsv").read_text().splitlines()
@@ -151,18 +169,20 @@ def main() -> None:
     added = next(row for row in train if row.split("\t")[0] not in in_test)
     (data / "qrels" / "test.tsv").write_text("\n".join([*test, added]) + "\n")
     res["added_query"] = added.split("\t")[0]
-    phase("query", work / "cache")
+    phase("query", rounds[-1][3])
     res["load_after"] = list(os.getloadavg())
 
-    cold, warm, edit = phases["cold"], phases["warm"], phases["edit"]
     ratios = {}
     for what in ("stage_seconds", "cpu_seconds"):
-        above = cold[what] - warm[what]
+        warm_cold = [w[what] / c[what] for c, w, _, _ in rounds]
+        edit_cold = [(e[what] - w[what]) / (c[what] - w[what]) for c, w, e, _ in rounds]
         ratios[what] = {
-            "warm_over_cold": round(warm[what] / cold[what], 4),
-            "edit_above_warm_over_cold_above_warm": round((edit[what] - warm[what]) / above, 4),
+            "warm_over_cold": round(statistics.median(warm_cold), 4),
+            "edit_above_warm_over_cold_above_warm": round(statistics.median(edit_cold), 4),
+            "each_round": [[round(a, 4), round(b, 4)] for a, b in zip(warm_cold, edit_cold)],
         }
     res["ratios"] = ratios
+    edit = rounds[-1][2]
     res["edit_metrics_equal_scratch"] = edit["metrics"] == phases["scratch"]["metrics"]
     searched = [phases["query"].get(f"cache/{r}/n_searched") for r in ("bm25", "dense")]
     res["added_query_searched"] = searched
