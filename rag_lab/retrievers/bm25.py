@@ -394,6 +394,8 @@ class BM25Retriever:
         self._engine.save(str(directory / "bm25s"))
         if self._terms is not None:
             self._terms.save(directory)
+            if self._edit is None:  # kept for a carry after an update only: as large as the matrix
+                self._terms = None
 
     def load_index(self, directory: Path) -> None:
         """Restore what ``save_index`` wrote (no re-tokenising of the corpus)."""
