@@ -119,7 +119,7 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
         )
     with meter.phase("prepare"):
         setup = prepare(cfg)
-        st = base.model
+        st = base.load()  # its own copy: trained in place
     qp, dp = base.query_prompt, base.document_prompt
     use_lora = bool(tcfg.lora.enabled)
     if use_lora:
