@@ -185,6 +185,12 @@ def session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
     if threads:
         opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1  # one graph at a time: parallelism is inside the MatMuls
+    from rag_lab.runtime import threads as shared_threads
+
+    if shared_threads.in_worker():
+        # beside sibling workers (a sweep's, the walk's) idle pool threads must sleep, not spin:
+        # a spinning thread takes the core the other worker is encoding on
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
 
