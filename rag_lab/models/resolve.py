@@ -190,7 +190,7 @@ def weights_hash(path: str, max_files: int = 64) -> str:
     files = _weight_files(root, max_files)
     signature = _signature(root, files)
     known = None if signature is None else _HASHES.get(signature) or _read_hashes().get(signature)
-    if known:
+    if known and signature is not None:
         _HASHES[signature] = known
         return known
     h = hashlib.blake2b(digest_size=16)
