@@ -73,7 +73,7 @@ def _require_onnxruntime() -> None:
     missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
     if missing:
         raise ConfigError(
-            f"backend=onnx needs {' and '.join(missing)}: pip install 'rag-lab[onnx]'"
+            f"backend=onnx needs {' and '.join(missing)}: pip install onnxruntime onnx"
         )
 
 
