@@ -35,6 +35,7 @@ from rag_lab.pipeline.runtime import runtime_metrics
 from rag_lab.pipeline.scoring import answer_result, score_result
 from rag_lab.protocols import Remote
 from rag_lab.report import console
+from rag_lab.report.figures import cached_in
 from rag_lab.sweep.context import check_sweep, sweep_context
 from rag_lab.tracking.evaluation import evaluation_run, log_evaluation, log_query_traces
 from rag_lab.tracking.traces import selected as selected_traces
@@ -194,7 +195,8 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         if pipe.ingest:
             outputs.write_ingest_report(out_dir, pipe.ingest)
         if wants_html_report(ecfg):
-            report.write_run_report(out_dir, Labels(pipe.all_chunks, data.queries, data.qrels))
+            with cached_in(OmegaConf.select(cfg, "cache.dir", default=None)):  # plots by content
+                report.write_run_report(out_dir, Labels(pipe.all_chunks, data.queries, data.qrels))
         console.show_run(
             cfg, console.title(data.name, data.split, pipe), metrics, list(ecfg.metrics), out_dir
         )
