@@ -260,12 +260,18 @@ def _failed(overrides: Sequence[str], task_name: str, why: str) -> Any:
     )
 
 
-def value_changes(repo: Any, base: Sequence[str], other: Sequence[str]) -> list[Any] | None:
+def value_changes(
+    repo: Any, base: Sequence[str], other: Sequence[str], sweeps: bool = False
+) -> list[Any] | None:
     """The parsed overrides of ``other`` that differ from ``base``'s at the same position, when
     ``other``'s config is ``base``'s with only those applied: the same overrides in the same
     order but for plain config values (not a config group, no package, no ``++``/``~``, not a
     ``hydra.`` key, a scalar value) on keys no other override of the job touches. ``None``
-    otherwise (``repo``: Hydra's config repository, which knows the groups)."""
+    otherwise (``repo``: Hydra's config repository, which knows the groups).
+
+    ``sweeps``: ``base`` is the multirun's own command line, whose config skipped its sweep
+    overrides (``fusion.k=10,30,60``); a job's value for such a key is a change, and only
+    ``key=value`` (a ``+key`` would be added after keys the composition adds after it)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import OverrideType
 
@@ -280,15 +286,18 @@ def value_changes(repo: Any, base: Sequence[str], other: Sequence[str]) -> list[
     for i in changed:
         o, b = parsed[i], base_parsed[i]
         key = o.key_or_group
+        scalar = (str, int, float, bool, type(None))
+        swept = sweeps and b.is_sweep_override()
         if (
-            o.type not in (OverrideType.CHANGE, OverrideType.ADD)
+            o.type
+            not in ((OverrideType.CHANGE,) if swept else (OverrideType.CHANGE, OverrideType.ADD))
             or b.type != o.type
             or b.key_or_group != key
             or o.package is not None
             or o.is_hydra_override()
             or o.is_sweep_override()
-            or not isinstance(o.value(), (str, int, float, bool, type(None)))
-            or not isinstance(b.value(), (str, int, float, bool, type(None)))
+            or not isinstance(o.value(), scalar)
+            or not (swept or isinstance(b.value(), scalar))
             or repo.group_exists(key)
         ):
             return None
@@ -353,11 +362,18 @@ class _Jobs:
         from hydra.core.override_parser.types import OverrideType
         from omegaconf import OmegaConf, open_dict
 
-        if self.template is None:
-            return None
-        base_pos, base = self.template
         loader = self.launcher.hydra_context.config_loader
-        changes = value_changes(loader.repository, self.overrides[base_pos], self.overrides[pos])
+        master = self.launcher.config
+        # the multirun's own config first (composed already: value sweeps compose nothing more)
+        base = master
+        changes = value_changes(
+            loader.repository, list(master.hydra.overrides.task), self.overrides[pos], True
+        )
+        if changes is None and self.template is not None:  # else the first job composed
+            base_pos, base = self.template
+            changes = value_changes(
+                loader.repository, self.overrides[base_pos], self.overrides[pos]
+            )
         if changes is None:
             return None
         cfg = copy.deepcopy(base)
@@ -368,7 +384,6 @@ class _Jobs:
             for o in changes
         ]
         ConfigLoaderImpl._apply_overrides_to_config(forced, cfg)
-        master = self.launcher.config
         hydra_lines = OmegaConf.to_container(master.hydra.overrides.hydra)
         assert isinstance(hydra_lines, list)
         parsed = OverridesParser.create().parse_overrides([*hydra_lines, *self.overrides[pos]])

@@ -187,6 +187,89 @@ def store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _trace_entities(
+    traces: Sequence[TraceRecord], exp_id: str, run_id: str
+) -> tuple[list[Any], list[Any]]:
+    """MLflow's ``TraceInfo`` (tags, the run link, assessments) and ``Span`` entities of
+    ``traces`` in experiment ``exp_id``, each trace with a fresh id; the root span first."""
+    import secrets
+
+    from mlflow.entities import (
+        AssessmentSource,
+        Feedback,
+        Span,
+        TraceInfo,
+        TraceLocation,
+        TraceState,
+    )
+    from mlflow.tracing.constant import (
+        TRACE_SCHEMA_VERSION,
+        TRACE_SCHEMA_VERSION_KEY,
+        SpanAttributeKey,
+        TraceMetadataKey,
+        TraceTagKey,
+    )
+
+    location = TraceLocation.from_experiment_id(exp_id)
+    infos, spans = [], []
+    for rec in traces:
+        tid = f"tr-{secrets.token_hex(16)}"
+        root = rec.spans[0]
+        root_id = secrets.token_hex(8)
+        for i, sp in enumerate(rec.spans):
+            attrs = {
+                SpanAttributeKey.REQUEST_ID: json.dumps(tid),
+                SpanAttributeKey.SPAN_TYPE: json.dumps(sp.kind),
+                SpanAttributeKey.INPUTS: _json(sp.inputs),
+                SpanAttributeKey.OUTPUTS: _json(sp.outputs),
+                **{k: _json(v) for k, v in sp.attributes.items()},
+            }
+            start = sp.start_ns or root.start_ns
+            spans.append(
+                Span.from_dict(
+                    {
+                        "trace_id": tid,
+                        "span_id": root_id if i == 0 else secrets.token_hex(8),
+                        "parent_span_id": None if i == 0 else root_id,
+                        "name": sp.name,
+                        "start_time_unix_nano": start,
+                        "end_time_unix_nano": max(sp.end_ns or start, start),
+                        "status": {"code": "STATUS_CODE_OK", "message": ""},
+                        "attributes": attrs,
+                        "events": [],
+                    }
+                )
+            )
+        assessments: list[Any] = [
+            Feedback(
+                name=a.name,
+                value=a.value,
+                source=AssessmentSource(source_type=a.source_type, source_id=a.source_id),
+                rationale=a.rationale,
+                trace_id=tid,
+            )
+            for a in rec.assessments
+        ]
+        infos.append(
+            TraceInfo(
+                trace_id=tid,
+                trace_location=location,
+                request_time=root.start_ns // 1_000_000,
+                state=TraceState.OK,
+                execution_duration=max(root.end_ns - root.start_ns, 0) // 1_000_000,
+                request_preview=_json(root.inputs)[:1000],
+                response_preview=_json(root.outputs)[:1000],
+                trace_metadata={
+                    TraceMetadataKey.SOURCE_RUN: run_id,
+                    TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION),
+                },
+                tags={TraceTagKey.TRACE_NAME: root.name, **rec.tags},
+                assessments=assessments,
+            )
+        )
+    return infos, spans
+
+
 # the SqlAlchemyStore members _in_transactions uses (MLflow 3.17's own code of start_trace and
 # log_spans, minus their per-call session and retry)
 _ONE_TRANSACTION = ("_start_trace_once", "_log_spans_once", "ManagedSessionMaker", "get_experiment")
@@ -646,86 +729,13 @@ class MlflowRun:
         thread: ``rag_lab.tracking.evaluation.start_query_traces``) go in between. ``stop()``
         true: no further trace is started (the ids written so far are returned; spans go only
         with their trace)."""
-        import secrets
-
-        from mlflow.entities import (
-            AssessmentSource,
-            Feedback,
-            Span,
-            TraceInfo,
-            TraceLocation,
-            TraceState,
-        )
         from mlflow.tracing.client import TracingClient
-        from mlflow.tracing.constant import (
-            TRACE_SCHEMA_VERSION,
-            TRACE_SCHEMA_VERSION_KEY,
-            SpanAttributeKey,
-            TraceMetadataKey,
-            TraceTagKey,
-        )
 
         if not traces:
             return []
         exp_id = self.experiment_id
-        location = TraceLocation.from_experiment_id(exp_id)
-        infos, spans, ids = [], [], []
-        for rec in traces:
-            tid = f"tr-{secrets.token_hex(16)}"
-            ids.append(tid)
-            root = rec.spans[0]
-            root_id = secrets.token_hex(8)
-            for i, sp in enumerate(rec.spans):
-                attrs = {
-                    SpanAttributeKey.REQUEST_ID: json.dumps(tid),
-                    SpanAttributeKey.SPAN_TYPE: json.dumps(sp.kind),
-                    SpanAttributeKey.INPUTS: _json(sp.inputs),
-                    SpanAttributeKey.OUTPUTS: _json(sp.outputs),
-                    **{k: _json(v) for k, v in sp.attributes.items()},
-                }
-                start = sp.start_ns or root.start_ns
-                spans.append(
-                    Span.from_dict(
-                        {
-                            "trace_id": tid,
-                            "span_id": root_id if i == 0 else secrets.token_hex(8),
-                            "parent_span_id": None if i == 0 else root_id,
-                            "name": sp.name,
-                            "start_time_unix_nano": start,
-                            "end_time_unix_nano": max(sp.end_ns or start, start),
-                            "status": {"code": "STATUS_CODE_OK", "message": ""},
-                            "attributes": attrs,
-                            "events": [],
-                        }
-                    )
-                )
-            assessments: list[Any] = [
-                Feedback(
-                    name=a.name,
-                    value=a.value,
-                    source=AssessmentSource(source_type=a.source_type, source_id=a.source_id),
-                    rationale=a.rationale,
-                    trace_id=tid,
-                )
-                for a in rec.assessments
-            ]
-            infos.append(
-                TraceInfo(
-                    trace_id=tid,
-                    trace_location=location,
-                    request_time=root.start_ns // 1_000_000,
-                    state=TraceState.OK,
-                    execution_duration=max(root.end_ns - root.start_ns, 0) // 1_000_000,
-                    request_preview=_json(root.inputs)[:1000],
-                    response_preview=_json(root.outputs)[:1000],
-                    trace_metadata={
-                        TraceMetadataKey.SOURCE_RUN: self.run_id,
-                        TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION),
-                    },
-                    tags={TraceTagKey.TRACE_NAME: root.name, **rec.tags},
-                    assessments=assessments,
-                )
-            )
+        infos, spans = _trace_entities(traces, exp_id, self.run_id)
+        ids = [info.trace_id for info in infos]
         client = TracingClient(self.uri)
         if _in_transactions(client.store, infos, spans, exp_id, lambda: self._store(False)):
             return ids

@@ -198,6 +198,15 @@ def test_workers_print_an_identical_error_line_once():
     assert not _said_before(said, lock, "one more") and not _said_before(said, lock, "one more")
 
 
+@pytest.fixture
+def global_hydra():
+    """Hydra's global state, cleared after the test (``_sweep_jobs`` initialises it)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    yield
+    GlobalHydra.instance().clear()
+
+
 def _sweep_jobs(overrides_per_job: list[list[str]], swept: list[str]):
     """rag_lab's launcher's jobs of a multirun of ``evaluate`` (the master config composed as
     ``-m`` composes it, with ``swept`` as the sweep's overrides), not run."""
@@ -220,7 +229,7 @@ def _sweep_jobs(overrides_per_job: list[list[str]], swept: list[str]):
     return _Jobs(launcher, overrides_per_job, 0), hydra.config_loader, master
 
 
-def test_a_value_sweep_derives_each_jobs_config_equal_to_its_composition(monkeypatch):
+def test_a_value_sweep_derives_each_jobs_config_equal_to_its_composition(monkeypatch, global_hydra):
     """A sweep over plain values composes its first job only; every other job's config (Hydra's
     node included) equals what composing it gives."""
     from omegaconf import OmegaConf, open_dict
@@ -254,7 +263,36 @@ def test_a_value_sweep_derives_each_jobs_config_equal_to_its_composition(monkeyp
     assert jobs.compose(3).hydra.job.override_dirname.count("fusion.k=60") == 1
 
 
-def test_a_group_sweep_is_composed_job_by_job():
+def test_a_sweep_of_values_composes_no_job(monkeypatch, global_hydra):
+    """``key=a,b`` sweeps only: every job's config is the multirun's own with its values set,
+    equal to what composing the job gives."""
+    from omegaconf import OmegaConf, open_dict
+
+    jobs_overrides = [
+        ["dataset=sample", "embedder=hashing", f"fusion.k={k}", f"evaluation.retrieve_k={r}"]
+        for k in (10, 60)
+        for r in (50, 100)
+    ]
+    swept = ["dataset=sample", "embedder=hashing", "fusion.k=10,60", "evaluation.retrieve_k=50,100"]
+    jobs, loader, master = _sweep_jobs(jobs_overrides, swept)
+    composed = []
+    for pos, overrides in enumerate(jobs_overrides):
+        cfg = loader.load_sweep_config(master, overrides)
+        with open_dict(cfg):
+            cfg.hydra.job.id = cfg.hydra.job.num = pos
+        composed.append(OmegaConf.to_yaml(cfg))
+    before = OmegaConf.to_yaml(master)
+    calls = []
+    real = type(loader).load_sweep_config
+    monkeypatch.setattr(
+        type(loader), "load_sweep_config", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    assert [OmegaConf.to_yaml(jobs.compose(p)) for p in range(4)] == composed
+    assert calls == [] and OmegaConf.to_yaml(master) == before  # the multirun's config intact
+    assert [jobs.compose(p).evaluation.retrieve_k for p in range(4)] == [50, 100, 50, 100]
+
+
+def test_a_group_sweep_is_composed_job_by_job(global_hydra):
     from rag_lab.sweep.launcher import value_changes
 
     jobs_overrides = [["dataset=sample", f"chunker={c}"] for c in ("none", "recursive")]
