@@ -282,10 +282,12 @@ def _in_transactions(
     spans: Sequence[Any],
     exp_id: str,
     lock: Callable[[], Any],
-) -> bool:
+    stop: Callable[[], bool] | None = None,
+) -> int | None:
     """Write ``infos`` (``start_trace``) and their ``spans`` (``log_spans``) into a sqlite
     ``SqlAlchemyStore``, :data:`TRACES_PER_TRANSACTION` traces a transaction, each under
-    ``lock()``; ``False``, with nothing written, for any other store.
+    ``lock()``, until ``stop()``; returns how many of ``infos`` (the first ones) were written,
+    ``None``, with nothing written, for any other store.
 
     MLflow 3.17 has no batch call for trace infos and their assessments; ``start_trace`` commits
     each trace (a sqlite commit syncs the file) and reads the experiment again each time (~40%
@@ -294,7 +296,7 @@ def _in_transactions(
     ``start_trace`` / ``log_spans``) on a shallow copy of the store whose sessions are one
     session per transaction and whose ``get_experiment`` is read once. Guarded: a store
     without those members, or whose methods no longer take these arguments (``TypeError``,
-    ``AttributeError`` in the first transaction, rolled back) returns ``False`` and the caller
+    ``AttributeError`` in the first transaction, rolled back) returns ``None`` and the caller
     writes trace by trace through the public calls (``tests/tracking/test_traces.py`` checks
     that both paths store the same traces)."""
     import copy
@@ -305,13 +307,16 @@ def _in_transactions(
         or getattr(store, "db_type", None) != "sqlite"
         or not all(hasattr(store, name) for name in _ONE_TRANSACTION)
     ):
-        return False
+        return None
     batch = copy.copy(store)  # its own attributes: other threads keep the store's sessions
     batch.get_experiment = functools.lru_cache(maxsize=None)(store.get_experiment)
     by_trace: dict[str, list[Any]] = {}
     for sp in spans:
         by_trace.setdefault(sp.trace_id, []).append(sp)
+    written = 0
     for n, part in enumerate(_batches(list(infos), TRACES_PER_TRANSACTION)):
+        if stop is not None and stop():
+            break
         try:
             with lock(), store.ManagedSessionMaker(read_only=False) as session:
 
@@ -329,8 +334,9 @@ def _in_transactions(
             if n:
                 raise
             log.debug("traces: transaction writes unavailable (%s); one trace at a time", exc)
-            return False
-    return True
+            return None
+        written += len(part)
+    return written
 
 
 class MlflowTracker:
@@ -737,8 +743,11 @@ class MlflowRun:
         infos, spans = _trace_entities(traces, exp_id, self.run_id)
         ids = [info.trace_id for info in infos]
         client = TracingClient(self.uri)
-        if _in_transactions(client.store, infos, spans, exp_id, lambda: self._store(False)):
-            return ids
+        done = _in_transactions(
+            client.store, infos, spans, exp_id, lambda: self._store(False), stop
+        )
+        if done is not None:
+            return ids[:done]
         written: set[str] = set()
         for info in infos:
             if stop is not None and stop():

@@ -185,7 +185,7 @@ def test_transactions_store_what_the_public_calls_store(
     evaluate(batched)
     run, fast = _traces(batched)
     assert float(run.data.tags["trace_cpu_seconds"]) > 0
-    monkeypatch.setattr(tracking, "_in_transactions", lambda *a, **k: False)
+    monkeypatch.setattr(tracking, "_in_transactions", lambda *a, **k: None)
     public = compose_evaluate(overrides, tmp_path / "public")
     evaluate(public)
     _, slow = _traces(public)
