@@ -5,12 +5,13 @@ measured figures, so a regression fails. The issue's targets (>= 0.97 per kind i
 in Chinese) are not met on either split: ``test_the_issue_targets`` is a strict xfail that turns
 into a failure the day they are, so the docs (docs/results/judges.md) get updated with it.
 
-The held-out split: 32 seeds (16 en: 14 SciFact abstracts and 2 written procedures; 16 zh: CMRC 2018
-paragraphs) on documents that are neither in dev nor in the corpus the trained judge was trained
-on, committed before any judge was run on them (the first 20: sha256 5f16a941 of seeds.jsonl; 12
-more in commit 1d999e3, sha256 d34bd749), measured once, never tuned on. The classifier of ``rag-lab train judge`` is measured beside it in
-docs/results/judges.md, not here: training it takes the better part of an hour on two CPU cores
-(tests/train/test_judge.py trains a small one and checks that it learns)."""
+The held-out split: 32 seeds (16 en: 14 SciFact abstracts and 2 written procedures; 16 zh: CMRC
+2018 paragraphs) on documents that are neither in dev nor in the corpus the trained judge was
+trained on, committed before any judge was run on them (the first 20: sha256 5f16a941 of
+seeds.jsonl; 12 more in commit 1d999e3, sha256 d34bd749), measured once, never tuned on. The
+classifier of ``rag-lab train judge`` is measured beside it in docs/results/judges.md, not here:
+training it takes the better part of an hour on two CPU cores (tests/train/test_judge.py trains
+a small one and checks that it learns)."""
 
 from __future__ import annotations
 
