@@ -73,7 +73,8 @@ def test_v2_suites_are_built_from_the_seeds_and_splits_are_apart(suite):
     built = suite_pairs_v2(seeds)  # scripts/make_judge_meta.py ran after the last edit:
     assert suite == [p for lang in ("en", "zh") for p in built if p.lang == lang]
     for lang in ("en", "zh"):
-        for split, n in (("dev", 18), ("test", 16)):
+        # reserve: held out for the next round's single measurement; nothing here judges it
+        for split, n in (("dev", 18), ("test", 16), ("reserve", 4)):
             part = [p for p in suite if (p.lang, p.split) == (lang, split)]
             assert [p.kind for p in part[:6]] == list(KINDS_V2)
             assert len(part) == 6 * n, (lang, split)
