@@ -419,6 +419,11 @@ class MlflowTracker:
         across file descriptions: taking it twice in one process deadlocks)."""
         import mlflow
 
+        db = sqlite_path(self.uri)
+        if db is not None:
+            from rag_lab.tracking.sqlite_template import seed
+
+            seed(db)
         mlflow.set_tracking_uri(self.uri)
         exp = mlflow.get_experiment_by_name(self.experiment)
         if exp is None:
