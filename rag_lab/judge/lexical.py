@@ -171,6 +171,16 @@ def _texts(row: dict[str, Any]) -> list[str]:
     return [f.text for f in row["missing"]]
 
 
+def _ordinal(fact: Fact, sentence: str) -> bool:
+    """Whether ``fact`` is stated as an ordinal in ``sentence`` (第三张, the 3rd, the third)."""
+    if fact.number is None:
+        return False
+    norm = normalise_facts_text(sentence, context=False)
+    return re.search(rf"第\s?{re.escape(fact.text)}", norm) is not None or bool(
+        re.match(r"\d+(?:st|nd|rd|th)\b", fact.text)
+    )
+
+
 class LexicalJudge:
     """Args:
         support_threshold: share of a sentence's content terms the contexts must contain.
@@ -407,7 +417,12 @@ class LexicalJudge:
         # otherwise may still be a paraphrase (``_steps``)
         # ("Keep its tyres at 50 psi" for "the tyres should be inflated to 50 psi": a step with a
         # value the contexts state for the same thing is theirs)
-        stated_here = [f for f in facts if f.kind in VALUE_KINDS and f not in missing]
+        # (an ordinal names which thing, not how to do the step: 从第三张专辑开始听)
+        stated_here = [
+            f
+            for f in facts
+            if f.kind in VALUE_KINDS and f not in missing and not _ordinal(f, sentence)
+        ]
         steps = [
             a
             for a in (actions(sentence) if self.check_actions else [])

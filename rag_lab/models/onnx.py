@@ -176,12 +176,15 @@ def _export_into(
 
 
 def session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
-    """A CPU session; ``threads`` = intra-op threads (``None``: ONNX Runtime's default, one per
-    physical core)."""
+    """A CPU session; ``threads`` = intra-op threads (``None``: ``OMP_NUM_THREADS`` when the
+    environment sets it, as for torch, else ONNX Runtime's default, one per physical core)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads is None:
+        env = os.environ.get("OMP_NUM_THREADS", "")
+        threads = int(env) if env.isdigit() and int(env) > 0 else None
     if threads:
         opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1  # one graph at a time: parallelism is inside the MatMuls

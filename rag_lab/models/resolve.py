@@ -20,11 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag_lab.errors import ConfigError, DiskError
+from rag_lab.paths import home_dir
 
 
 def cache_home() -> Path:
-    """Where rag_lab keeps derived models (``$RAG_LAB_HOME`` or ``~/.cache/rag_lab``)."""
-    return Path(os.environ.get("RAG_LAB_HOME", Path.home() / ".cache" / "rag_lab")).expanduser()
+    """Where rag_lab keeps derived models (:func:`rag_lab.paths.home_dir`)."""
+    return home_dir()
 
 
 # written next to a faithfulness classifier trained by `rag-lab train judge` (family, window)

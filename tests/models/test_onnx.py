@@ -90,6 +90,16 @@ def test_export_is_made_once_and_reused(home, tiny, monkeypatch):
     assert after == before and len([p for p in after if p.startswith("last_hidden_state")]) == 2
 
 
+def test_a_session_takes_omp_num_threads_unless_told(home, tiny, monkeypatch):
+    SentenceTransformerEmbedder(tiny, backend="onnx").encode_documents(["pump"])  # the export
+    path = next((home / "models" / "onnx").glob("*/*.onnx"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert onnx_backend.session(path, None).get_session_options().intra_op_num_threads == 1
+    assert onnx_backend.session(path, 3).get_session_options().intra_op_num_threads == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "lots")  # not a count: ONNX Runtime's default (0)
+    assert onnx_backend.session(path, None).get_session_options().intra_op_num_threads == 0
+
+
 def test_identity_names_backend_and_quantisation(tiny):
     torch_ = SentenceTransformerEmbedder(tiny)
     assert "backend" not in torch_.identity  # the identity (and cache) from before backends
