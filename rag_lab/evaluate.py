@@ -35,8 +35,9 @@ from rag_lab.pipeline.runtime import runtime_metrics
 from rag_lab.pipeline.scoring import answer_result, score_result
 from rag_lab.protocols import Remote
 from rag_lab.report import console
+from rag_lab.report.figures import cached_in
 from rag_lab.sweep.context import check_sweep, sweep_context
-from rag_lab.tracking.evaluation import evaluation_run, log_evaluation, log_query_traces
+from rag_lab.tracking.evaluation import evaluation_run, log_evaluation, start_query_traces
 from rag_lab.tracking.traces import selected as selected_traces
 from rag_lab.validate import OptionError, boolean, check_added_keys, choice, integer
 
@@ -180,27 +181,9 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         )
         metrics, table = score_result(result, pipe, data, ecfg)
         table, answers = answer_result(cfg, data, pipe, result, metrics, table, out_dir)
-        metrics.update(runtime_metrics(result, pipe.timings, list(pipe.retrievers)))
-        metrics.update(pipe.cache_counters())
-        metrics.update(ingest_metrics(pipe.ingest))
-        metrics["total_seconds"] = time.perf_counter() - t_start
-        if not data.labelled:  # a label-free query set (dataset.labels=false)
-            metrics = label_free_metrics(metrics)
-
-        outputs.write_scores(out_dir, metrics, table, data.fingerprint)
-        chunk_doc = {cid: c.doc_id for cid, c in pipe.all_chunks.items()}
-        outputs.write_trec_run(out_dir, to_document_run(result.final, chunk_doc), "rag_lab")
-        outputs.write_trec_qrels(out_dir, data.qrels)
-        if pipe.ingest:
-            outputs.write_ingest_report(out_dir, pipe.ingest)
-        if wants_html_report(ecfg):
-            report.write_run_report(out_dir, Labels(pipe.all_chunks, data.queries, data.qrels))
-        console.show_run(
-            cfg, console.title(data.name, data.split, pipe), metrics, list(ecfg.metrics), out_dir
-        )
-        track(cfg, run, tracker, data, pipe, metrics, warnings, table, out_dir)
-        if run is not None:  # a trace per query (tracking.traces), after the run's own logging
-            log_query_traces(
+        traces = None
+        if run is not None:  # a trace per query (tracking.traces), written while the job goes on
+            traces = start_query_traces(
                 run,
                 cfg,
                 result,
@@ -210,4 +193,54 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
                 answers,
                 sweep=sweep_context() is not None,
             )
+        try:
+            metrics = _finish(
+                cfg, run, tracker, data, pipe, result, metrics, table, warnings, out_dir, t_start
+            )
+        except BaseException:
+            if traces is not None:
+                traces.cancel()
+            raise
+        if traces is not None:
+            traces.finish()
+    return metrics
+
+
+def _finish(
+    cfg: DictConfig,
+    run: TrackedRun | None,
+    tracker: Any,
+    data: LabelledQueries,
+    pipe: Pipeline,
+    result: Any,
+    metrics: dict[str, float],
+    table: pd.DataFrame,
+    warnings: list[str],
+    out_dir: Path,
+    t_start: float,
+) -> dict[str, float]:
+    """The job after scoring: its timings and counters, its files, report, console summary and
+    tracked run; returns the final metrics."""
+    ecfg = cfg.evaluation
+    metrics.update(runtime_metrics(result, pipe.timings, list(pipe.retrievers)))
+    metrics.update(pipe.cache_counters())
+    metrics.update(pipe.corpus_counts)
+    metrics.update(ingest_metrics(pipe.ingest))
+    metrics["total_seconds"] = time.perf_counter() - t_start
+    if not data.labelled:  # a label-free query set (dataset.labels=false)
+        metrics = label_free_metrics(metrics)
+
+    outputs.write_scores(out_dir, metrics, table, data.fingerprint)
+    chunk_doc = {cid: c.doc_id for cid, c in pipe.all_chunks.items()}
+    outputs.write_trec_run(out_dir, to_document_run(result.final, chunk_doc), "rag_lab")
+    outputs.write_trec_qrels(out_dir, data.qrels)
+    if pipe.ingest:
+        outputs.write_ingest_report(out_dir, pipe.ingest)
+    if wants_html_report(ecfg):
+        with cached_in(OmegaConf.select(cfg, "cache.dir", default=None)):  # plots by content
+            report.write_run_report(out_dir, Labels(pipe.all_chunks, data.queries, data.qrels))
+    console.show_run(
+        cfg, console.title(data.name, data.split, pipe), metrics, list(ecfg.metrics), out_dir
+    )
+    track(cfg, run, tracker, data, pipe, metrics, warnings, table, out_dir)
     return metrics

@@ -22,6 +22,12 @@ def experiments_dir() -> Path:
     return Path(env).expanduser().resolve() if env else Path.cwd().resolve() / "experiments"
 
 
+def home_dir() -> Path:
+    """Where rag_lab keeps what it derives once per machine (rebuilt models, ONNX exports, an
+    empty MLflow store): ``$RAG_LAB_HOME``, else ``~/.cache/rag_lab``."""
+    return Path(os.environ.get("RAG_LAB_HOME", Path.home() / ".cache" / "rag_lab")).expanduser()
+
+
 def default_tracking_uri() -> str:
     return f"sqlite:///{experiments_dir() / 'mlflow.db'}"
 

@@ -10,7 +10,7 @@ _T = TypeVar("_T")
 _IMPLEMENTS: dict[tuple[type, type], bool] = {}
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from pathlib import Path
 
     import pandas as pd
@@ -151,7 +151,9 @@ class TraceLogging(Protocol):
     records; MLflow: traces with spans and assessments, linked to the run) and returns their
     ids."""
 
-    def log_traces(self, traces: Sequence[Any]) -> list[str]: ...
+    def log_traces(
+        self, traces: Sequence[Any], stop: Callable[[], bool] | None = None
+    ) -> list[str]: ...
 
 
 @runtime_checkable

@@ -44,10 +44,23 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if hasattr(config, "workerinput"):  # an xdist worker: the controller made the home
         os.environ["RAG_LAB_HOME"] = os.environ[_HOME_ENV]
+        _share_the_cores(int(config.workerinput.get("workercount", 1)))
         return
     home = tempfile.mkdtemp(prefix="rag_lab_tests_home_")
     os.environ[_HOME_ENV] = os.environ["RAG_LAB_HOME"] = home
     config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+
+
+def _share_the_cores(workers: int) -> None:
+    """Each of ``workers`` xdist workers gets ``CPUs // workers`` threads for torch, ONNX Runtime,
+    faiss and BLAS (and so do the CLI subprocesses it starts, through the environment): with
+    every worker at every core's worth of threads, OpenMP pools spin against each other; measured
+    on 2 cores, two training tests took 36.7 CPU-s that way and 13.5 with one thread each."""
+    if workers < 2 or "OMP_NUM_THREADS" in os.environ:
+        return  # one worker, or the caller chose
+    from rag_lab.runtime.threads import limit
+
+    limit(max(1, (os.cpu_count() or 1) // workers))
 
 
 @pytest.fixture(autouse=True)
@@ -69,6 +82,7 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setenv("RAG_LAB_EXPERIMENTS", str(tmp_path_factory.mktemp("experiments")))
     for name in ("MLFLOW_TRACKING_URI", "RAG_LAB_PROGRESS"):
         monkeypatch.delenv(name, raising=False)
+
 
 # pyproject's `timeout` (300 s) is the limit for the default run; a model-heavy `slow` test (a real
 # training run, a GGUF server, a benchmark-sized set) gets this much unless it sets its own.

@@ -1,5 +1,6 @@
 """Start-up cost: a run that needs no model and no tracker imports neither (torch, MLflow and
-sentence-transformers are seconds of import each, paid by every job of a multirun)."""
+sentence-transformers are seconds of import each, paid by every job of a multirun), and a warm
+multirun, whose plots are in the stage cache, does not import matplotlib (issue 36)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ main()
 """
 
 
-def loaded(args: list[str]) -> list[str]:
-    code = PROBE.format(heavy=HEAVY, args=args)
+def loaded(args: list[str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    code = PROBE.format(heavy=heavy, args=args)
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=300
     )
@@ -64,3 +65,32 @@ def test_a_bm25_or_hashing_run_without_tracking_imports_none_of_them(tmp_path, e
         f"hydra.sweep.dir={tmp_path / 'sweep'}",
     ]
     assert loaded(args) == []
+
+
+def test_a_warm_multirun_draws_no_plot_and_imports_no_matplotlib(tmp_path):
+    """The sweep's plots are drawn once per content (rag_lab.report.figures): the same sweep
+    again copies them from the stage cache, byte for byte, without importing matplotlib."""
+    args = [
+        "evaluate",
+        "-m",
+        "retrievers=[dense,bm25]",
+        "embedder=hashing",
+        "fusion.k=10,30,60",
+        "dataset=beir",
+        f"dataset.path={TOY}",
+        "tracking=none",
+        "progress=false",
+        "sweep.allow_test_selection=true",
+        "sweep.report_winner=false",
+        f"cache.dir={tmp_path / 'cache'}",
+    ]
+    heavy = (*HEAVY, "matplotlib")
+    assert loaded([*args, f"hydra.sweep.dir={tmp_path / 'cold'}"], heavy) == ["matplotlib"]
+    assert loaded([*args, f"hydra.sweep.dir={tmp_path / 'warm'}"], heavy) == []
+    for sweep in ("cold", "warm"):
+        assert (tmp_path / sweep / "report.html").is_file()
+    plots = sorted(p.name for p in (tmp_path / "cold" / "report").glob("*.png"))
+    assert plots and plots == sorted(p.name for p in (tmp_path / "warm" / "report").glob("*.png"))
+    for name in plots:
+        cold = (tmp_path / "cold" / "report" / name).read_bytes()
+        assert cold == (tmp_path / "warm" / "report" / name).read_bytes()

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,9 @@ TRAIN_PASSTHROUGH = ("dataset", "parser", "tokenizer", "cache", "paths")
 
 # (overrides, split, run folder) -> the run's per-query table (per_query.parquet's columns)
 Evaluator = Callable[[Sequence[str], str, Path], pd.DataFrame]
+# what runs a step's two splits at once: ``submit(evaluate, overrides, split, folder)`` -> a future
+# (a concurrent.futures executor, or :class:`StepWorkers`)
+Submitter = Any
 # (train overrides, output folder) -> the trained model's folder (rag-lab train reranker)
 Trainer = Callable[[Sequence[str], Path], Path]
 
@@ -426,11 +431,14 @@ def run_walk(
     extra: Sequence[str] = (),
     log: Callable[[str], None] = lambda _: None,
     train: Trainer | None = None,
+    workers: Submitter | None = None,
 ) -> WalkResult:
     """Walk ``plan``: step 0, then each step on the kept state; writes ``walk.json`` into
     ``out_dir`` (step runs under ``out_dir/<split>/<nn>_<step>``) and returns the result.
     ``train``: trains the model a step ``requires`` and was not given (a step with ``train``
-    overrides; the model under ``out_dir/models/<step>``)."""
+    overrides; the model under ``out_dir/models/<step>``). ``workers``: evaluates a step's
+    select and report splits at the same time (:class:`StepWorkers`); the steps stay in order,
+    since each is built on the decisions before it, and the result is the sequential one."""
     splits = (plan.select_split, plan.report_split)
     metrics = list(
         dict.fromkeys([*plan.metrics, *(m for s in plan.steps for m in plan.decision_metrics(s))])
@@ -439,10 +447,23 @@ def run_walk(
 
     def run(index: int, name: str, overrides: Sequence[str]) -> dict[str, pd.DataFrame]:
         tables = {}
+        jobs = {}
         for split in splits:
             folder = out_dir / split / f"{index:02d}_{name}"
             log(f"step {index} {name} on {split}: {' '.join(overrides)}")
-            tables[split] = evaluate([*overrides, f"dataset.split={split}"], split, folder)
+            args = ([*overrides, f"dataset.split={split}"], split, folder)
+            if workers is None:
+                tables[split] = evaluate(*args)
+            else:
+                jobs[split] = workers.submit(evaluate, *args)
+        errors = []
+        for split, job in jobs.items():  # every split finishes before a failure is raised
+            try:
+                tables[split] = job.result()
+            except RagLabError as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
         return tables
 
     base_overrides = state_overrides(plan, [], extra)
@@ -611,6 +632,68 @@ def read_result(out_dir: Path) -> WalkResult:
 
 
 # ---------------------------------------------------------------------------------------------
+# parallel splits
+
+
+def _start_worker(running: Any, lock: Any, cpus: int) -> None:
+    from rag_lab.runtime import threads
+
+    threads.share(running, lock, cpus)
+
+
+def _evaluate_in_worker(
+    evaluate: Evaluator, overrides: Sequence[str], split: str, run_dir: Path
+) -> pd.DataFrame:
+    """One split of a step in a worker: its threads counted while it runs, its console summary
+    written to ``run_dir/console.txt`` (two summaries printed at once would interleave)."""
+    import contextlib
+    import io
+
+    from rag_lab.runtime import threads
+
+    buffer = io.StringIO()
+    with threads.busy(), contextlib.redirect_stdout(buffer):
+        try:
+            return evaluate(overrides, split, run_dir)
+        finally:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "console.txt").write_text(buffer.getvalue(), encoding="utf-8")
+
+
+class StepWorkers:
+    """``n`` forked worker processes that evaluate a step's splits at once (``rag-lab walk
+    --workers``). Forked before any model is loaded; each worker keeps what it loaded (the
+    embedder: :data:`rag_lab.embedder.sentence_transformer.SHARED_MODELS`) for the later steps.
+    While both run each gets half the cores (:mod:`rag_lab.runtime.threads`); one waiting for
+    the other's stage-cache claim (the corpus both splits embed) lends it its cores."""
+
+    def __init__(self, n: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("fork")
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        self.running = ctx.Value("i", 0)
+        self.pool = ProcessPoolExecutor(
+            max_workers=n,
+            mp_context=ctx,
+            initializer=_start_worker,
+            initargs=(self.running, self.running.get_lock(), cpus or 1),
+        )
+
+    def submit(
+        self, evaluate: Evaluator, overrides: Sequence[str], split: str, run_dir: Path
+    ) -> Future[pd.DataFrame]:
+        return self.pool.submit(_evaluate_in_worker, evaluate, overrides, split, run_dir)
+
+    def __enter__(self) -> StepWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------------------------------
 # the real evaluator
 
 
@@ -676,6 +759,7 @@ __all__ = [
     "Evaluator",
     "Step",
     "StepResult",
+    "StepWorkers",
     "WalkPlan",
     "WalkResult",
     "evaluate_step",

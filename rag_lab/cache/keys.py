@@ -84,6 +84,12 @@ def chunks_key(chunker_config: Any, documents: str) -> str:
     return stage_key("chunks", chunker_config, documents)
 
 
+def lineage_key(parser_config: Any, chunker_config: Any, corpus: str) -> str:
+    """The note of one corpus (its folder, as configured to be read and chunked): whatever its
+    files hold, so that an edited corpus finds what it was built as before."""
+    return stage_key("lineage", {"parser": parser_config, "chunker": chunker_config}, corpus)
+
+
 def index_key(retriever_config: Any, identity: Any, chunks: str) -> str:
     return stage_key("index", {"retriever": retriever_config, "identity": identity}, chunks)
 

@@ -107,6 +107,9 @@ def _size(path: Path) -> int:
     return path.lstat().st_size
 
 
+# the folder of notes: what each corpus was last built as (uncounted hints, not stage outputs)
+NOTES = "notes"
+
 # every namespace the cache holds; `rag-lab cache list|clear` and the counters read this
 NAMESPACES = (
     "parsed_files",
@@ -377,6 +380,29 @@ class StageCache:
         if self._write(p, lambda fh: fh.write(gzip.compress(data, compresslevel=3, mtime=0))):
             self._count(namespace, p, write=True)
 
+    # -- notes (what a corpus was last built as: rag_lab.pipeline.edits) -------------------------
+    def get_note(self, key: str) -> Any | None:
+        """A note (JSON) under ``root/notes/``: hints, not stage outputs, so not counted; an
+        unreadable one is ``None``."""
+        return self.get_note_at(NOTES, key)
+
+    def get_note_at(self, namespace: str, key: str) -> Any | None:
+        """A JSON entry read without counting it (part of reading another entry); ``None`` when
+        it is absent or unreadable."""
+        if self.bypassed:
+            return None
+        try:
+            return json.loads(gzip.decompress(self.path(namespace, key, "json.gz").read_bytes()))
+        except (OSError, EOFError, ValueError, zlib.error):
+            return None
+
+    def put_note(self, key: str, value: Any) -> None:
+        data = json.dumps(value, ensure_ascii=False).encode()
+        self._write(
+            self.path(NOTES, key, "json.gz"),
+            lambda fh: fh.write(gzip.compress(data, compresslevel=1, mtime=0)),
+        )
+
     # -- arrays (embeddings) -----------------------------------------------------------------
     def get_array(self, namespace: str, key: str) -> np.ndarray | None:
         p = self.path(namespace, key, "npy")
@@ -464,9 +490,12 @@ class StageCache:
             self._tables[(namespace, table)] = db
         return self._tables[(namespace, table)]
 
-    def get_many(self, namespace: str, table: str, keys: Sequence[str]) -> dict[str, bytes]:
+    def get_many(
+        self, namespace: str, table: str, keys: Sequence[str], counted: bool = True
+    ) -> dict[str, bytes]:
         """The rows of ``keys`` that ``table`` holds; each key found counts a hit, each absent a
-        miss."""
+        miss (``counted=False``: neither, a look into another stage's table for what an edit
+        can carry over)."""
         db = self._table(namespace, table)
         out: dict[str, bytes] = {}
         unique = list(dict.fromkeys(keys))
@@ -481,8 +510,9 @@ class StageCache:
         except sqlite3.DatabaseError as exc:  # a damaged table file: everything is a miss
             log.warning("cache: cannot read %s/%s.sqlite (%s): recomputing", namespace, table, exc)
             out = {}
-        self.hits[namespace] += len(out)
-        self.misses[namespace] += len(unique) - len(out)
+        if counted:
+            self.hits[namespace] += len(out)
+            self.misses[namespace] += len(unique) - len(out)
         self.bytes_read[namespace] += sum(len(v) for v in out.values())
         return out
 

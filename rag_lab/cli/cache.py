@@ -1,6 +1,7 @@
 """``rag-lab cache list|clear [--dir DIR] [--namespace NS ...]``: inspect or empty the stage cache
 (:func:`rag_lab.cache.inventory` / :func:`rag_lab.cache.clear`). ``--namespace`` takes any of
-:data:`rag_lab.cache.NAMESPACES`, the cache's own list. ``list`` counts complete entries (an
+:data:`rag_lab.cache.NAMESPACES`, the cache's own list, or ``figures`` (report plots kept by
+content, ``rag_lab.report.figures``). ``list`` counts complete entries (an
 index folder is one) and reports killed writers' temporaries on their own line.
 """
 
@@ -13,6 +14,9 @@ from collections.abc import Sequence
 from rag_lab.cache import NAMESPACES, clear, inventory
 from rag_lab.errors import user_errors
 from rag_lab.paths import experiments_dir
+from rag_lab.report.figures import NAMESPACE as FIGURES
+
+CHOICES = (*NAMESPACES, FIGURES)
 
 
 def human(n: float) -> str:
@@ -31,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--namespace",
         action="append",
-        choices=NAMESPACES,
+        choices=CHOICES,
         help="only this stage (repeatable); default: all",
     )
     return ap
@@ -49,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not inv:
         print(f"{args.dir}: empty")
         return
-    width = max(map(len, NAMESPACES)) + 2
+    width = max(map(len, CHOICES)) + 2
     print(f"{'stage':<{width}}{'entries':>9}{'size':>12}   ({args.dir})")
     shown = {ns: info for ns, info in inv.items() if not args.namespace or ns in args.namespace}
     for ns, info in shown.items():

@@ -7,11 +7,15 @@ with its waterfall (:mod:`rag_lab.report.waterfall`).
     rag-lab walk --svg docs/waterfall.svg tracking=none       # + the README's figure, no MLflow
     rag-lab walk embedder=hashing                             # an evaluate override on every step
     rag-lab walk postprocess.cross_encoder.model=<dir>        # the cross-encoder step runs too
+    rag-lab walk --workers 1                                  # the splits one after the other
     rag-lab walk --report experiments/walks/tutorial_to_production   # the page again, no runs
     rag-lab walk --report experiments/walks/tutorial_to_production \
         --svg docs/waterfall_context_utilisation.svg --svg-metric answer_context_utilisation
 
-The overrides are ``rag-lab evaluate``'s, given to every step (after the step's own). The
+The overrides are ``rag-lab evaluate``'s, given to every step (after the step's own). A step's
+two splits are evaluated at once by ``--workers`` forked processes (default 2), each keeping the
+models it loaded for the later steps; each split's console summary goes to its run folder's
+``console.txt``. The
 folder gets ``walk.json``, ``report.html`` and ``<split>/<nn>_<step>/`` run folders.
 
 Exit codes: 0 walked, 2 refusal or usage error (``error: <reason>`` on stderr).
@@ -20,6 +24,7 @@ Exit codes: 0 walked, 2 refusal or usage error (``error: <reason>`` on stderr).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,6 +56,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="rewrite the report of a finished walk folder (its walk.json); runs nothing",
     )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="processes evaluating a step's two splits at once (1: one after the other)",
+    )
     ap.add_argument("overrides", nargs="*", help="rag-lab evaluate overrides for every step")
     return ap
 
@@ -72,6 +83,7 @@ def plan_path(walk: str) -> Path:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     from rag_lab.analysis.walk import (
+        StepWorkers,
         evaluate_step,
         load_plan,
         read_result,
@@ -90,14 +102,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         check_overrides(args.overrides)  # no credential on the command line
         plan = load_plan(plan_path(args.walk))
         out = args.out or experiments_dir() / "walks" / plan.name
-        result = run_walk(
-            plan,
-            evaluate_step,
-            out,
-            args.overrides,
-            log=lambda m: print(m, file=sys.stderr),
-            train=train_step,
-        )
+        if args.workers < 1:
+            raise ConfigError(f"--workers {args.workers}: needs at least 1")
+        with contextlib.ExitStack() as stack:
+            workers = stack.enter_context(StepWorkers(args.workers)) if args.workers > 1 else None
+            result = run_walk(
+                plan,
+                evaluate_step,
+                out,
+                args.overrides,
+                log=lambda m: print(m, file=sys.stderr, flush=True),
+                train=train_step,
+                workers=workers,
+            )
     print(f"report: {write_walk_report(result, out)}")
     if args.svg is not None:
         print(f"svg: {write_waterfall_svg(result, args.svg, args.svg_metric)}")

@@ -62,3 +62,19 @@ class ChunkTagging(Protocol):
     one holding a whole fault table, is tagged with every code it shows). Pure."""
 
     def tag_chunks(self, chunks: Sequence[Chunk]) -> list[Chunk]: ...
+
+
+@runtime_checkable
+class DocumentWise(Protocol):
+    """A contract whose check is one document at a time plus what spans documents, so that the
+    corpus read keeps each document's completion in the stage cache (an edit completes only the
+    documents it changed). ``complete(doc, where)``: the document completed and its own problems
+    (pure: ``where`` is used in the problems only); ``finish(done, where)``: what ``check`` returns
+    for the completed documents and their problems, in order (checks across documents, such as
+    a repeated identity, and ``strict`` mode's first problem)."""
+
+    def complete(self, doc: Document, where: str) -> tuple[Document, list[Problem]]: ...
+
+    def finish(
+        self, done: Sequence[tuple[Document, Sequence[Problem]]], where: Mapping[str, str]
+    ) -> Checked: ...

@@ -203,16 +203,22 @@ class SchemaContract:
             meta.setdefault(name, None)
         return replace(doc, metadata=meta, sections=sections)
 
-    def check(self, documents: Sequence[Document], where: Mapping[str, str]) -> Checked:
+    def complete(self, doc: Document, where: str) -> tuple[Document, list[Problem]]:
+        problems: list[Problem] = []
+        return self._complete(doc, where, problems), problems
+
+    def finish(
+        self, done: Sequence[tuple[Document, Sequence[Problem]]], where: Mapping[str, str]
+    ) -> Checked:
         problems: list[Problem] = []
         out: list[Document] = []
         seen: dict[tuple[Any, ...], str] = {}
-        for doc in documents:
+        for doc, own in done:
             src = where.get(doc.doc_id, doc.doc_id)
             n = len(problems)
-            done = self._complete(doc, src, problems)
+            problems.extend(own)
             if self.identity:
-                ident = tuple(self._value(done, done.metadata, f) for f in self.identity)
+                ident = tuple(self._value(doc, doc.metadata, f) for f in self.identity)
                 if all(v not in _MISSING for v in ident):
                     if ident in seen:
                         fields = ", ".join(f"{f}={v!r}" for f, v in zip(self.identity, ident))
@@ -228,5 +234,10 @@ class SchemaContract:
                         seen[ident] = doc.doc_id
             if self.mode == "strict" and len(problems) > n:
                 raise DataError(f"{problems[n]} (contract.mode=warn records problems instead)")
-            out.append(done)
+            out.append(doc)
         return Checked(tuple(out), tuple(problems))
+
+    def check(self, documents: Sequence[Document], where: Mapping[str, str]) -> Checked:
+        return self.finish(
+            [self.complete(doc, where.get(doc.doc_id, doc.doc_id)) for doc in documents], where
+        )

@@ -88,7 +88,7 @@ class LoraEmbedder(SentenceTransformerEmbedder):
     def model(self):
         from peft import PeftModel
 
-        st = SentenceTransformerEmbedder.model.func(self)  # type: ignore[attr-defined]  # the base
+        st = self.load()  # the base, a copy of its own: the adapter is put into it
         st[0].model = PeftModel.from_pretrained(st[0].model, str(self.adapter))
         if self.merge:
             st[0].model = st[0].model.merge_and_unload()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -15,6 +18,13 @@ from rag_lab.runtime import progress
 from rag_lab.validate import OptionError, integer
 
 log = logging.getLogger(__name__)
+
+SHARED_MODELS = 2
+"""Loaded models this process keeps for later embedders of the same weights and settings (the
+fallback chain's levels, every step of ``rag-lab walk``, a sweep's jobs in one worker): a load
+costs ~2-3 s of CPU per model, paid once per process."""
+_shared: OrderedDict[tuple, Any] = OrderedDict()
+_shared_lock = threading.Lock()
 
 
 class SentenceTransformerEmbedder:
@@ -67,6 +77,30 @@ class SentenceTransformerEmbedder:
 
     @cached_property
     def model(self):
+        """The loaded model, shared with the process's other embedders of the same weights,
+        device, backend and truncation (at most ``SHARED_MODELS`` kept): never modify it in place
+        (training and adapters take :meth:`load`'s own copy)."""
+        key = (
+            self.path,
+            self.device,
+            self.backend,
+            self.quantize,
+            self.threads,
+            self.max_seq_length,
+        )
+        with _shared_lock:
+            st = _shared.get(key)
+            if st is not None:
+                _shared.move_to_end(key)
+                return st
+            st = self.load()
+            _shared[key] = st
+            while len(_shared) > SHARED_MODELS:
+                _shared.popitem(last=False)
+            return st
+
+    def load(self):
+        """A freshly loaded model of its own (the one to train or wrap)."""
         from sentence_transformers import SentenceTransformer
 
         path = self.path  # raises ConfigError itself when the model cannot be resolved offline

@@ -66,6 +66,7 @@ from rag_lab._deprecated import upgrade_targets
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.export.manifest import write_manifest
 from rag_lab.export.portable import (
+    STAGE_SECTIONS,
     bundle_files,
     escape_interpolations,
     strip_endpoints,
@@ -99,20 +100,9 @@ LEVELS_DIR = "levels"
 SOURCES_FILE = "sources.json"  # every document with its type, last update and fallback level
 # sections of an evaluate config that describe where a run read and wrote, not the pipeline
 DROPPED_SECTIONS = ("dataset", "tracking", "paths", "hydra", "sweep", "cache")
-# what defines the rankings: compared between the exported run and its test run
-PIPELINE_SECTIONS = (
-    "parser",
-    "chunker",
-    "permissions",
-    "query_transforms",
-    "retrievers",
-    "fusion",
-    "reranker",
-    "postprocess",
-    "fallback",
-    "context",
-    "generator",
-)
+# what defines the rankings, compared between the exported run and its test run: every stage
+# section but the judge (it scores answers, never orders them)
+PIPELINE_SECTIONS = tuple(s for s in STAGE_SECTIONS if s != "judge")
 # distribution names tried in order for each package the card reports
 VERSIONED_PACKAGES: dict[str, tuple[str, ...]] = {
     "rag_lab": ("rag_lab", "rag-lab"),

@@ -62,8 +62,9 @@ def encoder(name: str, num_threads: int = 1) -> Encoder:
 
     st = SentenceTransformer(name, device="cpu")
     return _cached(
-        lambda texts: np.asarray(st.encode(list(texts), normalize_embeddings=True),
-        dtype=np.float32)
+        lambda texts: np.asarray(
+            st.encode(list(texts), normalize_embeddings=True), dtype=np.float32
+        )
     )
 
 

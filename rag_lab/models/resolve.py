@@ -19,12 +19,13 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from rag_lab.errors import ConfigError
+from rag_lab.errors import ConfigError, DiskError
+from rag_lab.paths import home_dir
 
 
 def cache_home() -> Path:
-    """Where rag_lab keeps derived models (``$RAG_LAB_HOME`` or ``~/.cache/rag_lab``)."""
-    return Path(os.environ.get("RAG_LAB_HOME", Path.home() / ".cache" / "rag_lab")).expanduser()
+    """Where rag_lab keeps derived models (:func:`rag_lab.paths.home_dir`)."""
+    return home_dir()
 
 
 # written next to a faithfulness classifier trained by `rag-lab train judge` (family, window)
@@ -121,19 +122,86 @@ def _hub_unreachable(name: str, timeout: float = 5.0) -> str | None:
         return f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
 
 
-def weights_hash(path: str, max_files: int = 64) -> str:
-    """Content hash of a model directory's weight files (safetensors/bin), for cache keys. For an
-    HF id that is not a local directory, the id itself."""
-    root = Path(path)
-    if not root.is_dir():
-        return f"id:{path}"
+HASHES_FILE = "weights_hashes.json"
+"""In ``cache_home()``: weight-file hashes by path and stat signature, so that a process does
+not read a model's weights (e5: 465 MB, ~1 s) only to name them in a cache key."""
+_HASHES: dict[str, str] = {}  # this process's: signature -> hash
+RACY_SECONDS = 2
+
+
+def _weight_files(root: Path, max_files: int) -> list[Path]:
     files = sorted(
         p for p in root.rglob("*") if p.suffix in (".safetensors", ".bin", ".pt") and p.is_file()
     )
+    return files[:max_files]
+
+
+def _signature(root: Path, files: list[Path]) -> str | None:
+    """The folder and each weight file's name, size, modification time and inode: any rewrite
+    of a file changes it (the hash is then recomputed). ``None`` (not remembered) while a file
+    was modified in the last ``RACY_SECONDS``: two writes within one clock tick of the file
+    system could share a modification time (git's "racy" index entries)."""
+    import time
+
+    parts = [str(root.resolve())]
+    now = time.time_ns()
+    for p in files:
+        st = p.stat()
+        if now - st.st_mtime_ns < RACY_SECONDS * 1_000_000_000:
+            return None
+        parts.append(f"{p.relative_to(root).as_posix()}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
+    return "\n".join(parts)
+
+
+def _read_hashes() -> dict[str, str]:
+    import json
+
+    try:
+        raw = json.loads((cache_home() / HASHES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(v, str)} if isinstance(raw, dict) else {}
+
+
+def _remember(signature: str, digest: str) -> None:
+    """Add one hash to ``HASHES_FILE`` (atomic replace; best effort: a read-only cache home
+    only costs the next process the hashing)."""
+    import json
+
+    from rag_lab.io.atomic import write_atomic
+
+    known = _read_hashes()
+    known[signature] = digest
+    try:
+        (cache_home()).mkdir(parents=True, exist_ok=True)
+        write_atomic(cache_home() / HASHES_FILE, json.dumps(known, indent=0))
+    except (OSError, DiskError):
+        pass
+
+
+def weights_hash(path: str, max_files: int = 64) -> str:
+    """Content hash of a model directory's weight files (safetensors/bin), for cache keys. For an
+    HF id that is not a local directory, the id itself.
+
+    Read once per machine: the hash is remembered against the files' stat signature
+    (:func:`_signature`), in this process and in ``$RAG_LAB_HOME/weights_hashes.json``."""
+    root = Path(path)
+    if not root.is_dir():
+        return f"id:{path}"
+    files = _weight_files(root, max_files)
+    signature = _signature(root, files)
+    known = None if signature is None else _HASHES.get(signature) or _read_hashes().get(signature)
+    if known and signature is not None:
+        _HASHES[signature] = known
+        return known
     h = hashlib.blake2b(digest_size=16)
-    for p in files[:max_files]:
+    for p in files:
         h.update(p.relative_to(root).as_posix().encode())
         with open(p, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 22), b""):
                 h.update(block)
-    return h.hexdigest()
+    digest = h.hexdigest()
+    if signature is not None:
+        _HASHES[signature] = digest
+        _remember(signature, digest)
+    return digest

@@ -47,6 +47,15 @@ class LineLocated(Protocol):
 
 
 @runtime_checkable
+class Plain(Protocol):
+    """A parser of records (JSON lines, CSV rows) that reads a file about as fast as its parsed
+    entry would read back: the corpus read parses such files each time instead of caching each
+    one (an edit of one record would rewrite the whole file's entry). ``plain`` is ``True``."""
+
+    plain: bool
+
+
+@runtime_checkable
 class Selective(Protocol):
     """A parser that, as configured, reads only some files of its suffixes: ``unread(path)`` is
     why it leaves ``path`` out (``None``: it reads it). The corpus read counts such files with

@@ -41,6 +41,7 @@ class CsvRecordsParser:
     """
 
     suffixes = (".csv", ".tsv")
+    plain = True  # parsed each time, not cached per file (rag_lab.parser.base.Plain)
 
     def __init__(
         self,

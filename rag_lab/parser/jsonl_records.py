@@ -22,6 +22,7 @@ class JsonlRecordsParser:
     """
 
     suffixes = (".jsonl",)
+    plain = True  # parsed each time, not cached per file (rag_lab.parser.base.Plain)
 
     def __init__(
         self,

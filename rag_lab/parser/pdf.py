@@ -26,6 +26,7 @@ from typing import Any
 from rag_lab.errors import ConfigError, DataError, RagLabError
 from rag_lab.parser import _layer_quality, _ocr
 from rag_lab.parser._builder import DocumentBuilder, Rows, fill_merged
+from rag_lab.parser._pdf_layout import OCR, SKIPPED, TEXT, Line, Page, PdfLayout, Table
 from rag_lab.parser.base import relative_id
 from rag_lab.types import Document
 from rag_lab.validate import OptionError, boolean, choice, integer, number
@@ -37,10 +38,6 @@ log = logging.getLogger(__name__)
 OCR_MODES = ("auto", "off")
 
 _BOLD = re.compile(r"bold|heavy|black|semibold|demi", re.I)
-_CAPTION = re.compile(r"^(?:table|tab\.|表)\s*[\dA-Z][\w.\-–]*", re.I)
-_NUMBERED = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\.?(?=\s|[^\x00-\x7f]|$)")
-_LIST_ITEM = re.compile(r"^(?:[•●○■□◆▪\-–*]\s|\(?\d{1,2}[.)、]\s|（\d{1,2}）|[a-z]\)\s)")
-_SENTENCE_END = tuple(".。!！?？:：;；")
 _SUBSET = re.compile(r"^[A-Z]{6}\+")
 _CONTROL = re.compile(r"^[\x00-\x1f\x7f-\x9f]+$")
 _LIGATURES = str.maketrans(
@@ -51,15 +48,6 @@ _LIGATURES = str.maketrans(
 _CID = "(cid:"
 # a scanned page is rendered at most this large (an A0 drawing at 300 dpi would be 140 Mpixel)
 _MAX_PIXELS = 40_000_000
-# running headers/footers: what a page number looks like (stripped from the metadata copy)
-_PAGE_NUMBER = re.compile(
-    r"第\s*\d+\s*页(?:\s*[,，/]?\s*共\s*\d+\s*页)?|共\s*\d+\s*页"
-    r"|\bpage\s+\d+(?:\s*(?:of|/)\s*\d+)?\b"
-    r"|^[\s\-–—|·]*\d+(?:\s*(?:/|of)\s*\d+)?[\s\-–—|·]*$",
-    re.I,
-)
-_ROMAN = re.compile(r"^[\-–—]?[ivxlc]{1,7}[\-–—]?$")
-_EDGE_PUNCT = " \t-–—|·•,，;；:"
 _PDF_DATE = re.compile(
     r"^D:(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?(?:([Zz])|([+\-])(\d{2})'?(\d{2})?'?)?"
 )
@@ -77,7 +65,6 @@ _INFO_IGNORED_PREFIXES = ("PTEX.",)  # pdfTeX's banner
 _PLACEHOLDERS = {"", "null", "none", "untitled", "anonymous", "unspecified", "unknown"}
 _MISSING = {"", "null"}
 
-_TEXT, _OCR, _SKIPPED = "text", "ocr", "skipped"
 # an image on a text-layer page is read by OCR from this size (points: 1 x 0.4 in), and kept when
 # OCR reads it with at least this mean word confidence (a photo or a logo reads as a few weak
 # "words")
@@ -85,7 +72,7 @@ _MIN_IMAGE_W, _MIN_IMAGE_H = 72.0, 28.8
 _MIN_IMAGE_CONFIDENCE = 0.5
 
 
-def _page_text(page: _Page) -> str:
+def _page_text(page: Page) -> str:
     """A read page's text as the layer check judges it: its lines and table cells."""
     cells = (c for t in page.tables for row in t.rows for c in row if c)
     return "\n".join([*(ln.text for ln in page.lines), *cells])
@@ -112,34 +99,6 @@ def _reason(exc: BaseException) -> str:
 
 
 @dataclass
-class _Line:
-    """A line of text on a page; coordinates in PDF points from the page's top-left corner."""
-
-    text: str
-    top: float
-    bottom: float
-    x0: float
-    x1: float
-    size: float
-    bold: bool = False
-    font: str = ""
-    par_start: bool | None = None  # OCR: Tesseract's paragraph start; None: decide by geometry
-    role: str = "body"  # body | heading | caption | running (header/footer)
-    level: int = 0
-    ocr: bool = False  # read by OCR from an image on a text-layer page (no font size, no headings)
-
-
-@dataclass
-class _Table:
-    rows: list[list[str]]
-    top: float
-    bottom: float
-    x_edges: tuple[float, ...]
-    pages: list[int]
-    caption: str | None = None
-
-
-@dataclass
 class _Region:
     """An image on a text-layer page with no text over it (a scanned table pasted into a digital
     manual), rendered for Tesseract; its box in PDF points."""
@@ -163,25 +122,8 @@ class _Render:
     height: float
     image: Any
     dpi: int
-    layer: _Page | None = None
+    layer: Page | None = None
     regions: list[_Region] = field(default_factory=list)
-
-
-@dataclass
-class _Page:
-    number: int
-    width: float
-    height: float
-    kind: str
-    lines: list[_Line] = field(default_factory=list)
-    tables: list[_Table] = field(default_factory=list)
-    confidence: float | None = None
-    blocks: list[Any] = field(default_factory=list)  # _Line (heading) | list[_Line] | _Table
-    readable: float | None = None  # the text layer's readable share (``_layer_quality``)
-    garbled: bool = False  # the text layer was judged unreadable (then OCR'd when OCR is on)
-    ocr_images: int = 0  # images on a text-layer page read by OCR
-    rotated: int = 0  # the page or images on it read after turning them upright
-    weak_tables: int = 0  # OCR tables too weakly read to be tables (their text kept as lines)
 
 
 # ---------------------------------------------------------------- characters → lines
@@ -256,7 +198,7 @@ def _line_text(chars: Sequence[Mapping[str, Any]]) -> str:
     return "".join(out)
 
 
-def _make_line(chars: Sequence[Mapping[str, Any]]) -> _Line | None:
+def _make_line(chars: Sequence[Mapping[str, Any]]) -> Line | None:
     glyphs = [c for c in chars if c["text"].strip()]
     if not glyphs:
         return None
@@ -265,7 +207,7 @@ def _make_line(chars: Sequence[Mapping[str, Any]]) -> _Line | None:
     # the line's box is that of its full-size glyphs (a subscript's box hangs below it)
     size = sizes[len(sizes) // 2]
     main = [c for c in glyphs if c["size"] >= 0.9 * size] or glyphs
-    return _Line(
+    return Line(
         text=_line_text(chars),
         top=min(c["top"] for c in main),
         bottom=max(c["bottom"] for c in main),
@@ -405,32 +347,6 @@ def _info_metadata(info: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
         ):
             meta[key] = _iso_date(value)
     return title, meta
-
-
-# ---------------------------------------------------------------- running headers and footers
-
-
-def _running_key(text: str) -> str:
-    """What a running line is compared by: no spaces, digits and a lone lower-case roman page
-    number (``iv``) as ``0``, case folded."""
-    key = "".join(text.split())
-    if _ROMAN.match(key):
-        return "0"
-    return re.sub(r"\d+", "0", key).casefold()
-
-
-def _strip_page_numbers(first: str, second: str | None) -> str:
-    """A running line without its page number: ``内部资料 第 3 页`` → ``内部资料``; a number that
-    changes between two occurrences (``Manual 3`` / ``Manual 4``) is one too, and so is a lone
-    lower-case roman numeral (``iv``)."""
-    if _ROMAN.match("".join(first.split())):
-        return ""
-    text = _PAGE_NUMBER.sub(" ", first)
-    if second is not None:
-        a, b = text.split(), _PAGE_NUMBER.sub(" ", second).split()
-        if len(a) == len(b):
-            text = " ".join(x for x, y in zip(a, b) if not (x.isdigit() and x != y))
-    return " ".join(text.split()).strip(_EDGE_PUNCT)
 
 
 # ---------------------------------------------------------------- the parser
@@ -596,6 +512,12 @@ class PdfParser:
         self.ocr_min_table_confidence = number(
             ocr_min_table_confidence, "ocr_min_table_confidence", ge=0, le=1
         )
+        self._layout = PdfLayout(
+            self.header_footer_margin,
+            self.header_footer_min_fraction,
+            self.heading_size_ratio,
+            self.max_heading_chars,
+        )
         self._tesseract_ok = False
         self._osd: bool | None = None  # whether the osd data is installed (checked once)
         self._ocr_warned = False  # the warning that optional OCR is unavailable, given once
@@ -646,14 +568,14 @@ class PdfParser:
                 pdf.close()
             except Exception:  # noqa: BLE001 - closing walks the page tree, which may be broken:
                 pass  # the error that matters (a DataError above) must not be replaced
-        if all(p.kind == _SKIPPED for p in pages):
+        if all(p.kind == SKIPPED for p in pages):
             raise DataError(
                 f"{path}: no text layer on any of its {len(pages)} pages and parser.ocr=off "
                 "(install Tesseract and use ocr=auto)"
             )
         return self._document(path, root, info, pages)
 
-    def _read_pages(self, pdf_pages: Sequence[Any], path: Path) -> list[_Page]:
+    def _read_pages(self, pdf_pages: Sequence[Any], path: Path) -> list[Page]:
         """Every page, in order. Scanned pages are rendered here and recognised by up to
         ``ocr_workers`` Tesseract processes at once while the next pages are read; at most that
         many rendered images wait in memory."""
@@ -661,9 +583,9 @@ class PdfParser:
 
         from rag_lab.runtime import progress
 
-        pages: list[_Page | None] = []
+        pages: list[Page | None] = []
         seen_images: set[Any] = set()  # image objects met on earlier pages (logos repeat)
-        running: list[tuple[int, Future[_Page]]] = []
+        running: list[tuple[int, Future[Page]]] = []
         pool: ThreadPoolExecutor | None = None
         shown = progress.bar(total=len(pdf_pages), desc=f"read {path.name}", unit="page")
 
@@ -687,7 +609,7 @@ class PdfParser:
                     ) from None
                 finally:
                     page.close()  # pdfplumber caches every page's objects otherwise
-                if isinstance(got, _Page):
+                if isinstance(got, Page):
                     pages.append(got)
                     shown.update()
                     continue
@@ -707,9 +629,9 @@ class PdfParser:
         return [p for p in pages if p is not None]
 
     @staticmethod
-    def _page_result(future: Any, path: Path, number: int) -> _Page:
+    def _page_result(future: Any, path: Path, number: int) -> Page:
         try:
-            page: _Page = future.result()
+            page: Page = future.result()
         except RagLabError:
             raise
         except Exception as exc:
@@ -718,7 +640,7 @@ class PdfParser:
 
     def _read_page(
         self, page: Any, number: int, path: Path, seen_images: set[Any] | None = None
-    ) -> _Page | _Render:
+    ) -> Page | _Render:
         """A text-layer page read; a skipped page; or a page rendered for OCR: a scanned page,
         a page whose text layer is unreadable, or a text-layer page with images to read."""
         width, height = float(page.width), float(page.height)
@@ -747,7 +669,7 @@ class PdfParser:
                     return _Render(number, width, height, None, 0, out, regions)
             return out
         if self.ocr == "off":
-            return _Page(number, width, height, _SKIPPED)
+            return Page(number, width, height, SKIPPED)
         return self._render(page, number, path)
 
     def _image_regions(
@@ -802,8 +724,8 @@ class PdfParser:
         )
         return area >= 0.5 * float(page.width) * float(page.height)
 
-    def _text_page(self, page: Any, number: int, chars: Sequence[Mapping[str, Any]]) -> _Page:
-        out = _Page(number, float(page.width), float(page.height), _TEXT)
+    def _text_page(self, page: Any, number: int, chars: Sequence[Mapping[str, Any]]) -> Page:
+        out = Page(number, float(page.width), float(page.height), TEXT)
         boxes: list[tuple[float, ...]] = []
         if self.tables and (page.rects or page.lines or page.curves):
             for t in page.find_tables(_TABLE_SETTINGS):
@@ -816,7 +738,7 @@ class PdfParser:
                     continue
                 boxes.append(tuple(t.bbox))
                 out.tables.append(
-                    _Table(rows, float(t.bbox[1]), float(t.bbox[3]), x_edges, [number])
+                    Table(rows, float(t.bbox[1]), float(t.bbox[3]), x_edges, [number])
                 )
         body = [c for c in chars if not any(_inside(c, b) for b in boxes)] if boxes else chars
         for ln in _cluster(body):
@@ -832,7 +754,7 @@ class PdfParser:
         image = page.to_image(resolution=dpi).original
         return _Render(number, float(page.width), float(page.height), image, dpi)
 
-    def _recognise(self, job: _Render, path: Path) -> _Page:
+    def _recognise(self, job: _Render, path: Path) -> Page:
         """Tesseract's reading of a rendered page, or of the images of a text-layer page (runs
         in a worker thread)."""
         number = job.number
@@ -868,18 +790,18 @@ class PdfParser:
         )
         return result, degrees, (image.width, image.height)
 
-    def _read_scan(self, job: _Render) -> _Page:
+    def _read_scan(self, job: _Render) -> Page:
         result, degrees, (w_px, h_px) = self._read_image(job.image, job.dpi)
         width, height = (job.width, job.height)
         if degrees in (90, 270):  # the page is read in the turned frame
             width, height = height, width
-        out = _Page(job.number, width, height, _OCR)
+        out = Page(job.number, width, height, OCR)
         out.confidence = result.confidence
         out.rotated = int(degrees != 0)
         for par in result.paragraphs:
             for k, ol in enumerate(par):
                 out.lines.append(
-                    _Line(ol.text, ol.top, ol.bottom, ol.x0, ol.x1, ol.size, par_start=k == 0)
+                    Line(ol.text, ol.top, ol.bottom, ol.x0, ol.x1, ol.size, par_start=k == 0)
                 )
         self._add_tables(out, result.tables, job.number)
         if job.layer is not None:  # the text layer was unreadable: OCR wins unless it reads worse
@@ -892,7 +814,7 @@ class PdfParser:
             out.garbled = True
         return out
 
-    def _read_regions(self, page: _Page, regions: Sequence[_Region]) -> _Page:
+    def _read_regions(self, page: Page, regions: Sequence[_Region]) -> Page:
         """The lines and tables OCR reads in the images of a text-layer page, placed in the
         image's box (an image read turned keeps its reading order, squeezed into the box)."""
         for r in regions:
@@ -915,7 +837,7 @@ class PdfParser:
             for par in result.paragraphs:
                 for k, ol in enumerate(par):
                     page.lines.append(
-                        _Line(
+                        Line(
                             ol.text,
                             y(ol.top),
                             y(ol.bottom),
@@ -937,7 +859,7 @@ class PdfParser:
         return page
 
     def _add_tables(
-        self, page: _Page, tables: Sequence[_ocr.OcrTable], number: int, ocr: bool = False
+        self, page: Page, tables: Sequence[_ocr.OcrTable], number: int, ocr: bool = False
     ) -> None:
         """OCR'd tables onto ``page``; one read too weakly (``ocr_min_table_confidence``) gives
         its rows as lines of text instead (one paragraph), counted."""
@@ -951,10 +873,10 @@ class PdfParser:
                         top = t.top + i * step
                         x0, x1 = t.x_edges[0], t.x_edges[-1]
                         page.lines.append(
-                            _Line(text, top, top + step, x0, x1, step, par_start=i == 0, ocr=ocr)
+                            Line(text, top, top + step, x0, x1, step, par_start=i == 0, ocr=ocr)
                         )
                 continue
-            page.tables.append(_Table(t.rows, t.top, t.bottom, t.x_edges, [number]))
+            page.tables.append(Table(t.rows, t.top, t.bottom, t.x_edges, [number]))
 
     def _can_ocr(self, path: Path, number: int) -> bool:
         """Whether Tesseract can read a page whose OCR is an improvement, not a need (an
@@ -1013,321 +935,13 @@ class PdfParser:
             ) from None
         self._tesseract_ok = True
 
-    # ------------------------------------------------------------ layout
-
-    def _remove_running(self, pages: list[_Page]) -> tuple[list[str], list[str]]:
-        """Mark running header/footer lines (``role = "running"``); their texts for metadata."""
-        read = [p for p in pages if p.kind != _SKIPPED and p.lines]
-        if self.header_footer_margin <= 0 or len(read) < 2:
-            return [], []
-        need = max(2, math.ceil(self.header_footer_min_fraction * len(read) - 1e-9))
-        where: dict[tuple[str, str], list[_Line]] = {}
-        for p in read:
-            zone = self.header_footer_margin * p.height
-            seen: set[tuple[str, str]] = set()
-            for line in p.lines:
-                mid = (line.top + line.bottom) / 2
-                place = "header" if mid < zone else "footer" if mid > p.height - zone else ""
-                if not place:
-                    continue
-                key = (place, _running_key(line.text))
-                if key not in seen:
-                    seen.add(key)
-                    where.setdefault(key, []).append(line)
-        headers: list[str] = []
-        footers: list[str] = []
-        running_keys = {k for k, lines in where.items() if len(lines) >= need}
-        self._remove_running_ocr(read, running_keys)
-        for (place, _), lines in where.items():
-            if len(lines) < need:
-                continue
-            for line in lines:
-                line.role = "running"
-            text = _strip_page_numbers(lines[0].text, lines[1].text if len(lines) > 1 else None)
-            target = headers if place == "header" else footers
-            if text and text not in target:
-                target.append(text)
-        return headers, footers
-
-    def _remove_running_ocr(self, pages: Sequence[_Page], running: set[tuple[str, str]]) -> None:
-        """On OCR'd pages the running header/footer is read, not copied: a margin line close to
-        a running line of the text pages (edit similarity >= 80% after ``_running_key``) is one
-        too, so a scanned page does not put "内部资料 ' 请勿外传第 6 页" into the body."""
-        from rapidfuzz import fuzz
-
-        for p in pages:
-            if p.kind != _OCR:
-                continue
-            zone = self.header_footer_margin * p.height
-            for line in p.lines:
-                mid = (line.top + line.bottom) / 2
-                place = "header" if mid < zone else "footer" if mid > p.height - zone else ""
-                if not place or line.role == "running":
-                    continue
-                key = _running_key(line.text)
-                if any(pl == place and fuzz.ratio(key, rk) >= 80 for pl, rk in running):
-                    line.role = "running"
-
-    @staticmethod
-    def _body_size(pages: Sequence[_Page]) -> tuple[float, bool]:
-        """Median font size over the body characters of text-layer pages, and whether most of
-        the body is bold."""
-        sizes: Counter[float] = Counter()
-        bold = 0
-        total = 0
-        for p in pages:
-            if p.kind != _TEXT:
-                continue
-            for line in p.lines:
-                if line.role == "running" or line.ocr:
-                    continue
-                n = len(line.text.replace(" ", ""))
-                sizes[round(line.size, 1)] += n
-                total += n
-                bold += n if line.bold else 0
-        if not total:
-            return 0.0, False
-        half, acc = total / 2, 0
-        for size in sorted(sizes):
-            acc += sizes[size]
-            if acc >= half:
-                return size, bold > half
-        return max(sizes), bold > half
-
-    def _find_captions(self, page: _Page, body_size: float) -> None:
-        """A table's caption: the line just above it (``Table 2 ...``, ``表 2 ...`` or a short,
-        unnumbered bold line at body size), else a ``Table``/``表`` line just below it."""
-        body = [ln for ln in page.lines if ln.role == "body"]
-        for t in page.tables:
-            above = [
-                ln for ln in body if ln.bottom <= t.top + 1 and t.top - ln.bottom < 2.5 * ln.size
-            ]
-            below = [
-                ln for ln in body if ln.top >= t.bottom - 1 and ln.top - t.bottom < 2 * ln.size
-            ]
-            cand = max(above, key=lambda ln: ln.bottom, default=None)
-            if cand is not None and (
-                _CAPTION.match(cand.text)
-                or (
-                    cand.bold
-                    and len(cand.text) <= 60
-                    and not _NUMBERED.match(cand.text)
-                    and (not body_size or cand.size < self.heading_size_ratio * body_size)
-                )
-            ):
-                cand.role, t.caption = "caption", cand.text
-                continue
-            cand = min(below, key=lambda ln: ln.top, default=None)
-            if cand is not None and _CAPTION.match(cand.text):
-                cand.role, t.caption = "caption", cand.text
-
-    def _is_heading(self, line: _Line, body_size: float, body_font: str, body_bold: bool) -> bool:
-        if len(line.text) > self.max_heading_chars or not re.search(r"[^\W\d_]", line.text):
-            return False
-        if not body_size:
-            return False
-        if line.size >= self.heading_size_ratio * body_size:
-            return True
-        if line.bold and not body_bold:
-            return True
-        # a section number makes a somewhat larger line a heading (12 pt in a 10.5 pt body)
-        if _NUMBERED.match(line.text) and line.size >= 1.08 * body_size:
-            return True
-        return line.font != body_font and line.size >= 1.05 * body_size
-
-    def _headings(self, pages: Sequence[_Page]) -> float:
-        """Mark headings and their levels; returns the body size."""
-        body_size, body_bold = self._body_size(pages)
-        fonts: Counter[str] = Counter()
-        for p in pages:
-            for ln in p.lines:
-                if p.kind == _TEXT and ln.role == "body" and not ln.ocr:
-                    fonts[ln.font] += len(ln.text)
-        body_font = fonts.most_common(1)[0][0] if fonts else ""
-        for p in pages:
-            self._find_captions(p, body_size)
-        heads: list[_Line] = []
-        for p in pages:
-            if p.kind == _TEXT:
-                for ln in p.lines:
-                    if ln.ocr:
-                        continue  # no font size or weight to judge a heading by
-                    if ln.role == "body" and self._is_heading(ln, body_size, body_font, body_bold):
-                        ln.role = "heading"
-                        heads.append(ln)
-            elif p.kind == _OCR:
-                self._ocr_headings(p)
-        sizes = sorted({round(h.size * 2) / 2 for h in heads}, reverse=True)
-        numbered: dict[float, Counter[int]] = {}
-        for h in heads:
-            m = _NUMBERED.match(h.text)
-            if m:
-                h.level = 1 + len(m.group(1).split("."))
-                numbered.setdefault(round(h.size * 2) / 2, Counter())[h.level] += 1
-        for h in heads:
-            if h.level:
-                continue
-            size = round(h.size * 2) / 2
-            if size == sizes[0]:
-                h.level = 1
-            elif size in numbered:
-                h.level = numbered[size].most_common(1)[0][0]
-            else:
-                h.level = 1 + sizes.index(size)
-            h.level = min(h.level, 6)
-        for h in heads:
-            h.level = min(max(h.level, 1), 6)
-        return body_size
-
-    def _ocr_headings(self, page: _Page) -> None:
-        body = [ln for ln in page.lines if ln.role == "body"]
-        if len(body) < 3:
-            return
-        sizes = sorted(ln.size for ln in body)
-        median = sizes[len(sizes) // 2]
-        for i, ln in enumerate(body):
-            alone = ln.par_start and (i + 1 == len(body) or body[i + 1].par_start)
-            if (
-                alone
-                and ln.size >= 1.3 * median
-                and len(ln.text) <= self.max_heading_chars
-                and re.search(r"[^\W\d_]", ln.text)
-            ):
-                m = _NUMBERED.match(ln.text)
-                ln.role, ln.level = "heading", 1 + len(m.group(1).split(".")) if m else 2
-
-    @staticmethod
-    def _line_gap_ratio(pages: Sequence[_Page]) -> float:
-        """The gap between lines of one paragraph, as a fraction of the font size: the most
-        common gap between consecutive body lines of one size, among gaps up to 0.7 of the size
-        (paragraph spacing is usually larger, and most paragraphs may be single lines, so the
-        gaps above are left out); ties go to the smaller gap."""
-        ratios: Counter[float] = Counter()
-        for p in pages:
-            if p.kind != _TEXT:
-                continue
-            body = [ln for ln in p.lines if ln.role == "body" and not ln.ocr]
-            for a, b in zip(body, body[1:]):
-                if abs(a.size - b.size) <= 0.05 * a.size:
-                    r = (b.top - a.bottom) / a.size
-                    if -0.1 <= r <= 0.7:
-                        ratios[round(r * 20) / 20] += 1
-        if not ratios:
-            return 0.25
-        return min(ratios, key=lambda r: (-ratios[r], r))
-
-    @staticmethod
-    def _continues(prev: _Line, line: _Line, gap_ratio: float, left: float, right: float) -> bool:
-        """Whether ``line`` continues the paragraph whose last line is ``prev``."""
-        if line.par_start is not None:
-            return not line.par_start
-        if abs(line.size - prev.size) > 0.1 * prev.size or line.top < prev.top:
-            return False
-        if line.top - prev.bottom > (gap_ratio + 0.3) * prev.size:
-            return False
-        if _LIST_ITEM.match(line.text):
-            return False
-        # a short line ending a sentence ends its paragraph (paragraphs without spacing)
-        short = prev.x1 < right - 0.2 * max(right - left, 1.0)
-        return not (short and prev.text.endswith(_SENTENCE_END))
-
-    def _blocks(self, page: _Page, gap_ratio: float) -> list[Any]:
-        """The page's headings, paragraphs (lists of lines) and tables in reading order: top to
-        bottom on a text-layer page; on an OCR'd page Tesseract's order of paragraphs (which
-        follows columns), each table placed before the first paragraph starting below it."""
-        body = [ln for ln in page.lines if ln.role in ("body", "heading")]
-        left = min((ln.x0 for ln in body), default=0.0)
-        right = max((ln.x1 for ln in body), default=0.0)
-        items: list[_Line | _Table]
-        if page.kind == _OCR:
-            tables = sorted(page.tables, key=lambda t: t.top)
-            items = []
-            for ln in body:
-                while tables and ln.par_start and tables[0].top < ln.top:
-                    items.append(tables.pop(0))
-                items.append(ln)
-            items += tables
-        else:
-            keyed: list[tuple[float, int, _Line | _Table]] = [(ln.top, 1, ln) for ln in body]
-            keyed += [(t.top, 0, t) for t in page.tables]
-            keyed.sort(key=lambda it: (it[0], it[1]))
-            items = [obj for _, _, obj in keyed]
-        blocks: list[Any] = []
-        for obj in items:
-            if isinstance(obj, _Table):
-                blocks.append(obj)
-            elif obj.role == "heading":
-                last = blocks[-1] if blocks else None
-                if (
-                    isinstance(last, _Line)
-                    and abs(last.size - obj.size) < 0.05 * obj.size
-                    and last.bold == obj.bold
-                    and obj.top - last.bottom < 0.6 * obj.size
-                    and not _NUMBERED.match(obj.text)
-                ):  # a heading wrapped over two lines
-                    last.text = _ocr.join_lines([last.text, obj.text])
-                    last.bottom = obj.bottom
-                else:
-                    blocks.append(obj)
-            else:
-                last = blocks[-1] if blocks else None
-                if isinstance(last, list) and self._continues(
-                    last[-1], obj, gap_ratio, left, right
-                ):
-                    last.append(obj)
-                else:
-                    blocks.append([obj])
-        return blocks
-
-    @staticmethod
-    def _join_split_tables(pages: Sequence[_Page]) -> None:
-        """A table that ends page n and one that starts page n + 1 become one table when the
-        second repeats the first's header row (dropped), or has the same column edges and no
-        caption while the first reaches the bottom part of its page and the second starts in the
-        top part. A table filling a whole page can go on over the next one too."""
-        open_: tuple[_Page, _Table] | None = None  # the table ending the previous page
-        for p in pages:
-            if open_ is not None and open_[0].number + 1 == p.number and p.blocks:
-                last_page, t = open_
-                u = p.blocks[0]
-                if isinstance(u, _Table) and t.rows and u.rows:
-                    same_cols = len(t.x_edges) == len(u.x_edges) and all(
-                        abs(a - b) <= 2 for a, b in zip(t.x_edges, u.x_edges)
-                    )
-                    joined = True
-                    if u.rows[0] == t.rows[0]:
-                        t.rows.extend(u.rows[1:])
-                    elif (
-                        same_cols
-                        and u.caption is None
-                        and t.bottom >= 0.7 * last_page.height
-                        and u.top <= 0.3 * p.height
-                    ):
-                        t.rows.extend(u.rows)
-                    else:
-                        joined = False
-                    if joined:
-                        t.pages.extend(n for n in u.pages if n not in t.pages)
-                        t.bottom = u.bottom
-                        p.blocks.pop(0)
-                        if not p.blocks:
-                            open_ = (p, t)
-                            continue
-            last = p.blocks[-1] if p.blocks else None
-            open_ = (p, last) if isinstance(last, _Table) else None
-
     # ------------------------------------------------------------ the document
 
     def _document(
-        self, path: Path, root: Path, info: Mapping[str, Any], pages: list[_Page]
+        self, path: Path, root: Path, info: Mapping[str, Any], pages: list[Page]
     ) -> Document:
         title, meta = _info_metadata(info)
-        headers, footers = self._remove_running(pages)
-        self._headings(pages)
-        gap_ratio = self._line_gap_ratio(pages)
-        for p in pages:
-            p.blocks = self._blocks(p, gap_ratio)
-        self._join_split_tables(pages)
+        headers, footers = self._layout.arrange(pages)
 
         b = DocumentBuilder()
         running = [*headers, *footers]
@@ -1337,14 +951,14 @@ class PdfParser:
             b.context(kind=None)
         first_h1 = ""
         for p in pages:
-            if p.kind == _SKIPPED:
+            if p.kind == SKIPPED:
                 continue
-            ocr = p.kind == _OCR
+            ocr = p.kind == OCR
             b.context(page=p.number, ocr=True if ocr else None, confidence=p.confidence)
             for block in p.blocks:
-                if isinstance(block, _Table):
+                if isinstance(block, Table):
                     b.table(block.rows, caption=block.caption, pages=list(block.pages))
-                elif isinstance(block, _Line):
+                elif isinstance(block, Line):
                     b.heading(block.level, block.text)
                     if block.level == 1 and not first_h1:
                         first_h1 = block.text
@@ -1358,15 +972,15 @@ class PdfParser:
             meta["page_footer"] = footers  # type: ignore[assignment]
         meta["source"] = relative_id(path, root) + path.suffix
         title = title or (headers[0] if headers else "") or first_h1 or path.stem
-        n_ocr = sum(1 for p in pages if p.kind == _OCR)
+        n_ocr = sum(1 for p in pages if p.kind == OCR)
         stats: dict[str, Any] = {
             "pages": len(pages),
-            "text_layer_pages": sum(1 for p in pages if p.kind == _TEXT),
+            "text_layer_pages": sum(1 for p in pages if p.kind == TEXT),
             "ocr_pages": n_ocr,
-            "ocr_skipped_pages": sum(1 for p in pages if p.kind == _SKIPPED),
+            "ocr_skipped_pages": sum(1 for p in pages if p.kind == SKIPPED),
             # which pages had no text layer (the ingest report lists them)
-            "ocr_page_numbers": [p.number for p in pages if p.kind == _OCR],
-            "skipped_page_numbers": [p.number for p in pages if p.kind == _SKIPPED],
+            "ocr_page_numbers": [p.number for p in pages if p.kind == OCR],
+            "skipped_page_numbers": [p.number for p in pages if p.kind == SKIPPED],
         }
         garbled = [p.number for p in pages if p.garbled]
         stats.update(
@@ -1379,7 +993,7 @@ class PdfParser:
                 "weak_ocr_tables": sum(p.weak_tables for p in pages),  # kept out of tables
             }
         )
-        confs = [p.confidence for p in pages if p.kind == _OCR and p.confidence is not None]
+        confs = [p.confidence for p in pages if p.kind == OCR and p.confidence is not None]
         if confs:
             stats["ocr_confidence"] = round(sum(confs) / len(confs), 4)
         return b.build(doc_id, title, meta, stats)

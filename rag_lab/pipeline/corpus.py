@@ -15,18 +15,22 @@ logged (tests and notebooks).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from rag_lab._version import __version__
 from rag_lab.cache import StageCache, keys, memo
 from rag_lab.chunker.base import Chunker
-from rag_lab.contract.base import ChunkTagging, Contract
+from rag_lab.contract.base import Checked, ChunkTagging, Contract, DocumentWise, Problem
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.io.files import fingerprint_files
 from rag_lab.parser.base import (
@@ -35,9 +39,11 @@ from rag_lab.parser.base import (
     ParsedCorpus,
     ParsedFile,
     Parser,
+    Plain,
     Selective,
     parse_file,
 )
+from rag_lab.pipeline.edits import MAX_CHANGED_SHARE, ChunkDiff, Lineage, chunk_digest
 from rag_lab.pipeline.ingest import ingest_report
 from rag_lab.protocols import Identified
 from rag_lab.runtime import progress
@@ -261,6 +267,174 @@ def _entry(cache: StageCache | None, namespace: str, key: str) -> dict[str, Any]
     return raw
 
 
+# the corpus read's counters (CorpusLoader.counts; metrics.json: cache/corpus/n_<name>)
+COUNTS = ("parsed_files", "parsed_documents", "checked_documents", "tagged_chunks")
+
+
+def document_digest(doc: Document) -> str:
+    """A parsed document's content (every field), for its per-document rows."""
+    spelled = orjson.dumps(document_to_dict(doc), option=orjson.OPT_SORT_KEYS, default=str)
+    return hashlib.blake2b(spelled, digest_size=16).hexdigest()
+
+
+# a chunks entry written as the edit of an earlier one is read through it: at most this many
+# entries in a row, then one is written whole
+MAX_DELTA_CHAIN = 8
+
+
+def chunk_entry_in(cache: StageCache) -> Callable[[Any], Any]:
+    """``chunk_entry``, also for an entry written as the edit of an earlier chunk set (format 3:
+    ``base``, every chunk id in order, the columns of the chunks that changed): the earlier set
+    is read (decoded once per process) and the changed chunks put in place. ``None`` (a miss)
+    when the earlier set is gone or does not hold an unchanged id."""
+
+    def decode(raw: Any) -> tuple[tuple[Chunk, ...], Mapping[str, Any]] | None:
+        if not isinstance(raw, dict) or not raw.get("base"):
+            return chunk_entry(raw)
+        base = cache.get_decoded("chunks", str(raw["base"]), decode)
+        if base is None:
+            return None
+        cache.hits["chunks"] -= 1  # part of reading this entry, not a read of its own
+        changed = chunk_entry({"columns": raw["columns"]})
+        if changed is None:
+            return None
+        held = {c.chunk_id: c for c in base[0]}
+        held.update((c.chunk_id, c) for c in changed[0])
+        try:
+            chunks = tuple(held[i] for i in raw["ids"])
+        except KeyError:
+            return None
+        return chunks, raw.get("ingest") or {}
+
+    return decode
+
+
+def _chunks_entry(
+    cache: StageCache,
+    value: tuple[tuple[Chunk, ...], Mapping[str, Any]],
+    digests: Mapping[str, str],
+    prior: Lineage | None,
+    chunks_key: str,
+) -> tuple[dict[str, Any], int]:
+    """The chunks entry to write and its chain depth: the edit of the corpus' previous chunk set
+    (``prior``) when that set's entry is there and at most ``MAX_CHANGED_SHARE`` of the chunks
+    changed (an edit writes its size), else the whole set."""
+    chunks, ingest = value
+    if (
+        prior is not None
+        and prior.chunks_key != chunks_key
+        and prior.depth < MAX_DELTA_CHAIN
+        and cache.path("chunks", prior.chunks_key, "json.gz").is_file()
+    ):
+        changed = [c for c in chunks if prior.digests.get(c.chunk_id) != digests[c.chunk_id]]
+        if len(changed) <= MAX_CHANGED_SHARE * len(chunks):
+            entry = {
+                "format": 3,
+                "base": prior.chunks_key,
+                "ids": [c.chunk_id for c in chunks],
+                "columns": chunk_columns(changed),
+                "ingest": ingest,
+            }
+            return entry, prior.depth + 1
+    return {"format": 2, "columns": chunk_columns(chunks), "ingest": ingest}, 0
+
+
+def _documents_entry(
+    cache: StageCache,
+    entry: dict[str, Any],
+    digests: Mapping[str, str],
+    prior: Lineage | None,
+    key: str,
+) -> tuple[dict[str, Any], int]:
+    """The documents entry to write and its chain depth: the edit of the corpus' previous
+    documents entry (``prior``; the documents whose parsed content changed, by ``digests``) when
+    that entry is there, else the whole entry."""
+    docs = entry["documents"]
+    if (
+        digests
+        and prior is not None
+        and prior.documents_key
+        and prior.documents_key != key
+        and prior.docs_depth < MAX_DELTA_CHAIN
+        and cache.path("documents", prior.documents_key, "json.gz").is_file()
+    ):
+        ids = [d["doc_id"] for d in docs]
+        changed = [d for d, i in zip(docs, ids) if prior.doc_digests.get(i) != digests.get(i)]
+        if len(changed) <= MAX_CHANGED_SHARE * len(docs):
+            delta = {**entry, "format": 3, "base": prior.documents_key, "ids": ids}
+            delta["documents"] = changed
+            return delta, prior.docs_depth + 1
+    return entry, 0
+
+
+def _read_documents(cache: StageCache, key: str, depth: int = 0) -> dict[str, Any] | None:
+    """A documents entry, an edit (format 3) read through the entry it edits; ``None``: a miss
+    (an earlier format, or an edit whose base is gone)."""
+    raw = _entry(cache, "documents", key) if depth == 0 else _quiet_entry(cache, key)
+    if raw is None or not raw.get("base"):
+        return raw
+    base = _read_documents(cache, str(raw["base"]), depth + 1)
+    if base is None or depth > MAX_DELTA_CHAIN:
+        if depth == 0:
+            cache.unusable("documents")
+        return None
+    held = {d["doc_id"]: d for d in base["documents"]}
+    held.update((d["doc_id"], d) for d in raw["documents"])
+    try:
+        return {**raw, "documents": [held[i] for i in raw["ids"]]}
+    except KeyError:
+        if depth == 0:
+            cache.unusable("documents")
+        return None
+
+
+def _quiet_entry(cache: StageCache, key: str) -> dict[str, Any] | None:
+    """An entry read as part of another (not counted)."""
+    raw = cache.get_note_at("documents", key)
+    return raw if isinstance(raw, dict) else None
+
+
+def _chunk_digests(
+    chunks: Sequence[Chunk], documents: tuple[str, Mapping[str, str], int] | None
+) -> dict[str, str]:
+    """A digest per chunk: its document's, when this read worked those out (a chunk is its
+    document's, completed and cut as the corpus' note is keyed: same document, same chunks),
+    else its own fields (``chunk_digest``)."""
+    docs = documents[1] if documents else {}
+    if docs and all(c.doc_id in docs for c in chunks):
+        return {c.chunk_id: "doc:" + docs[c.doc_id] for c in chunks}
+    return {c.chunk_id: chunk_digest(c) for c in chunks}
+
+
+def _differ(
+    cache: StageCache,
+    note_key: str,
+    chunks: Sequence[Chunk],
+    chunks_key: str,
+    built: Mapping[str, Any],
+) -> Callable[[], ChunkDiff | None]:
+    """The edit since the chunk set the corpus' note named before this read (just rewritten
+    when the chunks were built), worked out once when first asked."""
+    computed = "digests" in built
+    known: list[ChunkDiff | None] = []
+
+    def diff() -> ChunkDiff | None:
+        if not known:
+            note = built.get("prior") if computed else Lineage.read(cache, note_key)
+            if note is None or note.chunks_key == chunks_key:
+                known.append(None)
+            else:
+                mine = built.get("digests") or {c.chunk_id: chunk_digest(c) for c in chunks}
+                known.append(note.diff(chunks, mine))
+        return known[0]
+
+    return diff
+
+
+def _no_diff() -> ChunkDiff | None:
+    return None
+
+
 @dataclass(frozen=True)
 class LoadedCorpus:
     """A corpus parsed, checked and chunked: ``key`` is the chunks' cache key (every index and run
@@ -273,6 +447,9 @@ class LoadedCorpus:
     ingest: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     seconds: Mapping[str, float] = field(default_factory=dict)
+    # the edit since the chunk set this corpus was last built as (rag_lab.pipeline.edits),
+    # worked out when first asked (an index that misses); None: none known
+    diff: Callable[[], ChunkDiff | None] = _no_diff
 
 
 @dataclass
@@ -289,9 +466,24 @@ class CorpusLoader:
     on_parse_error: str = "fail"
     cache: StageCache | None = None
     configs: Mapping[str, Any] = field(default_factory=dict)
+    # what the last load computed rather than read back (COUNTS): files parsed and the
+    # documents they held, documents the contract completed, chunks it tagged
+    counts: Counter[str] = field(default_factory=Counter, init=False)
+
+    def lineage_key(self, root: Path, on_empty: str) -> str:
+        """The note of the corpus under ``root`` as this loader reads and chunks it."""
+        parser_key, chunker_key = self._configs(on_empty)
+        return keys.lineage_key(parser_key, chunker_key, str(Path(root).resolve()))
 
     def keys(self, corpus_fingerprint: str, on_empty: str) -> tuple[str, str]:
         """``(documents key, chunks key)`` of a corpus with this fingerprint."""
+        parser_key, chunker_key = self._configs(on_empty)
+        docs_key = keys.documents_key(parser_key, corpus_fingerprint)
+        return docs_key, keys.chunks_key(chunker_key, docs_key)
+
+    def _configs(self, on_empty: str) -> tuple[Any, Any]:
+        """What keys the documents (parser and policies) and the chunks (chunker) beyond their
+        inputs."""
         parser_key: Any = self.configs.get("parser")
         policy: dict[str, Any] = {"on_empty": on_empty} if on_empty != "skip" else {}
         if self.on_parse_error != "fail":
@@ -300,13 +492,12 @@ class CorpusLoader:
             policy["contract"] = self.configs.get("contract")
         if policy:
             parser_key = {"parser": parser_key, **policy}
-        docs_key = keys.documents_key(parser_key, corpus_fingerprint)
         chunker_key: Any = self.configs.get("chunker")
         if isinstance(self.chunker, Identified):  # an adapter's package versions key its chunks
             chunker_key = {"chunker": chunker_key, "identity": self.chunker.identity}
         if isinstance(self.contract, ChunkTagging):  # chunks tagged from their own text
             chunker_key = {"chunker": chunker_key, "tags": "chunk_text"}
-        return docs_key, keys.chunks_key(chunker_key, docs_key)
+        return parser_key, chunker_key
 
     def load(
         self,
@@ -322,41 +513,63 @@ class CorpusLoader:
         entries its listing did not read (``(path, reason)``), counted in the ingest report
         (the corpus fingerprint must cover them)."""
         t0 = time.perf_counter()
+        self.counts = Counter({k: 0 for k in COUNTS})
         docs_key, chunks_key = self.keys(corpus_fingerprint, on_empty)
         built: dict[str, Any] = {}
+        cache = self.cache
+        note_key = self.lineage_key(root, on_empty) if cache is not None else ""
 
         def chunk() -> tuple[tuple[Chunk, ...], Mapping[str, Any]]:
-            docs, ingest, warnings = self._documents(sources, root, docs_key, on_empty, left_out)
+            docs, ingest, warnings = self._documents(
+                sources, root, docs_key, on_empty, left_out, built, note_key
+            )
             t1 = time.perf_counter()
             chunks = tuple(self.chunker.chunk(docs))
             if isinstance(self.contract, ChunkTagging):  # entity tags of the chunk's own text
-                chunks = tuple(self.contract.tag_chunks(chunks))
+                chunks = self._tag(self.contract, chunks)
             built.update(
                 warnings=warnings, parse=t1 - t0, chunk=time.perf_counter() - t1, ingest=ingest
             )
             return chunks, ingest
 
         def store(value: tuple[tuple[Chunk, ...], Mapping[str, Any]]) -> None:
-            if value[0] and self.cache is not None:  # no chunks: refused below, nothing stored
-                entry = {"format": 2, "columns": chunk_columns(value[0]), "ingest": value[1]}
-                self.cache.put_json("chunks", chunks_key, entry)
+            if not value[0] or cache is None:  # no chunks: refused below, nothing stored
+                return
+            if "prior" not in built:
+                built["prior"] = Lineage.read(cache, note_key)
+            prior = built["prior"]
+            digests = built["digests"] = _chunk_digests(value[0], built.get("documents"))
+            entry, depth = _chunks_entry(cache, value, digests, prior, chunks_key)
+            cache.put_json("chunks", chunks_key, entry)
+            docs = built.get("documents")  # (key, digests, depth) of a documents entry written
+            if docs is None and prior is not None and prior.documents_key == docs_key:
+                docs = (prior.documents_key, prior.doc_digests, prior.docs_depth)
+            docs = docs or ("", {}, 0)
+            Lineage(chunks_key, digests, depth, *docs).write(cache, note_key)
 
-        cache = self.cache
         chunks, ingest = memo(
             cache,
             "chunks",
             chunks_key,
             chunk,
             # decoded once per process: a multirun's jobs with one chunker share the chunk objects
-            read=lambda: cache.get_decoded("chunks", chunks_key, chunk_entry) if cache else None,
+            read=lambda: (
+                cache.get_decoded("chunks", chunks_key, chunk_entry_in(cache)) if cache else None
+            ),
             write=store,
         )
         seconds = {
             "parse": built.get("parse", 0.0),
             "chunk": built.get("chunk", time.perf_counter() - t0),
         }
+        diff = _differ(cache, note_key, chunks, chunks_key, built) if cache is not None else None
         return LoadedCorpus(
-            chunks, chunks_key if self.cache else "", ingest, built.get("warnings", ()), seconds
+            chunks,
+            chunks_key if self.cache else "",
+            ingest,
+            built.get("warnings", ()),
+            seconds,
+            diff or _no_diff,
         )
 
     def _documents(
@@ -366,8 +579,14 @@ class CorpusLoader:
         key: str,
         on_empty: str,
         left_out: Sequence[tuple[str, str]] = (),
+        built: dict[str, Any] | None = None,
+        note_key: str = "",
     ) -> tuple[list[Document], Mapping[str, Any], tuple[str, ...]]:
-        """The checked documents, the ingest report and the warnings (``documents`` entry)."""
+        """The checked documents, the ingest report and the warnings (``documents`` entry).
+        ``built`` (with the corpus' note under ``note_key``): where an edit writes the entry as
+        its edit of the corpus' previous documents entry and records it for the note."""
+        built = {} if built is None else built
+        digests: dict[str, str] = {}
 
         def parse() -> dict[str, Any]:
             corpus = read_corpus(
@@ -383,7 +602,7 @@ class CorpusLoader:
             problems: tuple[Any, ...] = ()
             if self.contract is not None:
                 where = {d.doc_id: w for f in corpus.files for w, d in f.documents}
-                checked = self.contract.check(docs, where)
+                checked = self._check(self.contract, docs, where, digests)
                 docs, problems = list(checked.documents), checked.problems
                 if problems:
                     warnings.append(
@@ -400,26 +619,124 @@ class CorpusLoader:
             }
 
         cache = self.cache
-        entry = memo(cache, "documents", key, parse, read=lambda: _entry(cache, "documents", key))
+
+        def store(entry: dict[str, Any]) -> None:
+            assert cache is not None
+            if "prior" not in built and note_key:
+                built["prior"] = Lineage.read(cache, note_key)
+            value, depth = _documents_entry(cache, entry, digests, built.get("prior"), key)
+            cache.put_json("documents", key, value)
+            if digests:
+                built["documents"] = (key, digests, depth)
+
+        entry = memo(
+            cache,
+            "documents",
+            key,
+            parse,
+            read=lambda: _read_documents(cache, key) if cache else None,
+            write=store,
+        )
         return (
             [document_from_dict(d) for d in entry["documents"]],
             dict(entry.get("ingest") or {}),
             tuple(entry.get("warnings", ())),
         )
 
+    def _check(
+        self,
+        contract: Contract,
+        docs: Sequence[Document],
+        where: Mapping[str, str],
+        digests_out: dict[str, str] | None = None,
+    ) -> Checked:
+        """``contract.check``; for a ``DocumentWise`` contract each document's completion is read
+        from its row of a per-document table (the contract's config and the document's content)
+        when an earlier read stored it: an edit completes the documents it changed."""
+        cache = self.cache
+        if cache is None or not isinstance(contract, DocumentWise):
+            self.counts["checked_documents"] += len(docs)
+            return contract.check(docs, where)
+        table = keys.model_table({"contract": self.configs.get("contract"), "rag_lab": __version__})
+        digests = [document_digest(d) for d in docs]
+        if digests_out is not None:  # what the documents entry and the corpus' note record
+            digests_out.update((d.doc_id, h) for d, h in zip(docs, digests))
+        found = cache.get_many("documents", table, digests, counted=False)
+        done: list[tuple[Document, Sequence[Problem]]] = []
+        fresh: dict[str, bytes] = {}
+        for doc, digest in zip(docs, digests):
+            src = where.get(doc.doc_id, doc.doc_id)
+            raw = found.get(digest)
+            if raw is not None:
+                row = orjson.loads(raw)
+                own = [Problem(doc.doc_id, src, f, m) for f, m in row["problems"]]
+                done.append((document_from_dict(row["doc"]), own))
+                continue
+            completed, own = contract.complete(doc, src)
+            done.append((completed, own))
+            value = {
+                "doc": document_to_dict(completed),
+                "problems": [[p.field, p.message] for p in own],
+            }
+            fresh[digest] = orjson.dumps(value, default=str)
+        self.counts["checked_documents"] += len(fresh)
+        if fresh:
+            cache.put_many("documents", table, fresh)
+        return contract.finish(done, where)
+
+    def _tag(self, contract: ChunkTagging, chunks: Sequence[Chunk]) -> tuple[Chunk, ...]:
+        """``contract.tag_chunks``, each chunk's tags read from its row of a per-chunk table (the
+        contract's config, the chunk's section, text and tags) when an earlier read stored it."""
+        cache = self.cache
+        if cache is None:
+            self.counts["tagged_chunks"] += len(chunks)
+            return tuple(contract.tag_chunks(chunks))
+        table = keys.model_table({"tags": self.configs.get("contract"), "rag_lab": __version__})
+        digests = [
+            hashlib.blake2b(
+                orjson.dumps([c.section, c.text, c.metadata.get("entity_tags")], default=list),
+                digest_size=16,
+            ).hexdigest()
+            for c in chunks
+        ]
+        found = cache.get_many("chunks", table, digests, counted=False)
+        todo = [i for i, d in enumerate(digests) if d not in found]
+        tagged = dict(zip(todo, contract.tag_chunks([chunks[i] for i in todo])))
+        self.counts["tagged_chunks"] += len(todo)
+        if todo:
+            fresh = {
+                digests[i]: orjson.dumps(list(c.metadata.get("entity_tags") or []))
+                for i, c in tagged.items()
+            }
+            cache.put_many("chunks", table, fresh)
+        out = []
+        for i, c in enumerate(chunks):
+            if i in tagged:
+                out.append(tagged[i])
+            else:
+                tags = orjson.loads(found[digests[i]])
+                out.append(replace(c, metadata={**c.metadata, "entity_tags": tags}))
+        return tuple(out)
+
     def _parse_file(self, root: Path) -> Callable[[Path], ParsedFile]:
         """``parse_file`` through the per-file cache entry (parser config + the file's name and
         bytes): a chunker or contract sweep, or an edit of one file, never re-parses (or re-OCRs)
-        the others. An auto parser's file is keyed on its suffix's parser alone: changing the
-        HTML options keeps every PDF's OCR."""
+        the others. A ``Plain`` parser's records files are parsed each time instead (as fast as
+        reading an entry; an edited record would rewrite the whole file's). An auto parser's
+        file is keyed on its suffix's parser alone: changing the HTML options keeps every PDF's
+        OCR."""
         cache, parser_cfg = self.cache, self.configs.get("parser")
         by_suffix = {}
         if isinstance(parser_cfg, dict) and isinstance(parser_cfg.get("parsers"), dict):
             by_suffix = {f".{k.lower().lstrip('.')}": v for k, v in parser_cfg["parsers"].items()}
 
         def parse(path: Path) -> ParsedFile:
-            if cache is None:
-                return parse_file(self.parser, path, root)
+            own = getattr(self.parser, "parsers", {}).get(path.suffix.lower(), self.parser)
+            if cache is None or (isinstance(own, Plain) and own.plain):
+                parsed = parse_file(self.parser, path, root)
+                self.counts["parsed_files"] += 1
+                self.counts["parsed_documents"] += len(parsed.documents)
+                return parsed
             config = by_suffix.get(path.suffix.lower(), parser_cfg)
             key = keys.parsed_file_key(config, fingerprint_files([path], root=root))
             fresh: list[ParsedFile] = []
@@ -436,6 +753,8 @@ class CorpusLoader:
                 "parsed_files", key, compute, read=lambda: _entry(cache, "parsed_files", key)
             )
             if fresh:
+                self.counts["parsed_files"] += 1
+                self.counts["parsed_documents"] += len(fresh[0].documents)
                 return fresh[0]
             docs = tuple((w, document_from_dict(d)) for w, d in raw["documents"])
             return ParsedFile(str(path), docs, float(raw["seconds"]))

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rag_lab.cache import StageCache, keys
 from rag_lab.errors import ConfigError
+from rag_lab.pipeline.edits import ChunkDiff
 from rag_lab.protocols import Identified, Measured
-from rag_lab.retrievers.base import PersistentRetriever, Retriever
+from rag_lab.retrievers.base import IncrementalRetriever, PersistentRetriever, Retriever
 from rag_lab.types import Chunk
 
 log = logging.getLogger(__name__)
@@ -49,12 +50,23 @@ class Indexes:
         self.seconds: dict[str, float] = {}
         self._indexed: set[str] = set()
         self.generation = 0  # bumped whenever the chunks change (what was derived from them goes)
+        self.diff: Callable[[], ChunkDiff | None] = lambda: None
+        # per retriever updated in place, the chunks key of the index it was updated from
+        self.updated_from: dict[str, str] = {}
 
-    def set_corpus(self, chunks: Mapping[str, Chunk], chunks_key: str) -> None:
+    def set_corpus(
+        self,
+        chunks: Mapping[str, Chunk],
+        chunks_key: str,
+        diff: Callable[[], ChunkDiff | None] | None = None,
+    ) -> None:
         """The chunks to index (every retriever must be indexed again) and their cache key
-        (``""``: indexes are not cached)."""
+        (``""``: indexes are not cached); ``diff``: the edit since an earlier chunk set whose
+        cached indexes an ``IncrementalRetriever`` updates instead of indexing again."""
         self.chunks, self.chunks_key = chunks, chunks_key
+        self.diff = diff or (lambda: None)
         self._indexed = set()
+        self.updated_from = {}
         self.generation += 1
 
     def ensure(self, name: str) -> None:
@@ -75,7 +87,8 @@ class Indexes:
             key = keys.index_key(self.configs.get(name), identity(retriever), self.chunks_key)
 
             def build() -> bool:
-                retriever.index(list(self.chunks.values()))
+                if not self._update(cache, name, retriever):
+                    retriever.index(list(self.chunks.values()))
                 return True
 
             def store(_: bool) -> None:
@@ -100,6 +113,32 @@ class Indexes:
             name,
             {k: round(v, 3) for k, v in stats.items()},
         )
+
+    def _update(self, cache: StageCache, name: str, retriever: PersistentRetriever) -> bool:
+        """Update the cached index of the chunk set the edit started from, when there is one
+        and the retriever can (``IncrementalRetriever``); ``False``: index from scratch."""
+        if not isinstance(retriever, IncrementalRetriever):
+            return False
+        diff = self.diff()
+        if diff is None:
+            return False
+        base = keys.index_key(self.configs.get(name), identity(retriever), diff.base_key)
+        entry = cache.get_dir("indexes", base)
+        if entry is None:
+            cache.misses["indexes"] -= 1  # a look for a base, not this stage's entry
+            return False
+        try:
+            retriever.load_index(entry)
+            if set(retriever.chunk_ids) != diff.base_ids:
+                raise ValueError("it does not index the chunk set its note lists")
+        except Exception as exc:  # any library's reading error; the note is only a hint
+            log.info("index %s of %s not updated in place (%s)", base, name, exc)
+            return False
+        if not retriever.update(list(self.chunks.values()), diff.stale):
+            return False
+        self.updated_from[name] = diff.base_key
+        log.info("updated the %s index in place: %d chunks new or changed", name, len(diff.fresh))
+        return True
 
     def ensure_all(self) -> None:
         for name in self.retrievers:

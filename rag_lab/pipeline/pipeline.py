@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -31,6 +31,7 @@ from rag_lab.errors import ConfigError
 from rag_lab.fusion.base import Fusion, Weighted
 from rag_lab.parser.base import Parser
 from rag_lab.pipeline.corpus import CorpusLoader
+from rag_lab.pipeline.edits import ChunkDiff
 from rag_lab.pipeline.index import Indexes
 from rag_lab.pipeline.query import QuerySide
 from rag_lab.pipeline.result import RetrievalResult
@@ -84,6 +85,7 @@ class Pipeline:
     chunks_key: str = field(default="", init=False)
     corpus_warnings: list[str] = field(default_factory=list, init=False)
     ingest: dict[str, Any] = field(default_factory=dict, init=False)
+    corpus_counts: dict[str, float] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         try:
@@ -174,19 +176,30 @@ class Pipeline:
             "parse_seconds": loaded.seconds["parse"],
             "chunk_seconds": loaded.seconds["chunk"],
         }
-        self.set_chunks(loaded.chunks, loaded.key)
+        # what the read computed rather than read back: an edit parses its files and completes
+        # (contract) and tags only the documents and chunks it changed
+        self.corpus_counts = {
+            f"cache/corpus/n_{k}": float(v) for k, v in self.corpus_loader.counts.items()
+        }
+        self.set_chunks(loaded.chunks, loaded.key, loaded.diff)
         return list(loaded.chunks)
 
-    def set_chunks(self, chunks: Sequence[Chunk], key: str = "") -> None:
+    def set_chunks(
+        self,
+        chunks: Sequence[Chunk],
+        key: str = "",
+        diff: Callable[[], ChunkDiff | None] | None = None,
+    ) -> None:
         """Make ``chunks`` the corpus (``key``: their cache key, which every cached index and run
-        hangs from; ``""``: nothing downstream is cached); every retriever is indexed again."""
+        hangs from; ``""``: nothing downstream is cached); every retriever is indexed again, or
+        updated in place from the chunk set an edit (``diff``) started from."""
         if not chunks:
             raise ConfigError("the chunker produced no chunks")
         self.chunks = {c.chunk_id: c for c in chunks}
         if len(self.chunks) != len(chunks):
             raise ConfigError("the chunker produced duplicate chunk ids")
         self.chunks_key = key
-        self.indexes.set_corpus(self.chunks, key)
+        self.indexes.set_corpus(self.chunks, key, diff)
         for stage in self._stages():
             if isinstance(stage, CorpusFitted):  # e.g. abbreviations mined from the corpus
                 stage.fit(list(chunks))
@@ -242,6 +255,7 @@ class Pipeline:
         side = self.query_side
         self.set_query_metadata(query_metadata)
         side.access_stats = {}
+        side.row_stats = {}
         seconds: dict[str, float] = {}
         windows: dict[str, tuple[int, int]] = {}  # each stage's batch, wall clock (ns)
         t0, w0 = time.perf_counter(), time.time_ns()
@@ -280,6 +294,9 @@ class Pipeline:
         ]:
             stats.update(_stats(name, stage))
         stats.update({f"access/{n}": v for n, v in side.access_stats.items()})
+        # queries each retriever searched, and rows it carried over an edit of the corpus
+        for name, counts in side.row_stats.items():
+            stats.update({f"cache/{name}/n_{what}": float(n) for what, n in counts.items()})
         all_runs = {**runs, **later}
         notes: dict[str, dict[str, Any]] = {}
         for stage in [*self.retrievers.values(), *self.postprocessors.values()]:

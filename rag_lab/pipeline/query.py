@@ -25,6 +25,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from rag_lab.access import PRINCIPAL_FIELD, AccessPolicy
 from rag_lab.cache import StageCache, keys
 from rag_lab.errors import ConfigError
@@ -35,7 +37,7 @@ from rag_lab.postprocess.base import PostProcessor
 from rag_lab.protocols import CachesOwnRuns, QueryMetadataAware, implements
 from rag_lab.query_transforms.base import QueryTransform, QueryVariants
 from rag_lab.ranking import ranked
-from rag_lab.retrievers.base import FilteredRetriever, Retriever
+from rag_lab.retrievers.base import FilteredRetriever, IncrementalRetriever, Retriever
 from rag_lab.types import Run
 
 ALLOWED_MEMO = 1024  # principals whose readable chunk ids are remembered (then forgotten)
@@ -47,6 +49,21 @@ VARIANT_RRF_K = 60.0
 # one retriever's output: its run, the per-query latencies (ms) of the timed queries, and
 # whether the run was read back from the cache
 RetrieverRun = tuple[Run, list[float], bool]
+
+
+def _row(
+    scores: Mapping[str, float], k: int, depth: int, floor: float | None = None
+) -> dict[str, Any]:
+    """A stored row: the run's ``k`` best (``run``), the rest of a deeper search (``more``) and
+    the floor no chunk outside them scores above (``floor``: the last score of a full search,
+    0.0 when it returned fewer than ``depth``, every chunk that scores at all)."""
+    items = list(scores.items())
+    if floor is None:
+        floor = float(items[-1][1]) if len(items) >= depth and items else 0.0
+    row: dict[str, Any] = {"run": dict(items[:k]), "floor": floor}
+    if len(items) > k:
+        row["more"] = dict(items[k:])
+    return row
 
 
 class QuerySide:
@@ -78,6 +95,8 @@ class QuerySide:
         self.access_stats: dict[str, float] = {}
         self._allowed: dict[str, frozenset[str]] = {}
         self._allowed_for = -1
+        # per retriever, of its last run: queries searched and rows carried over an edit
+        self.row_stats: dict[str, dict[str, int]] = {}
 
     # -- permissions ------------------------------------------------------------------------------
     def principal(self, qid: str) -> Any:
@@ -259,6 +278,52 @@ class QuerySide:
 
         return cache.memo("runs", key, search, read=read, write=store)
 
+    def _depth(self, retriever: Retriever, k: int, cache: StageCache | None) -> int:
+        """How deep a cached row is searched: an ``IncrementalRetriever``'s ``row_depth`` (the
+        run itself is cut to ``k``), else ``k``; no deeper rows under an access policy."""
+        if cache is None or self.access is not None:
+            return k
+        if not isinstance(retriever, IncrementalRetriever):
+            return k
+        return max(k, retriever.row_depth(k))
+
+    def _carry(
+        self,
+        name: str,
+        queries: Mapping[str, str],
+        todo: Sequence[str],
+        row_key: Mapping[str, str],
+        k: int,
+        cache: StageCache,
+    ) -> dict[str, dict[str, Any]]:
+        """The rows of ``todo`` carried over from the chunk set the retriever's index was just
+        updated from (``Indexes.updated_from``): read from that set's table and kept where the
+        retriever shows they are still exact (``IncrementalRetriever.carry``), with their new
+        scores. The latency a row recorded stays with it."""
+        retriever = self.retrievers[name]
+        base = self.indexes.updated_from.get(name)
+        if not base or self.access is not None or not isinstance(retriever, IncrementalRetriever):
+            return {}
+        table = keys.query_run_table(self.configs.get(name), identity(retriever), k, base)
+        found = cache.get_many("query_runs", table, [row_key[q] for q in todo], counted=False)
+        old: dict[str, dict[str, Any]] = {}
+        for q in todo:
+            raw = found.get(row_key[q])
+            row = orjson.loads(raw) if raw is not None else None
+            if row is not None and "floor" in row:  # rows of rag_lab < 0.5 bound nothing below
+                old[q] = row
+        if not old:
+            return {}
+        kept = retriever.carry(
+            {q: queries[q] for q in old},
+            {q: ({**r["run"], **r.get("more", {})}, float(r["floor"])) for q, r in old.items()},
+            k,
+        )
+        return {
+            q: {**_row(deep, k, len(deep), floor), "ms": old[q].get("ms")}
+            for q, (deep, floor) in kept.items()
+        }
+
     def _rows(
         self,
         name: str,
@@ -269,13 +334,16 @@ class QuerySide:
     ) -> RetrieverRun:
         """``queries`` through retriever ``name``, each query's result read back from its row of
         the per-query table (``query_runs``) when an earlier run stored it: only the others are
-        searched (one batch). The first ``latency_queries`` queries are timed one at a time unless
-        their row holds a latency. The third value says whether nothing was searched."""
+        searched (one batch), or, after an edit of the corpus, carried over from the rows of the
+        chunk set before it where the edit provably leaves them exact (``_carry``). The first
+        ``latency_queries`` queries are timed one at a time unless their row holds a latency.
+        The third value says whether nothing was searched."""
         retriever = self.retrievers[name]
         timed = list(queries)[:latency_queries]
         rows: dict[str, dict[str, Any]] = {}
         row_key: dict[str, str] = {}
         table = ""
+        depth = self._depth(retriever, k, cache)
         if cache is not None:
             read = self._read(retriever, queries)
             table = keys.query_run_table(
@@ -286,12 +354,18 @@ class QuerySide:
                 for q, text in queries.items()
             }
             found = cache.get_many("query_runs", table, list(row_key.values()))
-            rows = {q: json.loads(found[r]) for q, r in row_key.items() if r in found}
+            rows = {q: orjson.loads(found[r]) for q, r in row_key.items() if r in found}
         todo = [q for q in queries if q not in rows]
         untimed = [q for q in timed if rows.get(q, {}).get("ms") is None]
         if todo or untimed:
             self.indexes.ensure(name)
-        fresh: Run = self._search(retriever, {q: queries[q] for q in todo}, k) if todo else {}
+        carried = self._carry(name, queries, todo, row_key, k, cache) if todo and cache else {}
+        rows.update(carried)
+        todo = [q for q in todo if q not in carried]
+        untimed = [q for q in timed if rows.get(q, {}).get("ms") is None]
+        self.row_stats[name] = {"searched": len(todo), "carried": len(carried)}
+        fresh: Run = self._search(retriever, {q: queries[q] for q in todo}, depth) if todo else {}
+        searched = {q: _row(scores, k, depth) for q, scores in fresh.items()}
         ms: dict[str, float] = {}
         for qid in untimed:
             t0 = time.perf_counter()
@@ -299,25 +373,32 @@ class QuerySide:
             ms[qid] = (time.perf_counter() - t0) * 1000
         if rows:
             run = {
-                q: rows[q]["run"] if q in rows else fresh[q]
+                q: rows[q]["run"] if q in rows else searched[q]["run"]
                 for q in queries
-                if q in rows or q in fresh
+                if q in rows or q in searched
             }
-        else:  # nothing read back: the retriever's run as it returned it
+        elif depth == k:  # nothing read back: the retriever's run as it returned it
             run = fresh
-        if cache is not None and (todo or untimed):
+        else:
+            run = {q: r["run"] for q, r in searched.items()}
+        written = dict.fromkeys([*todo, *carried, *untimed])
+        if cache is not None and written:
             cache.put_many(
                 "query_runs",
                 table,
                 {
-                    row_key[q]: json.dumps(
-                        {"run": run.get(q, {}), "ms": ms.get(q, rows.get(q, {}).get("ms"))}
-                    ).encode()
-                    for q in dict.fromkeys([*todo, *untimed])
+                    # orjson: the same JSON, ~5x faster to write and read (a row per query)
+                    row_key[q]: orjson.dumps(
+                        {
+                            **(searched.get(q) or rows.get(q) or {"run": run.get(q, {})}),
+                            "ms": ms.get(q, rows.get(q, {}).get("ms")),
+                        }
+                    )
+                    for q in written
                 },
             )
         latencies = [ms[q] if q in ms else float(rows[q]["ms"]) for q in timed]
-        return run, latencies, not (todo or untimed)
+        return run, latencies, not (todo or untimed or carried)
 
     def after_retrieval(
         self, queries: Mapping[str, str], runs: Mapping[str, Run], k: int

@@ -181,10 +181,11 @@ def show_run(
             if not swept or o.partition("=")[0].lstrip("+~") in swept
         ]
     opt = cfg.get("optimized_metric") if hasattr(cfg, "get") else None
-    print(
-        job_line(out_dir.name, metrics, overrides, out_dir, metric_key(opt) if opt else None),
-        flush=True,
-    )
+    line = job_line(out_dir.name, metrics, overrides, out_dir, metric_key(opt) if opt else None)
+    # one write with its newline: parallel jobs (forked workers) finishing at the same moment
+    # share the pipe, and print's separate "\n" could land after another job's line
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def show_tracking(cfg: Any, run_id: str, where: str = "") -> None:

@@ -33,6 +33,7 @@ from rag_lab.io.run_folder import read_metrics
 # HEADLINE: the metrics.json keys shown next to the ranked one (those present in any trial)
 from rag_lab.metrics.names import HEADLINE, meets_floors
 from rag_lab.metrics.names import higher_is_better as _higher_is_better
+from rag_lab.report.figures import cached_files
 from rag_lab.report.figures import subplots as _subplots
 
 STAT_COLUMNS = (
@@ -404,6 +405,37 @@ def plot_metric_vs_params(
         return []
     higher_is_better = _direction(metric, higher_is_better)
     _check(trials, metric)
+    drawn = [(t.name, t.params, _column(t, metric)) for t in trials]
+    return cached_files(
+        "metric_vs_params",
+        (metric, higher_is_better, alpha, n_resamples, seed, drawn),
+        out_dir,
+        lambda folder: _draw_metric_vs_params(
+            trials, metric, folder, higher_is_better, alpha, n_resamples, seed
+        ),
+    )
+
+
+def _column(trial: Trial, name: str) -> Any:
+    """A per-query column as the plots read it (a cache key's part): float64 values, or the
+    objects of a text column; ``None`` when the trial has no such column."""
+    if name not in trial.per_query.columns:
+        return None
+    col = trial.per_query[name]
+    if name == "category":
+        return [None if v is None or (isinstance(v, float) and v != v) else v for v in col]
+    return col.to_numpy(dtype=np.float64)
+
+
+def _draw_metric_vs_params(
+    trials: Sequence[Trial],
+    metric: str,
+    out_dir: Path,
+    higher_is_better: bool,
+    alpha: float,
+    n_resamples: int,
+    seed: int,
+) -> list[Path]:
     stats = _summaries(trials, metric, n_resamples, alpha, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -444,6 +476,19 @@ def plot_by_category(
         return None
     higher_is_better = _direction(metric, higher_is_better)
     _check(trials, metric)
+    drawn = [(t.name, t.params, _column(t, metric), _column(t, "category")) for t in trials]
+    paths = cached_files(
+        "by_category",
+        (metric, top, higher_is_better, drawn),
+        out_dir,
+        lambda folder: _draw_by_category(trials, metric, folder, top, higher_is_better),
+    )
+    return paths[0] if paths else None
+
+
+def _draw_by_category(
+    trials: Sequence[Trial], metric: str, out_dir: Path, top: int, higher_is_better: bool
+) -> list[Path]:
     cats = sorted(
         {
             c
@@ -454,7 +499,7 @@ def plot_by_category(
         key=str,
     )
     if not cats:
-        return None
+        return []
     # pandas' mean skips NaN and gives NaN (no warning) when nothing is defined
     overall = np.array(
         [t.per_query[metric].astype(np.float64).mean() for t in trials], dtype=np.float64
@@ -470,7 +515,7 @@ def plot_by_category(
     )
     defined = np.isfinite(table).any(axis=0)  # a category no trial defines (unanswerable): no slot
     if not defined.any():
-        return None
+        return []
     cats = [c for c, keep in zip(cats, defined, strict=True) if keep]
     table = table[:, defined]
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -495,7 +540,7 @@ def plot_by_category(
     )
     path = out_dir / f"{_slug(metric)}_by_category.png"
     fig.savefig(path, dpi=100, bbox_inches="tight")
-    return path
+    return [path]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from rag_lab.io.atomic import write_atomic
 from rag_lab.io.run_folder import REPORT_FILE
 from rag_lab.metrics.names import metric_key
 from rag_lab.report import html as h
-from rag_lab.report.figures import png_data_uri, subplots
+from rag_lab.report.figures import cached_png, subplots
 
 DEPTH = 10  # retrieved chunks shown per query
 MISS_COLUMNS = ("miss_reason_at_5", "evidence_miss_reason_at_5")
@@ -132,11 +132,31 @@ def category_table(per_query: pd.DataFrame, names: Sequence[str]) -> tuple[list[
     return ["category", "queries", *names], rows
 
 
+def _values(per_query: pd.DataFrame, columns: Sequence[str]) -> list[Any]:
+    """The columns a figure draws, as its cache key (``rag_lab.report.figures.cached_png``)."""
+    out: list[Any] = []
+    for c in columns:
+        col = per_query[c]
+        out.append(
+            col.to_numpy(dtype=np.float64)
+            if col.dtype.kind in "fiub"
+            else [None if v is None or (isinstance(v, float) and v != v) else v for v in col]
+        )
+    return out
+
+
 def category_figure(per_query: pd.DataFrame, names: Sequence[str]) -> str | None:
     """Grouped bars: per-category mean of up to three metrics, with bootstrap CI bars."""
     if "category" not in per_query.columns or per_query["category"].isna().all():
         return None
     shown = list(names)[:3]
+    data = (shown, _values(per_query, ["category", *shown]))
+    return cached_png(
+        "run_by_category", data, lambda: _category_figure(per_query, shown), bbox_inches="tight"
+    )
+
+
+def _category_figure(per_query: pd.DataFrame, shown: list[str]) -> Any:
     cats = sorted(per_query["category"].dropna().astype(str).unique())
     stats = np.array(
         [
@@ -174,12 +194,17 @@ def category_figure(per_query: pd.DataFrame, names: Sequence[str]) -> str | None
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_title("by category (95% bootstrap CI)")
     fig.tight_layout()
-    return png_data_uri(fig, bbox_inches="tight")
+    return fig
 
 
 def miss_figure(per_query: pd.DataFrame) -> str | None:
     """Horizontal bars: how many queries each miss reason covers (at 5)."""
     cols = [c for c in MISS_COLUMNS if c in per_query.columns]
+    data = (cols, _values(per_query, cols))
+    return cached_png("run_misses", data, lambda: _miss_figure(per_query, cols))
+
+
+def _miss_figure(per_query: pd.DataFrame, cols: list[str]) -> Any:
     counts: dict[str, int] = {}
     for c in cols:
         for reason, n in per_query[c].fillna("").astype(str).value_counts().items():
@@ -195,7 +220,7 @@ def miss_figure(per_query: pd.DataFrame) -> str | None:
     ax.set_title("why queries missed at 5")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    return png_data_uri(fig)
+    return fig
 
 
 def query_details(

@@ -39,6 +39,36 @@ class PersistentRetriever(Retriever, Protocol):
     def load_index(self, directory: Path) -> None: ...
 
 
+# one query's stored result for carrying across an edit: its chunks with scores, best first (at
+# ``row_depth``), and its floor: no chunk outside the list scores above it (0.0 when the list holds
+# every chunk that scores at all)
+Row = tuple[dict[str, float], float]
+
+
+@runtime_checkable
+class IncrementalRetriever(PersistentRetriever, Protocol):
+    """A retriever whose index follows an edit of the corpus in place, and which can tell which of
+    its earlier per-query results are still exactly what a search would return.
+
+    ``update(chunks, stale)`` is called on a retriever holding an earlier index (``load_index``):
+    ``chunks`` is the new corpus in order, ``stale`` the ids of the earlier index whose chunk
+    changed or went. Afterwards the index answers exactly as ``index(chunks)`` would; ``False``
+    (nothing changed) when it cannot, and the caller indexes from scratch.
+    ``row_depth(k)``: how many results a stored row keeps for a run at depth ``k`` (more than
+    ``k`` when ``carry`` needs to bound what lies below).
+    ``carry(queries, rows, k)``: of ``rows`` (per query, its results over the index before the
+    last ``update``), the ones still exact over the updated index, with their new scores and
+    floors; a query left out must be searched. ``{}`` when no ``update`` preceded it."""
+
+    def update(self, chunks: Sequence[Chunk], stale: Set[str]) -> bool: ...
+
+    def row_depth(self, k: int) -> int: ...
+
+    def carry(
+        self, queries: Mapping[str, str], rows: Mapping[str, Row], k: int
+    ) -> dict[str, Row]: ...
+
+
 @runtime_checkable
 class FilteredRetriever(Retriever, Protocol):
     """A retriever that can search a subset of its chunks inside the index (a pre-filter: the

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_lab.retrievers.base import topk_to_run
+from rag_lab.retrievers.base import Row, topk_to_run
 from rag_lab.tokenizer.base import Tokenizer
 from rag_lab.types import Chunk, Run
 from rag_lab.validate import choice, number
@@ -98,9 +98,15 @@ class _TermCounts:
         self.vocab, self.lengths = vocab, lengths
         self.chunk, self.term, self.count = triples
 
+    idf: np.ndarray | None = None  # the idf per term and mean length of the last index_into
+    avg_len: float = 0.0
+
     @classmethod
-    def of(cls, tokenizer: Tokenizer, texts: Sequence[str]) -> _TermCounts:
-        vocab: dict[str, int] = {}
+    def of(
+        cls, tokenizer: Tokenizer, texts: Sequence[str], vocab: dict[str, int] | None = None
+    ) -> _TermCounts:
+        """The texts' term counts; ``vocab``: term ids to extend (new terms get the next ids)."""
+        vocab = {} if vocab is None else vocab
         lengths, chunk, term, count = [], [], [], []
         for start in range(0, len(texts), TOKENIZE_BLOCK):
             docs = tokenizer(list(texts[start : start + TOKENIZE_BLOCK]))
@@ -146,6 +152,7 @@ class _TermCounts:
                 dtype=engine.dtype,
             )
         idf = scoring._build_idf_array(doc_frequencies, n_docs, idf_of, dtype=engine.dtype)
+        self.idf, self.avg_len = idf, float(avg_len)
         tfc = scoring._select_tfc_scorer(engine.method)(
             tf_array=self.count,
             l_d=self.lengths[self.chunk],
@@ -174,6 +181,149 @@ class _TermCounts:
         engine.vocab_dict = vocab
         engine.unique_token_ids_set = set(vocab.values())
 
+    def save(self, directory: Path) -> None:
+        """The counts beside a saved index (``terms.npz``, ``terms.json``): what ``update``
+        splices instead of tokenising the corpus again."""
+        np.savez(
+            directory / "terms.npz",
+            lengths=self.lengths,
+            chunk=self.chunk,
+            term=self.term,
+            count=self.count,
+        )
+        (directory / "terms.json").write_text(json.dumps(list(self.vocab), ensure_ascii=False))
+
+    @classmethod
+    def load(cls, directory: Path) -> _TermCounts | None:
+        """What ``save`` wrote; ``None`` for an index saved without it (rag_lab < 0.5)."""
+        if not (directory / "terms.npz").is_file():
+            return None
+        with np.load(directory / "terms.npz") as z:
+            arrays = [z["chunk"], z["term"], z["count"]]
+            lengths = z["lengths"]
+        terms = json.loads((directory / "terms.json").read_text())
+        return cls({t: i for i, t in enumerate(terms)}, lengths, arrays)
+
+    def spliced(
+        self, tokenizer: Tokenizer, source: Sequence[int], texts: Sequence[str]
+    ) -> tuple[_TermCounts, np.ndarray]:
+        """The counts of a new corpus: row ``i`` is this corpus' chunk ``source[i]``, or, where
+        that is ``-1``, the next of ``texts`` (tokenised here). Terms no chunk holds any more are
+        dropped; the others keep their order. Returns the counts and, per term of the result,
+        its id here (``-1``: a new term)."""
+        src = np.asarray(source, dtype=np.int64)
+        n_old = len(self.lengths)
+        vocab = dict(self.vocab)
+        fresh = _TermCounts.of(tokenizer, list(texts), vocab)
+        # where each old chunk's triples start: chunk-major, so counted per chunk
+        starts = np.concatenate([[0], np.cumsum(np.bincount(self.chunk, minlength=n_old))])
+        new_of_old = np.full(n_old, -1, dtype=np.int64)
+        kept = np.flatnonzero(src >= 0)
+        new_of_old[src[kept]] = kept
+        take = np.repeat(new_of_old >= 0, np.diff(starts))
+        new_rows = np.flatnonzero(src < 0)
+        chunk = np.concatenate([new_of_old[self.chunk[take]], new_rows[fresh.chunk]])
+        term = np.concatenate([self.term[take], fresh.term])
+        count = np.concatenate([self.count[take], fresh.count])
+        order = np.lexsort((term, chunk))
+        chunk, term, count = chunk[order], term[order], count[order]
+        lengths = np.zeros(len(src), dtype=np.int64)
+        lengths[kept] = self.lengths[src[kept]]
+        lengths[new_rows] = fresh.lengths
+        # drop the terms no chunk holds any more; the rest keep their order
+        used = np.bincount(term, minlength=len(vocab)) > 0
+        renumber = np.cumsum(used) - 1
+        names = [t for t, u in zip(vocab, used.tolist()) if u]
+        was = np.flatnonzero(used)
+        was = np.where(was < len(self.vocab), was, -1)
+        out = _TermCounts(
+            {t: i for i, t in enumerate(names)},
+            lengths,
+            [chunk.astype(np.int32), renumber[term].astype(np.int32), count],
+        )
+        return out, was
+
+
+class _Edit:
+    """What an ``update`` changed: the old mean length and, per term of the new vocabulary, its
+    old idf (0: a new term); the new chunks and the stale ids (``BM25Retriever.carry``)."""
+
+    def __init__(self, avg_len: float, old_idf: np.ndarray, method: str) -> None:
+        self.avg_len, self.old_idf, self.method = avg_len, old_idf, method
+        self.fresh: list[str] = []
+        self.stale: frozenset[str] = frozenset()
+
+    @classmethod
+    def before(cls, old: _TermCounts, was: np.ndarray, method: str) -> _Edit:
+        from bm25s import scoring
+
+        n_docs = len(old.lengths)
+        df = np.bincount(old.term, minlength=len(old.vocab))
+        idf = old.idf
+        if idf is None:  # restored from disk: computed as index_into computes it
+            idf_of = scoring._select_idf_scorer(method)
+            idf = scoring._build_idf_array(dict(enumerate(df.tolist())), n_docs, idf_of)
+        aligned = np.where(was >= 0, idf[np.maximum(was, 0)], 0.0)
+        return cls(float(old.lengths.mean()) if n_docs else 0.0, aligned, method)
+
+    def after(self, terms: _TermCounts, fresh: list[str], stale: Set[str]) -> _Edit:
+        self.fresh, self.stale = fresh, frozenset(stale)
+        return self
+
+    def carry(
+        self, retriever: BM25Retriever, queries: Mapping[str, str], rows: Mapping[str, Row], k: int
+    ) -> dict[str, Row]:
+        from bm25s import scoring
+
+        terms = retriever._terms
+        if self.method != "lucene" or terms is None or terms.idf is None or self.avg_len <= 0:
+            return {}
+        n_vocab = len(terms.vocab)
+        keys = terms.chunk.astype(np.int64) * n_vocab + terms.term
+        pos = {c: i for i, c in enumerate(retriever._ids)}
+        tfc_of = scoring._select_tfc_scorer(self.method)
+        idf = terms.idf
+        # per term, new idf / old idf (terms new to the corpus: no unchanged chunk holds them)
+        rho = np.where(self.old_idf > 0, idf / np.where(self.old_idf > 0, self.old_idf, 1), 1.0)
+        length = max(1.0, terms.avg_len / self.avg_len)
+        depth = retriever.row_depth(k)
+        qids = list(rows)
+        out: dict[str, Row] = {}
+        for qid, tokens in zip(qids, retriever.tokenizer([queries[q] for q in qids])):
+            row, floor = rows[qid]
+            cands = [c for c in row if c not in self.stale] + self.fresh
+            at = np.fromiter((pos[c] for c in cands), np.int64, len(cands))
+            ids = np.fromiter((terms.vocab[t] for t in tokens if t in terms.vocab), np.int64)
+            scores = np.zeros(len(cands), dtype=np.float32)
+            if len(ids) and len(cands):
+                want = at[:, None] * n_vocab + ids[None, :]
+                found = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+                hit = keys[found] == want
+                tf = np.where(hit, terms.count[found], 0).astype(np.float32)
+                tfc = tfc_of(
+                    tf_array=tf,
+                    l_d=terms.lengths[at][:, None],
+                    l_avg=terms.avg_len,
+                    k1=retriever.k1,
+                    b=retriever.b,
+                    delta=None,
+                )
+                vals = np.where(hit, (idf[ids][None, :] * tfc).astype(np.float32), 0)
+                for j in range(len(ids)):  # summed as bm25s sums: in float32, in query order
+                    scores = scores + vals[:, j].astype(np.float32)
+            rise = length * max(1.0, float(rho[ids].max()) if len(ids) else 1.0)
+            bound = floor * rise * (1 + (4 * len(ids) + 16) * 2.0**-23) if floor > 0 else 0.0
+            order = sorted(range(len(cands)), key=lambda i: (-float(scores[i]), int(at[i])))
+            above = [i for i in order if scores[i] > bound and scores[i] > 0]
+            if floor > 0 and len(above) < k:
+                continue  # the top may lie outside what the row knows: searched
+            kept = above[:depth]
+            taken = set(kept)
+            dropped = [float(scores[i]) for i in order if i not in taken]
+            new_floor = max([bound, 0.0, *dropped])
+            out[qid] = ({cands[i]: float(scores[i]) for i in kept}, new_floor)
+        return out
+
 
 class BM25Retriever:
     """Args:
@@ -199,6 +349,9 @@ class BM25Retriever:
         self.method = choice(method, "method", BM25S_METHODS)
         self.stats: dict[str, float] = {}
         self._ids: list[str] = []
+        self._terms: _TermCounts | None = None  # the counts the engine was built from
+        self._loaded: Path | None = None  # the folder of the index load_index restored
+        self._edit: _Edit | None = None  # what the last update changed (carry reads it)
 
     @property
     def chunk_ids(self) -> list[str]:
@@ -207,12 +360,14 @@ class BM25Retriever:
     def index(self, chunks: Sequence[Chunk]) -> None:
         t0 = time.perf_counter()
         self._ids = [c.chunk_id for c in chunks]
+        self._terms, self._loaded, self._edit = None, None, None
         with _gc_paused():
             if self.backend == "bm25s":
                 self._engine = _bm25s().BM25(k1=self.k1, b=self.b, method=self.method)
                 terms = _TermCounts.of(self.tokenizer, [c.index_text for c in chunks])
                 t1 = time.perf_counter()
                 terms.index_into(self._engine)
+                self._terms = terms
             else:
                 from rank_bm25 import BM25Okapi
 
@@ -237,6 +392,10 @@ class BM25Retriever:
             )
         (directory / "ids.json").write_text(json.dumps(self._ids))
         self._engine.save(str(directory / "bm25s"))
+        if self._terms is not None:
+            self._terms.save(directory)
+            if self._edit is None:  # kept for a carry after an update only: as large as the matrix
+                self._terms = None
 
     def load_index(self, directory: Path) -> None:
         """Restore what ``save_index`` wrote (no re-tokenising of the corpus)."""
@@ -245,7 +404,62 @@ class BM25Retriever:
         self._ids = json.loads((directory / "ids.json").read_text())
         # memory-mapped: server workers share the matrix pages instead of each holding a copy
         self._engine = bm25s.BM25.load(str(directory / "bm25s"), mmap=True)
+        self._terms, self._loaded, self._edit = None, directory, None
         self.stats = {"index_loaded": 1.0}
+
+    # -- edits ------------------------------------------------------------------------------------
+    def update(self, chunks: Sequence[Chunk], stale: Set[str]) -> bool:
+        """The index of ``chunks`` from the loaded one: the unchanged chunks' term counts are
+        kept, only the others are tokenised, and the score matrix is computed again from the
+        counts (the mean length and idf move with any edit). The same matrix, bit for bit, as
+        ``index(chunks)`` builds (``tests/pipeline/test_edits.py``)."""
+        if self.backend != "bm25s" or self._loaded is None:
+            return False
+        old = self._terms or _TermCounts.load(self._loaded)
+        if old is None or len(old.lengths) != len(self._ids):
+            return False
+        t0 = time.perf_counter()
+        where = {c: i for i, c in enumerate(self._ids)}
+        source = [-1 if c.chunk_id in stale else where.get(c.chunk_id, -1) for c in chunks]
+        fresh = [c for c, i in zip(chunks, source) if i < 0]
+        with _gc_paused():
+            terms, was = old.spliced(self.tokenizer, source, [c.index_text for c in fresh])
+            t1 = time.perf_counter()
+            engine = _bm25s().BM25(k1=self.k1, b=self.b, method=self.method)
+            terms.index_into(engine)
+        before = _Edit.before(old, was, self.method)
+        self._engine, self._terms, self._ids = engine, terms, [c.chunk_id for c in chunks]
+        self._edit = before.after(terms, [c.chunk_id for c in fresh], stale)
+        self._loaded = None
+        t2 = time.perf_counter()
+        self.stats = {
+            "tokenize_seconds": t1 - t0,
+            "index_seconds": t2 - t0,
+            "updated_chunks": float(len(fresh)),
+        }
+        return True
+
+    def row_depth(self, k: int) -> int:
+        """Stored rows keep ``k`` plus a tenth (at least 10) more: ``carry`` needs a gap below
+        the ``k``-th score that an edit's small shift in the scores does not close."""
+        return k + max(10, k // 10) if self.method == "lucene" else k
+
+    def carry(self, queries: Mapping[str, str], rows: Mapping[str, Row], k: int) -> dict[str, Row]:
+        """The rows still exact after the last ``update`` (lucene scoring), rescored.
+
+        An unchanged chunk's new score is at most ``R`` times its old one, where ``R`` is the
+        larger of 1 and new / old mean length (the length term: ``tf / (tf + k1 (1 - b + b
+        l / avgdl))`` grows by at most that factor) times the largest new / old idf of the
+        query's terms (every idf is positive). So no chunk outside a row (old score at most its
+        floor) now scores above ``R * floor`` (widened for float32 rounding). A row is carried
+        when at least ``k`` of its unchanged chunks and the new chunks, scored exactly as a
+        search scores them, lie above that bound: they are then the top of the new ranking, in
+        its order (score, then position). A row that lost a chunk or whose top moved too close
+        to the bound is left to be searched."""
+        edit = self._edit
+        if edit is None or self._terms is None or not rows:
+            return {}
+        return edit.carry(self, queries, rows, k)
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:
         return self._retrieve(queries, k, None)

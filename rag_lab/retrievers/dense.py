@@ -16,7 +16,7 @@ import numpy as np
 from rag_lab.cache.keys import content_key, model_table, text_key
 from rag_lab.embedder import store as matrix_store
 from rag_lab.embedder.base import Embedder
-from rag_lab.retrievers.base import topk_to_run
+from rag_lab.retrievers.base import Row, topk_to_run
 from rag_lab.runtime import threads
 from rag_lab.types import Chunk, Run
 from rag_lab.validate import choice, integer
@@ -152,6 +152,8 @@ class DenseRetriever:
         self._parts: list[Any] = []
         self._index: Any = None
         self._cache: CacheView | None = None
+        # what the last update added (ids, vectors) and made stale: carry reads it
+        self._edit: tuple[list[str], np.ndarray, frozenset[str]] | None = None
 
     def attach_cache(self, view: CacheView) -> None:
         self._cache = view
@@ -310,6 +312,7 @@ class DenseRetriever:
     def index(self, chunks: Sequence[Chunk]) -> None:
         t0 = time.perf_counter()
         self._ids = [c.chunk_id for c in chunks]
+        self._edit = None
         texts = [c.index_text for c in chunks]
         tmp: Path | None = None
         if self.store == "memmap" and texts:
@@ -381,7 +384,78 @@ class DenseRetriever:
                 ivf.nprobe = min(self.nprobe, ivf.nlist)
         self._ids = ids
         self._use(parts)
+        self._edit = None
         self.stats = {"index_loaded": 1.0}
+
+    # -- edits ------------------------------------------------------------------------------------
+    def update(self, chunks: Sequence[Chunk], stale: Set[str]) -> bool:
+        """A flat in-memory float32 index of ``chunks`` from the loaded one: the unchanged
+        chunks' vectors are copied from it, the others embedded (through the per-text cache),
+        in the new order: the same vectors as ``index(chunks)`` adds. Other index types and
+        stores: ``False`` (built again)."""
+        if (
+            self.index_type != "flat"
+            or self.store != "memory"
+            or self.store_dtype != "float32"
+            or len(self._parts) != 1
+        ):
+            return False
+        t0 = time.perf_counter()
+        old = self._parts[0]
+        where = {c: i for i, c in enumerate(self._ids)}
+        source = np.fromiter(
+            (-1 if c.chunk_id in stale else where.get(c.chunk_id, -1) for c in chunks),
+            np.int64,
+            len(chunks),
+        )
+        fresh = [c for c, i in zip(chunks, source.tolist()) if i < 0]
+        vecs, encoded = self._embed([c.index_text for c in fresh])
+        matrix = np.empty((len(chunks), old.d), dtype=np.float32)
+        kept = source >= 0
+        if kept.any():
+            matrix[kept] = old.reconstruct_n(0, old.ntotal)[source[kept]]
+        matrix[~kept] = vecs
+        t1 = time.perf_counter()
+        self._ids = [c.chunk_id for c in chunks]
+        self._use(self._build(matrix))
+        self._edit = ([c.chunk_id for c in fresh], vecs, frozenset(stale))
+        t2 = time.perf_counter()
+        self.stats = {
+            "embed_seconds": t1 - t0,
+            "index_seconds": t2 - t0,
+            "embedded_chunks": float(encoded),
+            "updated_chunks": float(len(fresh)),
+        }
+        return True
+
+    def row_depth(self, k: int) -> int:
+        return k
+
+    def carry(self, queries: Mapping[str, str], rows: Mapping[str, Row], k: int) -> dict[str, Row]:
+        """The rows still exact after the last ``update``: an unchanged chunk keeps its vector
+        and so its score, so a row holding ``k`` chunks, none of them stale, stands when every
+        new chunk scores below its ``k``-th score (by a margin for the float32 sums; a closer
+        one is searched)."""
+        if self._edit is None or not rows:
+            return {}
+        fresh, vecs, stale = self._edit
+        qids = [q for q, (row, _) in rows.items() if len(row) >= k and not stale.intersection(row)]
+        if not qids:
+            return {}
+        scores = np.zeros((len(qids), 0), dtype=np.float32)
+        if fresh:
+            q = np.ascontiguousarray(
+                self.embedder.encode_queries([queries[x] for x in qids]), dtype=np.float32
+            )
+            scores = q @ vecs.T
+        out: dict[str, Row] = {}
+        for i, qid in enumerate(qids):
+            row, floor = rows[qid]
+            last = min(list(row.values())[:k])
+            top = float(scores[i].max()) if scores.shape[1] else -np.inf
+            if top < last - 1e-5 * max(1.0, abs(last), abs(top)):
+                out[qid] = (dict(row), floor)
+        return out
 
     def retrieve(self, queries: Mapping[str, str], k: int) -> Run:
         qids = list(queries)

@@ -73,6 +73,23 @@ def _count(delta: int) -> None:
             running.value += delta
 
 
+def in_worker() -> bool:
+    """Whether this process is one of several sharing the machine (:func:`share` was called)."""
+    return _shared is not None
+
+
+@contextlib.contextmanager
+def busy() -> Iterator[None]:
+    """A task of a worker pool whose idle workers do not count (``share`` with ``running``
+    starting at 0, e.g. ``rag-lab walk``'s): this worker counts while the task runs."""
+    _count(1)
+    rebalance()
+    try:
+        yield
+    finally:
+        _count(-1)
+
+
 def leave() -> None:
     """This worker is done: the others may use its cores."""
     _count(-1)

@@ -151,6 +151,13 @@ class MlflowSweepCallback(Callback):
         write_atomic(sweep_dir / PARENT_FILE, json.dumps(info))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from rag_lab.report.figures import cached_in
+
+        # the plots are drawn once per content: a warm rerun copies them from the stage cache
+        with cached_in(OmegaConf.select(config, "cache.dir", default=None)):
+            self._end(config)
+
+    def _end(self, config: DictConfig) -> None:
         from rag_lab.report.leaderboard import load_trials, report_files, varying
 
         sweep_dir = Path(config.hydra.sweep.dir)

@@ -44,6 +44,7 @@ jobs' configs already composed (the sweeper composed each one to validate the ba
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -259,24 +260,145 @@ def _failed(overrides: Sequence[str], task_name: str, why: str) -> Any:
     )
 
 
+def value_changes(
+    repo: Any, base: Sequence[str], other: Sequence[str], sweeps: bool = False
+) -> list[Any] | None:
+    """The parsed overrides of ``other`` that differ from ``base``'s at the same position, when
+    ``other``'s config is ``base``'s with only those applied: the same overrides in the same
+    order but for plain config values (not a config group, no package, no ``++``/``~``, not a
+    ``hydra.`` key, a scalar value) on keys no other override of the job touches. ``None``
+    otherwise (``repo``: Hydra's config repository, which knows the groups).
+
+    ``sweeps``: ``base`` is the multirun's own command line, whose config skipped its sweep
+    overrides (``fusion.k=10,30,60``); a job's value for such a key is a change, and only
+    ``key=value`` (a ``+key`` would be added after keys the composition adds after it)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import OverrideType
+
+    if len(base) != len(other):
+        return None
+    parser = OverridesParser.create()
+    parsed = parser.parse_overrides(list(other))
+    base_parsed = parser.parse_overrides(list(base))
+    changed = [i for i, (a, b) in enumerate(zip(base, other, strict=True)) if a != b]
+    keys = [o.key_or_group for o in parsed]
+    out = []
+    for i in changed:
+        o, b = parsed[i], base_parsed[i]
+        key = o.key_or_group
+        scalar = (str, int, float, bool, type(None))
+        swept = sweeps and b.is_sweep_override()
+        if (
+            o.type
+            not in ((OverrideType.CHANGE,) if swept else (OverrideType.CHANGE, OverrideType.ADD))
+            or b.type != o.type
+            or b.key_or_group != key
+            or o.package is not None
+            or o.is_hydra_override()
+            or o.is_sweep_override()
+            or not isinstance(o.value(), scalar)
+            or not (swept or isinstance(b.value(), scalar))
+            or repo.group_exists(key)
+        ):
+            return None
+        for j, other_key in enumerate(keys):  # an override before or after on the same node
+            if j != i and (
+                other_key == key
+                or other_key.startswith(key + ".")
+                or key.startswith(other_key + ".")
+            ):
+                return None
+        out.append(o)
+    return out
+
+
 class _Jobs:
-    """A batch's jobs, composed and run by position (in whichever process calls)."""
+    """A batch's jobs, composed and run by position (in whichever process calls).
+
+    A job whose overrides differ from the first composed job's only in plain config values
+    (``fusion.k=10`` against ``fusion.k=60``: :func:`value_changes`) is not composed again:
+    its config is that job's with those values applied, as Hydra applies command-line values
+    after composing (``ConfigLoaderImpl._apply_overrides_to_config``), and its
+    ``hydra.overrides.task`` and ``hydra.job.override_dirname`` rewritten (the same config as
+    a composition gives: ``tests/sweep/test_launcher.py``). A job that changes a config group
+    is composed in full."""
 
     def __init__(self, launcher: Any, job_overrides: Sequence[Sequence[str]], first: int) -> None:
         self.launcher, self.overrides, self.first = launcher, job_overrides, first
         self.configs: dict[int, Any] = {}
+        self.template: tuple[int, Any] | None = None  # (position, its config as composed)
+
+    def derivable(self) -> bool:
+        """Whether every job's config derives from the first job's (:func:`value_changes`)."""
+        repo = self.launcher.hydra_context.config_loader.repository
+        base = self.overrides[0]
+        return all(value_changes(repo, base, o) is not None for o in self.overrides[1:])
 
     def compose(self, pos: int) -> Any:
+        import copy
+
         from omegaconf import open_dict
 
         if pos not in self.configs:
-            loader = self.launcher.hydra_context.config_loader
-            cfg = loader.load_sweep_config(self.launcher.config, list(self.overrides[pos]))
+            cfg = self._derived(pos)
+            if cfg is None:
+                loader = self.launcher.hydra_context.config_loader
+                cfg = loader.load_sweep_config(self.launcher.config, list(self.overrides[pos]))
+                if self.template is None:  # kept as composed: the job's own copy is run
+                    self.template = (pos, cfg)
+                    cfg = copy.deepcopy(cfg)
             with open_dict(cfg):
                 cfg.hydra.job.id = self.first + pos
                 cfg.hydra.job.num = self.first + pos
             self.configs[pos] = cfg
         return self.configs[pos]
+
+    def _derived(self, pos: int) -> Any:
+        """Job ``pos``'s config from the template's (the class docstring), or ``None``."""
+        import copy
+
+        from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+        from hydra.core.override_parser.types import OverrideType
+        from omegaconf import OmegaConf, open_dict
+
+        loader = self.launcher.hydra_context.config_loader
+        master = self.launcher.config
+        # the multirun's own config first (composed already: value sweeps compose nothing more)
+        base = master
+        changes = value_changes(
+            loader.repository, list(master.hydra.overrides.task), self.overrides[pos], True
+        )
+        if changes is None and self.template is not None:  # else the first job composed
+            base_pos, base = self.template
+            changes = value_changes(
+                loader.repository, self.overrides[base_pos], self.overrides[pos]
+            )
+        if changes is None:
+            return None
+        cfg = copy.deepcopy(base)
+        # +key=value added the key to the template: here it replaces its value (force-add, as
+        # Hydra's ++ does), the same node a composition adds
+        forced = [
+            dataclasses.replace(o, type=OverrideType.FORCE_ADD) if o.type == OverrideType.ADD else o
+            for o in changes
+        ]
+        ConfigLoaderImpl._apply_overrides_to_config(forced, cfg)
+        hydra_lines = OmegaConf.to_container(master.hydra.overrides.hydra)
+        assert isinstance(hydra_lines, list)
+        parsed = OverridesParser.create().parse_overrides([*hydra_lines, *self.overrides[pos]])
+        task = [o for o in parsed if not o.is_hydra_override()]
+        dirname = cfg.hydra.job.config.override_dirname
+        with open_dict(cfg.hydra):
+            cfg.hydra.overrides.task = [o.input_line for o in task]
+            cfg.hydra.job.override_dirname = get_overrides_dirname(
+                overrides=task,
+                kv_sep=dirname.kv_sep,
+                item_sep=dirname.item_sep,
+                exclude_keys=dirname.exclude_keys,
+            )
+        OmegaConf.copy_cache(from_config=master, to_config=cfg)
+        return cfg
 
     def run(self, pos: int) -> Any:
         from hydra.core.utils import run_job
@@ -412,6 +534,8 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         return runs
     for name in launcher.preload or ():
         importlib.import_module(name)  # once here, shared by every worker
+    if job.derivable():  # one composition here; the workers derive their jobs' from it
+        job.compose(0)
     runs = run_forked(job, n_workers)
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
     return runs

@@ -81,9 +81,15 @@ ZH_VERBS = frozenset(
 )
 _ZH_MARKERS = (
     "请务必 务必 请先 请 先 首先 然后 接着 再 并 随后 之后 最后 同时 另外 还要 还需 还应 也要 "
-    "都要 要 需要 需 应该 应当 应 必须 一定要 建议 最好 不要 别 切勿 勿 不能 不可"
+    "都要 要 需要 需 应该 应当 应 必须 一定要 建议 最好 可以 不要 别 切勿 勿 不能 不可"
 ).split()
 _ZH_CLAUSES = re.compile(r"[，,；;：:。！？!?、]")
+# tags of a subject that may stand before a marker (a noun, a pronoun: 用户需要, 你可以)
+_ZH_SUBJECT_TAGS = frozenset(("n", "r", "nr", "nz"))
+# prepositions that put the object before the verb of an instruction
+_ZH_OBJECT_PREPOSITIONS = frozenset("把 将 从 用 对 给".split())
+# verbs before the verb of the action (开始听, 尝试重启)
+_ZH_AUXILIARIES = frozenset("开始 尝试 试着 进行 去 来".split())
 _ZH_NOUN_TAGS = ("n", "nr", "ns", "nt", "nz", "vn", "eng")
 
 # verbs that name one action (a context may use any of them)
@@ -215,9 +221,28 @@ def _zh_actions(sentence: str) -> list[Action]:
             continue
         tags = [(w, t) for w, t in _zh_tags(clause) if w.strip()]
         i, marked = 0, False
+        # a subject before the marker: 初学者可以先…, 用户需要…, 你可以…
+        if len(tags) > 1 and tags[0][1] in _ZH_SUBJECT_TAGS and tags[1][0] in _ZH_MARKERS:
+            i = 1
         while i < len(tags) and (tags[i][0] in _ZH_MARKERS or tags[i][1] == "d"):
             marked = marked or tags[i][0] in _ZH_MARKERS
             i += 1
+        pre: tuple[str, ...] = ()
+        if marked and i < len(tags) and tags[i][0] in _ZH_OBJECT_PREPOSITIONS:
+            # the object before the verb (把滤网取下, 从第三张专辑开始听, 用清水冲洗): the nouns
+            # of the phrase, the verb after it
+            j = i + 1
+            while j < len(tags) and not tags[j][1].startswith("v"):
+                j += 1
+            pre = tuple(w for w, t in tags[i + 1 : j] if t.startswith(_ZH_NOUN_TAGS))
+            i = j
+        while (
+            marked
+            and i + 1 < len(tags)
+            and tags[i][0] in _ZH_AUXILIARIES
+            and tags[i + 1][1].startswith("v")
+        ):
+            i += 1  # 开始听, 尝试重启: the action is the second verb
         if i >= len(tags):
             continue
         verb, tag = tags[i]
@@ -226,7 +251,8 @@ def _zh_actions(sentence: str) -> list[Action]:
         listed = verb in ZH_VERBS and (len(verb) >= 2 or marked)
         if not (listed or (marked and tag == "v" and len(verb) >= 2)):
             continue
-        obj = tuple(w for w, t in tags[i + 1 : i + 6] if t.startswith(_ZH_NOUN_TAGS))[:2]
+        after = tuple(w for w, t in tags[i + 1 : i + 6] if t.startswith(_ZH_NOUN_TAGS))
+        obj = (pre + after)[:2]
         out.append(Action(verb, obj, clause))
     return out
 
@@ -236,12 +262,22 @@ def actions(sentence: str) -> list[Action]:
     return _zh_actions(sentence) if has_cjk(sentence) else _en_actions(sentence)
 
 
+# directional and result complements after a Chinese verb (插进去, 取出来, 拧紧, 装好): the
+# verb before them names the action
+_ZH_COMPLEMENTS = re.compile(
+    "(?:进去|进来|出来|出去|下来|下去|上去|上来|起来|回去|回来|过来|过去|好|完|掉|下|上|出|进|回|开|入|紧|住)$"
+)
+
+
 def _verbs(verb: str) -> frozenset[str]:
     """A verb, the verbs of its group and, for "re" + a verb, that verb (recalibrate ~
-    calibrate)."""
+    calibrate); a Chinese verb with a complement, also the verb before it (插进去 ~ 插)."""
     group = _GROUP_OF.get(verb, frozenset((verb,)))
     if verb.startswith("re") and len(verb) > 5 and not has_cjk(verb):
         group |= _GROUP_OF.get(verb[2:], frozenset((verb[2:],)))
+    if has_cjk(verb) and len(verb) >= 2 and (head := _ZH_COMPLEMENTS.sub("", verb)):
+        if head != verb:
+            group |= _GROUP_OF.get(head, frozenset((head,)))
     return group
 
 

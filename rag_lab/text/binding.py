@@ -54,8 +54,23 @@ TIE_MARGIN = 0.1
 VALUE_KINDS = frozenset(("number", "date", "code", "clause", "score"))
 _LATIN = re.compile(r"[a-z]+")
 _SPELLED_WORD = re.compile(rf"(?<![a-z-])(?:{'|'.join(SPELLED)})(?![a-z])")
+# fractions in words, as the percentages a context may give instead ("half of them" ~ "50%";
+# 四分之一 is 25% in ``normalise_facts_text`` already)
+FRACTIONS = {
+    "half": 50.0,
+    "a quarter": 25.0,
+    "one quarter": 25.0,
+    "three quarters": 75.0,
+    "一半": 50.0,
+    "半数": 50.0,
+}
+_FRACTION_WORD = re.compile(rf"(?<![a-z])(?:{'|'.join(FRACTIONS)})(?![a-z])")
 # where a value's neighbourhood ends: a clause or sentence break
 _BREAK = re.compile(r"[;；:：。!?！？()（）\[\]]+")
+# a soft break: a comma or an enumeration mark ends a value's neighbourhood on the side where
+# another value stands beyond it ("前轮250千帕、后轮250千帕，满载时后轮可提高到280千帕": 满载 is
+# 280's, not the second 250's; "70% were females, and 50% were from": "females" is 70%'s)
+_SOFT_BREAK = re.compile(r"[,，、]")
 # words that modify a value rather than say what it qualifies: approximations and bounds
 MODIFIERS = frozenset(
     (
@@ -122,13 +137,19 @@ def slots(sentence: str, window: int = WINDOW, context: bool = True) -> tuple[Sl
         return ()
     inside = {i for _, a, b in facts for i in range(a, b)}
     words = [w for w in _words(norm, function_words(sentence)) if w[1] not in inside]
+    soft = [m.start() for m in _SOFT_BREAK.finditer(norm) if m.start() not in inside]
     out = []
     starts = sorted(a for _, a, _ in facts)
     ends = sorted(b for _, _, b in facts)
     for fact, a, b in facts:
-        # neighbours stop at a clause break and at the next value on either side
+        # neighbours stop at a clause break and at the next value on either side, and at a
+        # comma with another value of the same kind beyond it (``_SOFT_BREAK``)
         lo = max((e for e in ends if e <= a), default=0)
         hi = min((x for x in starts if x >= b), default=len(norm))
+        if any(e == lo and _same_kind(fact, f) for f, _, e in facts):
+            lo = max([lo] + [c + 1 for c in soft if lo <= c < a])
+        if any(x == hi and _same_kind(fact, f) for f, x, _ in facts):
+            hi = min([hi] + [c for c in soft if b <= c < hi])
         left = _until_break(reversed([w for w in words if lo <= w[1] and w[2] <= a]), window)
         right = _until_break((w for w in words if w[1] >= b and w[2] <= hi), window)
         near: dict[str, int] = {}
@@ -149,12 +170,16 @@ def _until_break(words: Iterable[tuple[str, int, int]], window: int) -> list[tup
 
 
 def stated_values(text: str) -> list[Fact]:
-    """The values an answer states (``VALUE_KINDS``), and its spelt-out numbers as bare numbers
-    ("thirteen under par" states 13): the context values that are no rivals."""
+    """The values an answer states (``VALUE_KINDS``), its spelt-out numbers as bare numbers
+    ("thirteen under par" states 13) and its fractions in words as percentages ("half of them"
+    states 50%, 一半 too): the context values that are no rivals."""
     facts = [f for f in extract_facts(text) if f.kind in VALUE_KINDS]
-    for m in _SPELLED_WORD.finditer(normalise_facts_text(text, context=False)):
+    norm = normalise_facts_text(text, context=False)
+    for m in _SPELLED_WORD.finditer(norm):
         value = float(SPELLED[m.group(0)])
         facts.append(Fact("number", m.group(0), number=(value, None)))
+    for m in _FRACTION_WORD.finditer(norm):
+        facts.append(Fact("number", m.group(0), number=(FRACTIONS[m.group(0)], "%")))
     return facts
 
 

@@ -434,12 +434,14 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 # run of 1-3 digits followed by groups of exactly three, no decimal point on either side
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\d]|[.,]\d)")
 _NAME_EN = re.compile(
-    r"(?<![A-Za-z0-9'’-])(?:[A-Z][a-z]{0,2}['’][A-Z][A-Za-z]+|[A-Z][A-Za-z]+|[a-z]+[A-Z][A-Za-z]*)(?![A-Za-z0-9]|-\d)"
+    r"(?<![A-Za-z0-9'’-])(?:[A-Z][a-z]{0,2}['’][A-Z][A-Za-z]+|[A-Z][A-Za-z]+|[a-z]+[A-Z][A-Za-z]*"
+    r"|[a-z]{1,3}-[A-Z][A-Za-z]*)(?![A-Za-z0-9]|-\d)"  # c-Myc, c-Maf: a gene's or protein's name
 )
 # a sentence's first word is a name too when it looks like one: "Moderna's", "Thomas Telford",
 # "BioNTech", "NASA"
 _FIRST_NAME = re.compile(
-    r"\W*(?:[A-Z][a-z]{0,2}['’][A-Z]|\w+(?=['’]s\b)|\w+(?=\s[A-Z])|\w*[a-z]\w*[A-Z]\w*|[A-Z]{2,}\b)"
+    r"\W*(?:[A-Z][a-z]{0,2}['’][A-Z]|\w+(?=['’]s\b)|\w+(?=\s[A-Z])|\w*[a-z]\w*[A-Z]\w*|[A-Z]{2,}\b"
+    r"|[a-z]{1,3}-[A-Z])"
 )
 _NAME_TAGS = frozenset(("nr", "ns", "nt", "nz", "nrt", "nrfg"))
 # words that start a sentence before a name without being one ("Its Windows installer")
@@ -515,12 +517,55 @@ def normalise_facts_text(text: str, context: bool = True) -> str:
     "第一次" while an answer's "首个" is no fact)."""
     norm = _THOUSANDS.sub("", normalise_text(fold_surface(text)))
     norm = _SPACED_THOUSANDS.sub(lambda m: m.group(0).replace(" ", ""), norm)
+    if "分之" in norm:
+        norm = _ZH_FRACTION.sub(_percentage, norm)
     return chinese_numerals(norm, first=context)
 
 
+# a Chinese fraction states a share: 百分之七十 is 70%, 四分之一 25% (not "4分", four minutes)
+_ZH_FRACTION = re.compile(
+    r"(?<![0-9.零〇一二两三四五六七八九十百千万])([0-9.]+|[零〇一二两三四五六七八九十百千万]+)分之"
+    r"([0-9.]+|[零〇一二两三四五六七八九十百点]+)"
+)
+
+
+def _percentage(m: re.Match[str]) -> str:
+    """``m`` (``_ZH_FRACTION``) as a percentage, or as it is when a part is no number."""
+    parts = []
+    for text in m.groups():
+        if text[0].isdigit():
+            try:
+                parts.append(float(text))
+            except ValueError:
+                return m.group(0)
+        else:
+            value = chinese_number(text)
+            if value is None:
+                return m.group(0)
+            parts.append(value)
+    whole, part = parts
+    if whole == 0:
+        return m.group(0)
+    return f"{part / whole * 100:.1f}".rstrip("0").rstrip(".") + "%"
+
+
 _LETTERS = str.maketrans(
-    {"ø": "o", "Ø": "O", "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ß": "ss", "ł": "l",
-     "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th", "ı": "i"}  # fmt: skip
+    {
+        "ø": "o",
+        "Ø": "O",
+        "æ": "ae",
+        "Æ": "Ae",
+        "œ": "oe",
+        "Œ": "Oe",
+        "ß": "ss",
+        "ł": "l",
+        "Ł": "L",
+        "đ": "d",
+        "Đ": "D",
+        "þ": "th",
+        "Þ": "Th",
+        "ı": "i",
+    }  # fmt: skip
 )
 _COMPASS = re.compile(r"\b([Nn]orth|[Ss]outh|NORTH|SOUTH)[\s-]([Ee]ast|[Ww]est|EAST|WEST)\b")
 
@@ -946,14 +991,18 @@ def _names(text: str) -> list[Fact]:
                 w = w + nxt[:3]
             elif tag == "j" and len(w) >= 2 and _HAN.fullmatch(w) and w[-1] in _INSTITUTIONS:
                 pass  # the short form of an institution's name: 上交所, 深交所
-            elif _fragment(w, known, prev) or _common(w) or not (
-                len(w) >= 2
-                and _HAN.fullmatch(w)
-                and (known or not _GLUE.search(w))
-                and (
-                    tag in _NAME_TAGS
-                    or (not known and tag in _OOV_NAME_TAGS)
-                    or (len(w) >= 3 and w[-1] in _PLACE_SUFFIXES)
+            elif (
+                _fragment(w, known, prev)
+                or _common(w)
+                or not (
+                    len(w) >= 2
+                    and _HAN.fullmatch(w)
+                    and (known or not _GLUE.search(w))
+                    and (
+                        tag in _NAME_TAGS
+                        or (not known and tag in _OOV_NAME_TAGS)
+                        or (len(w) >= 3 and w[-1] in _PLACE_SUFFIXES)
+                    )
                 )
             ):
                 continue
@@ -961,12 +1010,27 @@ def _names(text: str) -> list[Fact]:
             name = normalise_text(w)
             out.append(Fact("name", name, _zh_name_pattern(chinese_numerals(name))))
         # the Han words that open a clause right before a Latin product name are its maker's
-        # name, whatever jieba tags them (智能派的Photon Mono, 大疆Mavic 3)
-        for m in _MAKER.finditer(raw):
-            w = m.group(1)
+        # name, whatever jieba tags them (智能派的Photon Mono, 大疆Mavic 3); so is the noun
+        # glued to a product name with a model number (小米Mate 60: 小米 is "millet" to jieba)
+        makers = [m.group(1) for m in _MAKER.finditer(raw)]
+        for k in range(len(tags) - 2):
+            (w, tag, _), (latin, ltag, _) = tags[k], tags[k + 1]
+            after = "".join(t[0] for t in tags[k + 2 : k + 4]).lstrip()
+            if (
+                tag in _MAKER_TAGS
+                and len(w) >= 2
+                and _HAN.fullmatch(w)
+                and ltag == "eng"
+                and latin[:1].isupper()
+                and after[:1].isdigit()
+            ):
+                makers.append(w)
+        for w in makers:
             if not _GLUE.search(w) and not _PRONOUNS & set(w):
                 name = normalise_text(w)
-                out.append(Fact("name", name, _zh_name_pattern(chinese_numerals(name))))
+                fact = Fact("name", name, _zh_name_pattern(chinese_numerals(name)))
+                if fact not in out:
+                    out.append(fact)
     return out
 
 
@@ -974,6 +1038,8 @@ _MAKER = re.compile(
     r"(?:^|(?<=[，。；：、“（\s]))((?:(?!的)[\u4e00-\u9fff]){2,4})的(?=[A-Z][A-Za-z]*[\s\dA-Z])"
 )
 _PRONOUNS = frozenset("它她他我你这那该其每此本后前时")
+# jieba tags of a word that may be a maker's name before its product (nouns, names, unknown)
+_MAKER_TAGS = frozenset(("n", "nr", "ns", "nt", "nz", "nrt", "nrfg", "x", "z"))
 
 
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
@@ -1097,9 +1163,7 @@ def _common(w: str) -> bool:
     """A word jieba tags as a name that is none: a question fragment, a generic noun, a verb
     with its preposition."""
     return (
-        _QUESTION.search(w) is not None
-        or w in _GENERIC
-        or (len(w) >= 3 and w[-1] in _VERB_ENDINGS)
+        _QUESTION.search(w) is not None or w in _GENERIC or (len(w) >= 3 and w[-1] in _VERB_ENDINGS)
     )
 
 

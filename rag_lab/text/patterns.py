@@ -17,9 +17,10 @@ TOKEN = re.compile(rf"[{CJK}]|[^\W{CJK}]+|[^\w\s]")
 # Where a new sentence starts: after ``. ! ?`` and the whitespace that follows them, or right after
 # Chinese ``。！？；``. The recursive chunker splits on it and ``split_sentences`` uses it. A full
 # stop after an abbreviation ends no sentence: a capital letter ("the T. rex", "J. K. Rowling",
-# "U.S."), the last letter of a dotted one ("e.g.", "a.m.") and a title (Mr., Dr., St., vs.).
+# "U.S."), the last letter of a dotted one ("e.g.", "a.m.") and a title (Mr., Dr., St., vs.); a
+# degree sign makes the capital a unit ("200 °C. Open the cover" is two sentences).
 SENTENCE_BOUNDARY = re.compile(
-    r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\.[a-z]\.)"
+    r"(?<=[.!?])(?<!(?<!°)\b[A-Z]\.)(?<!\.[a-z]\.)"
     r"(?<!\b(?:Mr|Ms|Dr|St|Mt|vs)\.)(?<!\b(?:Mrs|Drs)\.)(?<!\bProf\.)"
     r"\s+(?=\S)|(?<=[。！？；])"
 )

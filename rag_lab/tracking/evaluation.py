@@ -405,6 +405,105 @@ def log_evaluation(
     run.log_artifacts(_artifacts(out_dir))
 
 
+class PendingTraces:
+    """Query traces being written in a background thread (:func:`start_query_traces`):
+    :meth:`finish` waits for them and tags the run; :meth:`cancel` writes no further trace."""
+
+    def __init__(self, run: Any, build: Any) -> None:
+        import threading
+
+        self.run = run
+        self.count = 0
+        self.cpu_seconds = 0.0  # the writing thread's own CPU time
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._t0 = 0.0
+        self._thread = threading.Thread(
+            target=self._write, args=(build,), name="rag-lab-traces", daemon=True
+        )
+
+    def _write(self, build: Any) -> None:
+        import time
+
+        cpu = time.thread_time()
+        try:
+            self.count = len(self.run.log_traces(build(), self._stop.is_set))
+        except BaseException as exc:  # raised again in the job's thread (finish)
+            self.error = exc
+        finally:
+            self.cpu_seconds = time.thread_time() - cpu
+
+    def start(self) -> PendingTraces:
+        import time
+
+        self._t0 = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def finish(self) -> int:
+        """Wait for the writes; tag the run with ``traces`` (the count), ``trace_seconds`` (from
+        the start of the writes to their end, overlapping the job's other work) and
+        ``trace_cpu_seconds`` (the writing thread's CPU); raise what the writes raised. Returns
+        the count."""
+        import time
+
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        seconds = time.perf_counter() - self._t0
+        self.run.set_tags(
+            {
+                "traces": self.count,
+                "trace_seconds": f"{seconds:.3f}",
+                "trace_cpu_seconds": f"{self.cpu_seconds:.3f}",
+            }
+        )
+        return self.count
+
+    def cancel(self) -> None:
+        """The job failed: the trace being written is finished, no other one is started."""
+        self._stop.set()
+        self._thread.join()
+
+
+def start_query_traces(
+    run: TrackedRun,
+    cfg: DictConfig,
+    result: RetrievalResult,
+    data: LabelledQueries,
+    chunks: Mapping[str, Chunk],
+    retrievers: Sequence[str],
+    answers: Mapping[str, Mapping[str, Any]],
+    sweep: bool = False,
+) -> PendingTraces | None:
+    """A trace per query ``tracking.traces`` selects (``rag_lab.tracking.traces``; ``sweep``: a
+    sweep's job) on a run that records traces, built and written in a background thread while
+    the job goes on (writing its files, report and the run's own logging: MLflow's store spends
+    most of a trace's time in its commit, outside Python's lock). ``None`` when there is nothing
+    to write; else call :meth:`PendingTraces.finish` before the run ends (``cancel`` on
+    failure)."""
+    from rag_lab import __version__
+    from rag_lab.protocols import TraceLogging
+    from rag_lab.tracking.traces import build_traces, judge_source, selected
+
+    if not isinstance(run, TraceLogging):
+        return None
+    setting = OmegaConf.select(cfg, "tracking.traces", default="auto")
+    ids = selected(setting, list(data.queries), sweep)
+    if not ids:
+        return None
+    judge_cfg = OmegaConf.select(cfg, "judge", default=None) if cfg.get("generator") else None
+    judge = judge_source(
+        OmegaConf.to_container(judge_cfg, resolve=True) if judge_cfg else None,  # type: ignore[arg-type]
+        __version__,
+    )
+
+    def build() -> list[Any]:
+        return build_traces(ids, result, data, chunks, retrievers, answers, judge, __version__)
+
+    return PendingTraces(run, build).start()
+
+
 def log_query_traces(
     run: TrackedRun,
     cfg: DictConfig,
@@ -415,29 +514,7 @@ def log_query_traces(
     answers: Mapping[str, Mapping[str, Any]],
     sweep: bool = False,
 ) -> int:
-    """A trace per query ``tracking.traces`` selects (``rag_lab.tracking.traces``; ``sweep``: a
-    sweep's job) on a run that
-    records traces; the count and the seconds it took become the run's ``traces`` and
-    ``trace_seconds`` tags. Returns the count."""
-    import time
-
-    from rag_lab import __version__
-    from rag_lab.protocols import TraceLogging
-    from rag_lab.tracking.traces import build_traces, judge_source, selected
-
-    if not isinstance(run, TraceLogging):
-        return 0
-    setting = OmegaConf.select(cfg, "tracking.traces", default="auto")
-    ids = selected(setting, list(data.queries), sweep)
-    if not ids:
-        return 0
-    t0 = time.perf_counter()
-    judge_cfg = OmegaConf.select(cfg, "judge", default=None) if cfg.get("generator") else None
-    judge = judge_source(
-        OmegaConf.to_container(judge_cfg, resolve=True) if judge_cfg else None,  # type: ignore[arg-type]
-        __version__,
-    )
-    records = build_traces(ids, result, data, chunks, retrievers, answers, judge, __version__)
-    run.log_traces(records)
-    run.set_tags({"traces": len(records), "trace_seconds": f"{time.perf_counter() - t0:.3f}"})
-    return len(records)
+    """:func:`start_query_traces` and wait for them: the count (the run's ``traces`` and
+    ``trace_seconds`` tags)."""
+    pending = start_query_traces(run, cfg, result, data, chunks, retrievers, answers, sweep)
+    return 0 if pending is None else pending.finish()

@@ -22,7 +22,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -187,6 +187,158 @@ def store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _trace_entities(
+    traces: Sequence[TraceRecord], exp_id: str, run_id: str
+) -> tuple[list[Any], list[Any]]:
+    """MLflow's ``TraceInfo`` (tags, the run link, assessments) and ``Span`` entities of
+    ``traces`` in experiment ``exp_id``, each trace with a fresh id; the root span first."""
+    import secrets
+
+    from mlflow.entities import (
+        AssessmentSource,
+        Feedback,
+        Span,
+        TraceInfo,
+        TraceLocation,
+        TraceState,
+    )
+    from mlflow.tracing.constant import (
+        TRACE_SCHEMA_VERSION,
+        TRACE_SCHEMA_VERSION_KEY,
+        SpanAttributeKey,
+        TraceMetadataKey,
+        TraceTagKey,
+    )
+
+    location = TraceLocation.from_experiment_id(exp_id)
+    infos, spans = [], []
+    for rec in traces:
+        tid = f"tr-{secrets.token_hex(16)}"
+        root = rec.spans[0]
+        root_id = secrets.token_hex(8)
+        for i, sp in enumerate(rec.spans):
+            attrs = {
+                SpanAttributeKey.REQUEST_ID: json.dumps(tid),
+                SpanAttributeKey.SPAN_TYPE: json.dumps(sp.kind),
+                SpanAttributeKey.INPUTS: _json(sp.inputs),
+                SpanAttributeKey.OUTPUTS: _json(sp.outputs),
+                **{k: _json(v) for k, v in sp.attributes.items()},
+            }
+            start = sp.start_ns or root.start_ns
+            spans.append(
+                Span.from_dict(
+                    {
+                        "trace_id": tid,
+                        "span_id": root_id if i == 0 else secrets.token_hex(8),
+                        "parent_span_id": None if i == 0 else root_id,
+                        "name": sp.name,
+                        "start_time_unix_nano": start,
+                        "end_time_unix_nano": max(sp.end_ns or start, start),
+                        "status": {"code": "STATUS_CODE_OK", "message": ""},
+                        "attributes": attrs,
+                        "events": [],
+                    }
+                )
+            )
+        assessments: list[Any] = [
+            Feedback(
+                name=a.name,
+                value=a.value,
+                source=AssessmentSource(source_type=a.source_type, source_id=a.source_id),
+                rationale=a.rationale,
+                trace_id=tid,
+            )
+            for a in rec.assessments
+        ]
+        infos.append(
+            TraceInfo(
+                trace_id=tid,
+                trace_location=location,
+                request_time=root.start_ns // 1_000_000,
+                state=TraceState.OK,
+                execution_duration=max(root.end_ns - root.start_ns, 0) // 1_000_000,
+                request_preview=_json(root.inputs)[:1000],
+                response_preview=_json(root.outputs)[:1000],
+                trace_metadata={
+                    TraceMetadataKey.SOURCE_RUN: run_id,
+                    TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION),
+                },
+                tags={TraceTagKey.TRACE_NAME: root.name, **rec.tags},
+                assessments=assessments,
+            )
+        )
+    return infos, spans
+
+
+# the SqlAlchemyStore members _in_transactions uses (MLflow 3.17's own code of start_trace and
+# log_spans, minus their per-call session and retry)
+_ONE_TRANSACTION = ("_start_trace_once", "_log_spans_once", "ManagedSessionMaker", "get_experiment")
+TRACES_PER_TRANSACTION = 25  # the run's own writes (another thread) go in between
+
+
+def _in_transactions(
+    store: Any,
+    infos: Sequence[Any],
+    spans: Sequence[Any],
+    exp_id: str,
+    lock: Callable[[], Any],
+    stop: Callable[[], bool] | None = None,
+) -> int | None:
+    """Write ``infos`` (``start_trace``) and their ``spans`` (``log_spans``) into a sqlite
+    ``SqlAlchemyStore``, :data:`TRACES_PER_TRANSACTION` traces a transaction, each under
+    ``lock()``, until ``stop()``; returns how many of ``infos`` (the first ones) were written,
+    ``None``, with nothing written, for any other store.
+
+    MLflow 3.17 has no batch call for trace infos and their assessments; ``start_trace`` commits
+    each trace (a sqlite commit syncs the file) and reads the experiment again each time (~40%
+    of its CPU). This runs the store's own per-trace code (``_start_trace_once``,
+    ``_log_spans_once``: the same rows, tags, metadata, assessments and rollup markers as
+    ``start_trace`` / ``log_spans``) on a shallow copy of the store whose sessions are one
+    session per transaction and whose ``get_experiment`` is read once. Guarded: a store
+    without those members, or whose methods no longer take these arguments (``TypeError``,
+    ``AttributeError`` in the first transaction, rolled back) returns ``None`` and the caller
+    writes trace by trace through the public calls (``tests/tracking/test_traces.py`` checks
+    that both paths store the same traces)."""
+    import copy
+    import functools
+
+    if (
+        type(store).__name__ != "SqlAlchemyStore"
+        or getattr(store, "db_type", None) != "sqlite"
+        or not all(hasattr(store, name) for name in _ONE_TRANSACTION)
+    ):
+        return None
+    batch = copy.copy(store)  # its own attributes: other threads keep the store's sessions
+    batch.get_experiment = functools.lru_cache(maxsize=None)(store.get_experiment)
+    by_trace: dict[str, list[Any]] = {}
+    for sp in spans:
+        by_trace.setdefault(sp.trace_id, []).append(sp)
+    written = 0
+    for n, part in enumerate(_batches(list(infos), TRACES_PER_TRANSACTION)):
+        if stop is not None and stop():
+            break
+        try:
+            with lock(), store.ManagedSessionMaker(read_only=False) as session:
+
+                @contextmanager
+                def same_session(*args: Any, _s: Any = session, **kwargs: Any) -> Iterator[Any]:
+                    yield _s
+
+                batch.ManagedSessionMaker = same_session
+                for info in part:
+                    batch._start_trace_once(info)
+                mine = [sp for info in part for sp in by_trace.get(info.trace_id, [])]
+                for chunk in _batches(mine, SPANS_PER_CALL):
+                    batch._log_spans_once(exp_id, list(chunk))
+        except (TypeError, AttributeError) as exc:  # MLflow's internals moved
+            if n:
+                raise
+            log.debug("traces: transaction writes unavailable (%s); one trace at a time", exc)
+            return None
+        written += len(part)
+    return written
+
+
 class MlflowTracker:
     """Args:
     uri: MLflow tracking URI (``sqlite:///experiments/mlflow.db``, ``http://127.0.0.1:5000``).
@@ -267,6 +419,11 @@ class MlflowTracker:
         across file descriptions: taking it twice in one process deadlocks)."""
         import mlflow
 
+        db = sqlite_path(self.uri)
+        if db is not None:
+            from rag_lab.tracking.sqlite_template import seed
+
+            seed(db)
         mlflow.set_tracking_uri(self.uri)
         exp = mlflow.get_experiment_by_name(self.experiment)
         if exp is None:
@@ -567,99 +724,47 @@ class MlflowRun:
                 # the faster job wrote; any other refusal is refused again and raised.
                 self.client.log_inputs(self.run_id, inputs)
 
-    def log_traces(self, traces: Sequence[TraceRecord]) -> list[str]:
+    def log_traces(
+        self, traces: Sequence[TraceRecord], stop: Callable[[], bool] | None = None
+    ) -> list[str]:
         """Write ``traces`` (``rag_lab.tracking.traces``) into this run's experiment, linked to
         the run, and return their trace ids. Built directly as MLflow's trace entities, not
         through its live tracer (which writes each span on its own as it ends: ~200 ms a query on
         a sqlite store): one ``start_trace`` per trace carries its tags, the run link and its
-        assessments, and the spans go in batches of :data:`SPANS_PER_CALL`, one transaction each."""
-        import secrets
+        assessments, and the spans go in batches of :data:`SPANS_PER_CALL`, one transaction each.
 
-        from mlflow.entities import (
-            AssessmentSource,
-            Feedback,
-            Span,
-            TraceInfo,
-            TraceLocation,
-            TraceState,
-        )
+        On a sqlite store the traces and spans go :data:`TRACES_PER_TRANSACTION` traces a
+        transaction (:func:`_in_transactions`: a commit per 25 traces, not per trace); elsewhere
+        (a server, or a store whose internals moved) the store's lock (:func:`store_lock`) is
+        taken per call, not for the whole batch, so the run's other writes (from another
+        thread: ``rag_lab.tracking.evaluation.start_query_traces``) go in between. ``stop()``
+        true: no further trace is started (the ids written so far are returned; spans go only
+        with their trace)."""
         from mlflow.tracing.client import TracingClient
-        from mlflow.tracing.constant import (
-            TRACE_SCHEMA_VERSION,
-            TRACE_SCHEMA_VERSION_KEY,
-            SpanAttributeKey,
-            TraceMetadataKey,
-            TraceTagKey,
-        )
 
         if not traces:
             return []
         exp_id = self.experiment_id
-        location = TraceLocation.from_experiment_id(exp_id)
-        infos, spans, ids = [], [], []
-        for rec in traces:
-            tid = f"tr-{secrets.token_hex(16)}"
-            ids.append(tid)
-            root = rec.spans[0]
-            root_id = secrets.token_hex(8)
-            for i, sp in enumerate(rec.spans):
-                attrs = {
-                    SpanAttributeKey.REQUEST_ID: json.dumps(tid),
-                    SpanAttributeKey.SPAN_TYPE: json.dumps(sp.kind),
-                    SpanAttributeKey.INPUTS: _json(sp.inputs),
-                    SpanAttributeKey.OUTPUTS: _json(sp.outputs),
-                    **{k: _json(v) for k, v in sp.attributes.items()},
-                }
-                start = sp.start_ns or root.start_ns
-                spans.append(
-                    Span.from_dict(
-                        {
-                            "trace_id": tid,
-                            "span_id": root_id if i == 0 else secrets.token_hex(8),
-                            "parent_span_id": None if i == 0 else root_id,
-                            "name": sp.name,
-                            "start_time_unix_nano": start,
-                            "end_time_unix_nano": max(sp.end_ns or start, start),
-                            "status": {"code": "STATUS_CODE_OK", "message": ""},
-                            "attributes": attrs,
-                            "events": [],
-                        }
-                    )
-                )
-            assessments: list[Any] = [
-                Feedback(
-                    name=a.name,
-                    value=a.value,
-                    source=AssessmentSource(source_type=a.source_type, source_id=a.source_id),
-                    rationale=a.rationale,
-                    trace_id=tid,
-                )
-                for a in rec.assessments
-            ]
-            infos.append(
-                TraceInfo(
-                    trace_id=tid,
-                    trace_location=location,
-                    request_time=root.start_ns // 1_000_000,
-                    state=TraceState.OK,
-                    execution_duration=max(root.end_ns - root.start_ns, 0) // 1_000_000,
-                    request_preview=_json(root.inputs)[:1000],
-                    response_preview=_json(root.outputs)[:1000],
-                    trace_metadata={
-                        TraceMetadataKey.SOURCE_RUN: self.run_id,
-                        TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION),
-                    },
-                    tags={TraceTagKey.TRACE_NAME: root.name, **rec.tags},
-                    assessments=assessments,
-                )
-            )
+        infos, spans = _trace_entities(traces, exp_id, self.run_id)
+        ids = [info.trace_id for info in infos]
         client = TracingClient(self.uri)
-        with self._store(False):
-            for info in infos:
+        done = _in_transactions(
+            client.store, infos, spans, exp_id, lambda: self._store(False), stop
+        )
+        if done is not None:
+            return ids[:done]
+        written: set[str] = set()
+        for info in infos:
+            if stop is not None and stop():
+                break
+            with self._store(False):
                 client.start_trace(info)
-            for chunk in _batches(spans, SPANS_PER_CALL):
+            written.add(info.trace_id)
+        spans = [sp for sp in spans if sp.trace_id in written]
+        for chunk in _batches(spans, SPANS_PER_CALL):
+            with self._store(False):
                 client.log_spans(exp_id, list(chunk))
-        return ids
+        return [tid for tid in ids if tid in written]
 
     def log_table(self, table: pd.DataFrame, artifact_file: str) -> None:
         """``table`` as an MLflow table artifact (``.json``: previewable in the run's artifacts

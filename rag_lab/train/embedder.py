@@ -117,9 +117,11 @@ def train_embedder(cfg: DictConfig) -> dict[str, Any]:
             f"{type(base).__name__} (embedder=minilm, e5_small or "
             "sentence_transformer embedder.model=...)"
         )
+    if base.backend != "torch":  # training needs the torch weights (e5 infers in ONNX int8)
+        base.backend, base.quantize = "torch", "none"
     with meter.phase("prepare"):
         setup = prepare(cfg)
-        st = base.model
+        st = base.load()  # its own copy: trained in place
     qp, dp = base.query_prompt, base.document_prompt
     use_lora = bool(tcfg.lora.enabled)
     if use_lora:

@@ -152,7 +152,8 @@ def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_cop
     }
     assert (relabel["cache/indexes/hits"], relabel["cache/indexes/misses"]) == (2, 0)
     # one edited document: documents, chunks, indexes and runs recompute, but only that
-    # document's chunk is embedded again; the others are read from the embedding table
+    # document's chunk is embedded again; the indexes are updated in place from the earlier
+    # ones (read back), so the other chunks' vectors are not even read from the embedding table
     lines = (toy_copy / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     rec = json.loads(lines[6])
     rec["text"] += " Check the drain valve weekly."
@@ -162,10 +163,12 @@ def test_invalidation_recomputes_exactly_the_downstream_stages(tmp_path, toy_cop
     assert counts(edited) == {
         "documents": (0, 1),
         "chunks": (0, 1),
-        "embeddings": (n - 1, 1),
+        "embeddings": (0, 1),
         "runs": (0, 2),
     }
     assert edited["dense/embedded_chunks"] == 1.0
+    assert edited["bm25/updated_chunks"] == edited["dense/updated_chunks"] == 1.0
+    assert (edited["cache/indexes/hits"], edited["cache/indexes/misses"]) == (2, 2)
 
 
 def test_killed_run_resumes_with_identical_metrics(tmp_path, toy_copy, monkeypatch):
@@ -294,7 +297,9 @@ def test_editing_one_scifact_document_reembeds_only_its_chunks(tmp_path):
     assert 0 < len(new_texts) <= len(doc_chunks)
     assert all(c.index_text in texts for c in chunks.values() if c.doc_id != str(rec["_id"]))
     assert edited["cache/embeddings/misses"] == len(new_texts)
-    assert edited["cache/embeddings/hits"] == len({c.index_text for c in chunks.values()}) - len(
-        new_texts
-    )
-    assert edited["cache/indexes/misses"] == 1  # the corpus changed: the faiss index is rebuilt
+    # the faiss index is updated in place: only the chunks the edit changed are looked up
+    changed = [
+        c for c in chunks.values() if c.chunk_id not in cold_chunks or c != cold_chunks[c.chunk_id]
+    ]
+    assert edited["cache/embeddings/hits"] == len({c.index_text for c in changed}) - len(new_texts)
+    assert edited["cache/indexes/misses"] == 1 and edited["cache/indexes/hits"] == 1

@@ -17,16 +17,18 @@ def fill(root, namespaces, size=2048):
 
 def test_namespace_choices_are_the_caches_own():
     (option,) = [a for a in parser()._actions if a.dest == "namespace"]
-    assert tuple(option.choices) == tuple(NAMESPACES)
+    # the stages' own, then the report plots kept by content (rag_lab.report.figures)
+    assert tuple(option.choices) == (*NAMESPACES, "figures")
     assert "rerank_scores" in NAMESPACES  # the pair-score store is a namespace like the others
 
 
-@pytest.mark.parametrize("namespace", NAMESPACES)
+@pytest.mark.parametrize("namespace", [*NAMESPACES, "figures"])
 def test_clear_one_namespace_keeps_the_others(namespace, tmp_path, capsys):
-    fill(tmp_path, NAMESPACES)
+    every = [*NAMESPACES, "figures"]
+    fill(tmp_path, every)
     main(["clear", "--dir", str(tmp_path), "--namespace", namespace])
     assert capsys.readouterr().out == f"cleared {namespace}: 2.0 KB freed\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(set(NAMESPACES) - {namespace})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(set(every) - {namespace})
 
 
 def test_list_shows_every_namespace_and_clear_all(tmp_path, capsys):

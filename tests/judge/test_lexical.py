@@ -364,3 +364,19 @@ def test_an_invented_step_is_an_unsupported_action(judge):
     assert LexicalJudge(check_actions=False, paraphrase_model=None).judge(
         "q", ctx, "If the drive overheats, restart the drive and replace the fan."
     ).details["unsupported_facts"] == []
+
+
+def test_an_ordinal_does_not_make_an_invented_step_the_contexts(judge):
+    # "第三张" names which album; the step (listen to it first) is not in the context, whose own
+    # values would make a step with the same value theirs ("Keep its tyres at 50 psi")
+    ctx = ["2004年，乐队发行第三张专辑《伽利略的星空》，讲述伽利略的生平。"]
+    res = judge.judge("q", ctx, "初学者可以先从第三张专辑《伽利略的星空》开始听。")
+    assert [f["kind"] for f in res.details["unsupported_facts"]] == ["action"]
+    ok = judge.judge("q", ctx, "乐队在2004年发行了第三张专辑《伽利略的星空》。")
+    assert ok.details["faithful"] is True
+
+
+def test_a_degree_sign_ends_the_sentence_its_unit_closes(judge):
+    ctx = ["For J02, open the back cover.", "For J05, pull the duplex tray out."]
+    res = judge.judge("q", ctx, "The fuser reaches 200 °C. For J05, pull the duplex tray out.")
+    assert res.details["n_claims"] == 2

@@ -90,6 +90,16 @@ def test_export_is_made_once_and_reused(home, tiny, monkeypatch):
     assert after == before and len([p for p in after if p.startswith("last_hidden_state")]) == 2
 
 
+def test_a_session_takes_omp_num_threads_unless_told(home, tiny, monkeypatch):
+    SentenceTransformerEmbedder(tiny, backend="onnx").encode_documents(["pump"])  # the export
+    path = next((home / "models" / "onnx").glob("*/*.onnx"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert onnx_backend.session(path, None).get_session_options().intra_op_num_threads == 1
+    assert onnx_backend.session(path, 3).get_session_options().intra_op_num_threads == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "lots")  # not a count: ONNX Runtime's default (0)
+    assert onnx_backend.session(path, None).get_session_options().intra_op_num_threads == 0
+
+
 def test_identity_names_backend_and_quantisation(tiny):
     torch_ = SentenceTransformerEmbedder(tiny)
     assert "backend" not in torch_.identity  # the identity (and cache) from before backends
@@ -115,7 +125,7 @@ def test_bad_options_name_the_key(monkeypatch):
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda n, *a: None if n == "onnxruntime" else real(n, *a)
     )
-    with pytest.raises(ConfigError, match=r"pip install 'rag-lab\[onnx\]'"):
+    with pytest.raises(ConfigError, match=r"pip install onnxruntime onnx"):
         onnx_backend.exported_model(None, [], "logits", "w", "none")
 
 
@@ -132,3 +142,30 @@ def test_minilm_int8_stays_close_to_torch():
     q8 = SentenceTransformerEmbedder(m, max_seq_length=256, backend="onnx", quantize="int8")
     cos = (q8.encode_documents(texts) * ref).sum(axis=1)
     assert cos.min() > 0.98
+
+
+def test_the_default_embedder_is_e5_in_onnx_int8(tmp_path):
+    """The shipped default (`rag-lab evaluate`, embedder=e5_small) runs e5 through ONNX Runtime
+    with int8 weights, named in its cache identity; embedder.backend=torch is fp32 again, with
+    the identity it always had (so fp32 embeddings cached before stay valid)."""
+    from rag_lab.pipeline.build import instantiate
+    from tests.compose import compose_evaluate
+
+    cfg = compose_evaluate([], tmp_path)
+    emb = instantiate(cfg.embedder, "embedder")
+    assert isinstance(emb, SentenceTransformerEmbedder)
+    assert (emb.model_name, emb.backend, emb.quantize) == (
+        "intfloat/multilingual-e5-small",
+        "onnx",
+        "int8",
+    )
+    assert onnx_backend.backend_identity(emb.backend, emb.quantize) == {
+        "backend": "onnx",
+        "quantize": "int8",
+    }
+    fp32 = instantiate(
+        compose_evaluate(["embedder.backend=torch", "embedder.quantize=none"], tmp_path).embedder,
+        "embedder",
+    )
+    assert (fp32.backend, fp32.quantize) == ("torch", "none")
+    assert onnx_backend.backend_identity(fp32.backend, fp32.quantize) == {}

@@ -19,7 +19,8 @@ import pytest
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.parser import _ocr
 from rag_lab.parser._builder import markdown_tables
-from rag_lab.parser.pdf import PdfParser, _info_metadata, _iso_date, _strip_page_numbers
+from rag_lab.parser._pdf_layout import strip_page_numbers
+from rag_lab.parser.pdf import PdfParser, _info_metadata, _iso_date
 from rag_lab.types import Document
 from rag_lab.validate import OptionError
 from tests.parser import pdf_fixtures as F
@@ -211,11 +212,11 @@ def test_info_parsing_helpers() -> None:
     assert _iso_date("D:20240115") == "2024-01-15"
     assert _iso_date("D:2024") == "2024-01-01"
     assert _iso_date("D:20241345") == "D:20241345"  # not a date: kept as written
-    assert _strip_page_numbers("Page 3 of 12", "Page 4 of 12") == ""
-    assert _strip_page_numbers("- 3 -", "- 4 -") == ""
-    assert _strip_page_numbers("内部资料 第 3 页", None) == "内部资料"
-    assert _strip_page_numbers("Service Manual 3", "Service Manual 4") == "Service Manual"
-    assert _strip_page_numbers("HX-200 V2.1", "HX-200 V2.1") == "HX-200 V2.1"
+    assert strip_page_numbers("Page 3 of 12", "Page 4 of 12") == ""
+    assert strip_page_numbers("- 3 -", "- 4 -") == ""
+    assert strip_page_numbers("内部资料 第 3 页", None) == "内部资料"
+    assert strip_page_numbers("Service Manual 3", "Service Manual 4") == "Service Manual"
+    assert strip_page_numbers("HX-200 V2.1", "HX-200 V2.1") == "HX-200 V2.1"
     assert _ocr.join_lines(["液压泵在启动前", "必须检查", "油位"]) == "液压泵在启动前必须检查油位"
     assert _ocr.join_lines(["the pump", "must", "be bled"]) == "the pump must be bled"
     assert _ocr.join_lines(["model HX-", "200 ±2 ℃", "; done"]) == "model HX-200 ±2 ℃; done"

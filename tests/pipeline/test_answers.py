@@ -237,3 +237,38 @@ def test_notes_reach_the_generator_prompt_and_the_llm_distiller_runs(tmp_path, m
         )
         assert len(fake.requests) == before  # distillations and answers from the cache
         assert m2["context/llm_distill/llm_cache_hits"] == n
+
+
+def test_lexical_verdicts_come_back_from_the_cache_unchanged(tmp_path):
+    """The lexical judge is cached like the model judges (its identity: settings, term analysis,
+    paraphrase model, package versions, the rules' source hash): a rerun judges nothing again and
+    every answer number and per-query verdict column equals a run without a cache."""
+    common = [
+        *TOY_OVERRIDES,
+        "retrievers=[bm25]",
+        "tracking=none",
+        "generator=extractive",
+        "judge=lexical",
+        "context=[distill]",
+    ]
+    runs = {}
+    for name, cache in (("none", "cache.dir=null"), ("cold", None), ("warm", None)):
+        cfg = compose_evaluate([*common, *([cache] if cache else [])], tmp_path / name)
+        if name != "none":
+            cfg.cache.dir = str(tmp_path / "cache")
+        m = evaluate(cfg)
+        table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet")
+        runs[name] = (m, table)
+    counts = ("answer/judge_calls", "answer/judge_cache_hits")
+    (m0, t0), (m1, t1), (m2, t2) = runs["none"], runs["cold"], runs["warm"]
+    assert m1["answer/judge_calls"] == m0["answer/judge_calls"] > 0
+    assert m2["answer/judge_calls"] == 0
+    assert m2["answer/judge_cache_hits"] == m1["answer/judge_calls"]
+    for m in (m1, m2):
+        assert {k: v for k, v in m.items() if k.startswith("answer/") and k not in counts} == {
+            k: v for k, v in m0.items() if k.startswith("answer/") and k not in counts
+        }
+    cols = [c for c in t0.columns if c.startswith("answer_")]
+    assert cols
+    for t in (t1, t2):
+        pd.testing.assert_frame_equal(t[cols], t0[cols])

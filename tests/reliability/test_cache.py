@@ -115,8 +115,9 @@ def test_full_disk_fails_with_the_entry_path(tmp_path, full_disk):
         run(tmp_path, "full", full_disk)
     message = str(info.value)
     assert "\n" not in message and "No space left on device" in message
-    # the first entry a run writes is its first parsed file
-    assert message.startswith(f"cache.dir={full_disk}: cannot write {full_disk}/parsed_files/")
+    # the first entry a run writes is its documents (JSON lines are parsed each time, not
+    # cached per file: rag_lab.parser.base.Plain)
+    assert message.startswith(f"cache.dir={full_disk}: cannot write {full_disk}/documents/")
     assert not any(p.name.endswith(".tmp") for p in full_disk.rglob("*"))  # no temp left behind
 
 

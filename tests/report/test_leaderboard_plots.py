@@ -182,3 +182,50 @@ def test_a_figure_drawn_outside_pyplot_is_pyplots_png(tmp_path: Path) -> None:
     plt.close(fig)
     own.savefig(tmp_path / "own.png", dpi=100, bbox_inches="tight")
     assert (tmp_path / "own.png").read_bytes() == (tmp_path / "pyplot.png").read_bytes()
+
+
+def test_a_plot_is_drawn_once_per_content_inside_a_figure_cache(tmp_path, monkeypatch):
+    """Inside ``cached_in``, the same trials give the same PNG bytes without drawing again (a
+    warm sweep's end imports no matplotlib); a changed score is drawn again."""
+    from rag_lab.report import figures, leaderboard
+
+    rng = np.random.default_rng(0)
+    trials = [
+        Trial(str(i), {"fusion.k": k}, {}, per_query(rng.random(N), ["a", "b"]))
+        for i, k in enumerate((10, 30, 60))
+    ]
+    drawn: list[str] = []
+    for name in ("_draw_metric_vs_params", "_draw_by_category"):
+        real = getattr(leaderboard, name)
+
+        def spy(*a: Any, _real: Any = real, _name: str = name, **k: Any) -> Any:
+            drawn.append(_name)
+            return _real(*a, **k)
+
+        monkeypatch.setattr(leaderboard, name, spy)
+    cache = tmp_path / "cache"
+
+    def plot(out: Path, those: list[Trial]) -> dict[str, bytes]:
+        with figures.cached_in(cache):
+            paths = plot_metric_vs_params(those, METRIC, out, n_resamples=200)
+            by_cat = plot_by_category(those, METRIC, out)
+        assert by_cat is not None
+        return {p.name: p.read_bytes() for p in [*paths, by_cat]}
+
+    first = plot(tmp_path / "one", trials)
+    assert sorted(first) == ["ndcg_at_10_by_category.png", "ndcg_at_10_vs_fusion.k.png"]
+    assert len(drawn) == 2
+    assert plot(tmp_path / "two", trials) == first  # read back, not drawn
+    assert len(drawn) == 2
+    assert len(list((cache / figures.NAMESPACE).glob("*/*"))) == 2
+    changed = [
+        trials[0],
+        trials[1],
+        Trial("2", {"fusion.k": 60}, {}, per_query(rng.random(N), ["a", "b"])),
+    ]
+    third = plot(tmp_path / "three", changed)
+    assert len(drawn) == 4  # different scores: drawn again
+    assert third["ndcg_at_10_vs_fusion.k.png"] != first["ndcg_at_10_vs_fusion.k.png"]
+    # outside a figure cache every call draws
+    plot_metric_vs_params(trials, METRIC, tmp_path / "four", n_resamples=200)
+    assert len(drawn) == 5

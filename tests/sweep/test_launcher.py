@@ -196,3 +196,111 @@ def test_workers_print_an_identical_error_line_once():
     for i in range(SAID_SLOTS):  # full: every further distinct line still prints
         _said_before(said, lock, f"line {i}")
     assert not _said_before(said, lock, "one more") and not _said_before(said, lock, "one more")
+
+
+@pytest.fixture
+def global_hydra():
+    """Hydra's global state, cleared after the test (``_sweep_jobs`` initialises it)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    yield
+    GlobalHydra.instance().clear()
+
+
+def _sweep_jobs(overrides_per_job: list[list[str]], swept: list[str]):
+    """rag_lab's launcher's jobs of a multirun of ``evaluate`` (the master config composed as
+    ``-m`` composes it, with ``swept`` as the sweep's overrides), not run."""
+    from hydra._internal.callbacks import Callbacks
+    from hydra._internal.hydra import Hydra
+    from hydra._internal.utils import create_config_search_path
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import HydraContext, RunMode
+
+    from hydra_plugins.rag_lab_launcher.fork_launcher import ForkLauncher
+    from rag_lab.paths import CONFIG_DIR
+    from rag_lab.sweep.launcher import _Jobs
+
+    GlobalHydra.instance().clear()
+    hydra = Hydra.create_main_hydra2("evaluate", create_config_search_path(CONFIG_DIR))
+    master = hydra.compose_config("evaluate", swept, run_mode=RunMode.MULTIRUN)
+    launcher = ForkLauncher(workers=1)
+    context = HydraContext(config_loader=hydra.config_loader, callbacks=Callbacks())
+    launcher.setup(hydra_context=context, task_function=lambda cfg: None, config=master)
+    return _Jobs(launcher, overrides_per_job, 0), hydra.config_loader, master
+
+
+def test_a_value_sweep_derives_each_jobs_config_equal_to_its_composition(monkeypatch, global_hydra):
+    """A sweep over plain values composes its first job only; every other job's config (Hydra's
+    node included) equals what composing it gives."""
+    from omegaconf import OmegaConf, open_dict
+
+    base = ["dataset=sample", "embedder=hashing", "+fusion.weights.dense=0.5"]
+    grid = [(k, d) for k in (10, 60) for d in ("0.5", "2.0")]
+    jobs_overrides = [
+        [*base[:2], f"fusion.k={k}", f"+fusion.weights.dense={d}", "evaluation.retrieve_k=50"]
+        for k, d in grid
+    ]
+    swept = [*base[:2], "fusion.k=10,60", "+fusion.weights.dense=0.5,2.0"]
+    swept.append("evaluation.retrieve_k=50")
+    jobs, loader, master = _sweep_jobs(jobs_overrides, swept)
+    assert jobs.derivable()
+    composed = []
+    for pos, overrides in enumerate(jobs_overrides):
+        cfg = loader.load_sweep_config(master, overrides)
+        with open_dict(cfg):
+            cfg.hydra.job.id = cfg.hydra.job.num = pos
+        composed.append(OmegaConf.to_yaml(cfg))
+    calls = []
+    real = type(loader).load_sweep_config
+    monkeypatch.setattr(
+        type(loader), "load_sweep_config", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    derived = [OmegaConf.to_yaml(jobs.compose(pos)) for pos in range(len(jobs_overrides))]
+    assert len(calls) == 1  # the first job; the other three derived from it
+    assert derived == composed
+    assert [jobs.compose(p).fusion.k for p in range(4)] == [10, 10, 60, 60]
+    assert [jobs.compose(p).fusion.weights.dense for p in range(4)] == [0.5, 2.0, 0.5, 2.0]
+    assert jobs.compose(3).hydra.job.override_dirname.count("fusion.k=60") == 1
+
+
+def test_a_sweep_of_values_composes_no_job(monkeypatch, global_hydra):
+    """``key=a,b`` sweeps only: every job's config is the multirun's own with its values set,
+    equal to what composing the job gives."""
+    from omegaconf import OmegaConf, open_dict
+
+    jobs_overrides = [
+        ["dataset=sample", "embedder=hashing", f"fusion.k={k}", f"evaluation.retrieve_k={r}"]
+        for k in (10, 60)
+        for r in (50, 100)
+    ]
+    swept = ["dataset=sample", "embedder=hashing", "fusion.k=10,60", "evaluation.retrieve_k=50,100"]
+    jobs, loader, master = _sweep_jobs(jobs_overrides, swept)
+    composed = []
+    for pos, overrides in enumerate(jobs_overrides):
+        cfg = loader.load_sweep_config(master, overrides)
+        with open_dict(cfg):
+            cfg.hydra.job.id = cfg.hydra.job.num = pos
+        composed.append(OmegaConf.to_yaml(cfg))
+    before = OmegaConf.to_yaml(master)
+    calls = []
+    real = type(loader).load_sweep_config
+    monkeypatch.setattr(
+        type(loader), "load_sweep_config", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    assert [OmegaConf.to_yaml(jobs.compose(p)) for p in range(4)] == composed
+    assert calls == [] and OmegaConf.to_yaml(master) == before  # the multirun's config intact
+    assert [jobs.compose(p).evaluation.retrieve_k for p in range(4)] == [50, 100, 50, 100]
+
+
+def test_a_group_sweep_is_composed_job_by_job(global_hydra):
+    from rag_lab.sweep.launcher import value_changes
+
+    jobs_overrides = [["dataset=sample", f"chunker={c}"] for c in ("none", "recursive")]
+    jobs, loader, _ = _sweep_jobs(jobs_overrides, ["dataset=sample", "chunker=none,recursive"])
+    assert not jobs.derivable()
+    repo = loader.repository
+    assert value_changes(repo, ["fusion.k=1"], ["fusion.k=2"]) is not None
+    assert value_changes(repo, ["chunker=none"], ["chunker=recursive"]) is None  # a group
+    assert value_changes(repo, ["a.b=1", "a=2"], ["a.b=3", "a=2"]) is None  # its parent too
+    assert value_changes(repo, ["x=[1]"], ["x=[2]"]) is None  # not a scalar
+    assert value_changes(repo, ["x=1"], ["~x"]) is None

@@ -89,3 +89,38 @@ def test_an_action_is_given_by_its_verb_group_and_object_in_one_sentence():
     assert supported(recal, ["The compass needs calibrating."])
     (zh,) = actions("请更换滤网。")
     assert supported(zh, ["滤网每月替换一次。"]) and not supported(zh, ["滤网每月清洗一次。"])
+
+
+def test_a_comma_gives_the_words_beyond_it_to_the_value_of_the_same_kind_there():
+    # 满载 and 后轮 stand between the second 250 and 280, beyond a comma from 250: they are 280's
+    ctx = ["标准胎压为前轮250千帕、后轮250千帕，满载时后轮可提高到280千帕。"]
+    assert dict(_bound("满载时后轮可以提高到250千帕。", ctx)) == {"250千帕": False}
+    assert dict(_bound("满载时后轮可以提高到280千帕。", ctx)) == {"280千帕": True}
+    # "females" is 70%'s, not 50%'s; a value of another kind beyond the comma keeps the words
+    (_, fifty) = slots("Of these, 70% were females, and 50% were from Mexico City.")
+    assert "femal" not in fifty.words
+    (version, _) = slots("Download the firmware, version 2.4.1, from the site to port 1.")
+    assert {"site"} <= version.words
+
+
+def test_a_fraction_in_words_states_its_percentage():
+    ctx = ["Of these, 70% were females, and 50% were from the Mexican Social Security Institute."]
+    answer = "Of them, 70% were women and half were from the Mexican Social Security Institute."
+    assert ("half", 50.0) in [(f.text, f.number[0]) for f in stated_values(answer)]
+    # 50% is stated as "half", so it is no rival of 70% (whose neighbours it shares)
+    assert dict(_bound(answer, ctx)) == {"70%": True}
+    assert [f.text for f in stated_values("其中一半来自墨西哥。")] == ["一半"]
+
+
+def test_chinese_actions_with_a_subject_an_object_before_the_verb_and_a_complement():
+    (listen,) = actions("初学者可以先从第三张专辑开始听。")  # subject, 从 + object, 开始 + verb
+    assert (listen.verb, listen.obj) == ("听", ("专辑",))
+    (take,) = actions("用户需要先把电池取出来。")
+    assert (take.verb, take.obj) == ("取出", ("电池",))
+    (rinse,) = actions("再用清水冲洗。")
+    assert rinse.verb == "冲洗"
+    # a verb with a complement is given by the verb alone (插进去 ~ 插上)
+    (insert,) = actions("再把新的雨刮片插进去。")
+    assert supported(insert, ["把新的雨刮片插上，听到咔的一声。"])
+    assert not supported(insert, ["把新的雨刮片拿出来。"])
+    assert actions("满载时后轮可以加到280千帕。") == []  # 加到 is no step

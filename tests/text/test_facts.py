@@ -348,3 +348,23 @@ def test_a_word_where_the_context_has_a_name_is_a_name():
     # a paraphrased verb in a frame is no name: only a name of the context, give or take one
     # character, stands there
     assert slot_names("大桥连接嘉兴和宁波。", "大桥北起嘉兴市海盐县，南至宁波市慈溪市。") == []
+
+
+def test_chinese_fractions_are_percentages():
+    assert normalise_facts_text("约有百分之七十是女性，四分之一来自城市", context=False) == (
+        "约有70%是女性,25%来自城市"
+    )
+    assert facts("三分之二的人") == [("number", "66.7%")]
+    assert unsupported("其中四分之一是女性。", "25%的参与者是女性。") == []
+    assert unsupported("其中三分之一是女性。", "25%的参与者是女性。") == ["33.3%"]
+
+
+def test_hyphenated_gene_names_and_a_maker_glued_to_its_model():
+    assert ("name", "c-myc") in facts("c-Myc therefore controls IL-4 gene transcription.")
+    assert unsupported("c-Myc controls IL-4.", "c-Maf controls IL-4.") == ["c-myc"]
+    assert unsupported("c-Maf controls IL-4.", "c-Maf controls IL-4.") == []
+    # 小米 is "millet" to jieba, but glued to a model name with a number it is the maker
+    assert ("name", "小米") in facts("在小米Mate 60上打开设置。")
+    assert unsupported("在小米Mate 60上打开设置。", "华为Mate 60恢复出厂设置的步骤") == ["小米"]
+    usb = facts("支持USB 3接口")
+    assert ("name", "usb") in usb and ("name", "支持") not in usb  # a verb is no maker

@@ -45,6 +45,13 @@ def test_sentences_split_on_the_named_boundary_and_on_lines():
     # a full stop inside a number or a code is not a boundary (no space follows)
     assert split_sentences("Set 2.5 bar on HX.200 now.") == ["Set 2.5 bar on HX.200 now."]
     assert SENTENCE_BOUNDARY.split("a. b") == ["a.", "b"]
+    # an initial ends no sentence, a unit after a degree sign does
+    assert split_sentences("See J. K. Rowling. It reaches 200 °C. Open it at 5 °F. Done.") == [
+        "See J. K. Rowling.",
+        "It reaches 200 °C.",
+        "Open it at 5 °F.",
+        "Done.",
+    ]
 
 
 def test_the_recursive_chunker_splits_sentences_with_the_same_rule():

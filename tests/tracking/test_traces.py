@@ -135,3 +135,64 @@ def test_traces_none_and_sample(tmp_path, restore_tracking_uri):
     bad = compose_evaluate([*TOY_OVERRIDES, "tracking.traces=most"], tmp_path)
     with pytest.raises(ConfigError, match="tracking.traces=most"):
         evaluate(bad)
+
+
+def _stored(traces: dict) -> dict:
+    """What the store holds of each trace, without what differs between two runs (ids, times)."""
+    out = {}
+    for qid, t in traces.items():
+        meta = {k: v for k, v in t.info.trace_metadata.items() if k != "mlflow.sourceRun"}
+        out[qid] = {
+            "tags": {k: v for k, v in t.info.tags.items() if not k.startswith("mlflow.artifact")},
+            "metadata": meta,
+            "state": str(t.info.state),
+            "previews": (t.info.request_preview, t.info.response_preview),
+            "assessments": sorted(
+                (a.name, a.value, a.source.source_type, a.source.source_id)
+                for a in t.info.assessments
+            ),
+            "spans": [
+                (
+                    s.name,
+                    s.span_type,
+                    s.parent_id is None,
+                    s.inputs,
+                    s.outputs,
+                    {  # measured latencies differ from run to run
+                        k: v
+                        for k, v in s.attributes.items()
+                        if k not in ("mlflow.traceRequestId", "rag_lab.latency_ms")
+                    },
+                )
+                for s in t.data.spans
+            ],
+        }
+    return out
+
+
+def test_transactions_store_what_the_public_calls_store(
+    tmp_path, restore_tracking_uri, monkeypatch
+):
+    """On sqlite the traces go a few to a transaction through the store's own per-trace code
+    (rag_lab.tracking.mlflow._in_transactions); the traces stored are those the public
+    start_trace / log_spans calls store, one by one."""
+    from rag_lab.tracking import mlflow as tracking
+
+    overrides = [*TOY_OVERRIDES, "retrievers=[bm25,dense]", "generator=extractive"]
+    overrides.append("judge=lexical")
+    monkeypatch.setattr(tracking, "TRACES_PER_TRANSACTION", 2)  # several transactions
+    batched = compose_evaluate(overrides, tmp_path / "batched")
+    evaluate(batched)
+    run, fast = _traces(batched)
+    assert float(run.data.tags["trace_cpu_seconds"]) > 0
+    monkeypatch.setattr(tracking, "_in_transactions", lambda *a, **k: None)
+    public = compose_evaluate(overrides, tmp_path / "public")
+    evaluate(public)
+    _, slow = _traces(public)
+    got, want = _stored(fast), _stored(slow)
+    assert len(fast) > 2 and sorted(got) == sorted(want)
+    for qid in got:
+        for part in want[qid]:
+            assert got[qid][part] == want[qid][part], (qid, part)
+    for t in fast.values():
+        assert t.info.trace_metadata["mlflow.sourceRun"] == run.info.run_id

@@ -20,7 +20,9 @@ Two sources of pairs:
    another value that the passage states *for something else*), ``swapped_entity`` (a named
    entity replaced by one the passage lacks), ``invented_step`` (an instruction the passage does
    not give, inserted after the answer's first sentence) and ``added_sentence`` (a sentence from
-   outside the passage appended).
+   outside the passage appended). Its seeds may also be ``reserve``: written and committed for
+   the next round's single held-out measurement, built into the suites but judged by nothing
+   (the benchmark and the tests read ``dev`` and ``test`` only).
 2. ``build_pairs`` from an extractive QA set (CMRC 2018 in BEIR layout: a query's gold answers in
    ``metadata.answers``, its paragraph in the qrels): faithful (the gold answer as a sentence, with
    its own paragraph), ``wrong_context`` (another random paragraph that does not contain it),

@@ -133,6 +133,32 @@ def test_a_real_walk_of_shipped_steps_on_the_toy_dataset(tmp_path, monkeypatch):
     assert len(re.findall(r'<rect class="bar ', page)) == 4 * len(plan.metrics)
 
 
+def test_the_walk_in_two_worker_processes_is_the_sequential_walk(tmp_path, monkeypatch):
+    """rag-lab walk's default (a step's splits in two forked workers, sharing one stage cache)
+    against --workers 1 on the toy set: the same decisions and the same numbers; each worker's
+    console summary in its run folder."""
+    shipped = Path(CONFIG_DIR) / "walk" / "tutorial_to_production.yaml"
+    raw = yaml.safe_load(shipped.read_text(encoding="utf-8"))
+    raw["steps"] = [s for s in raw["steps"] if s["name"] in ("hybrid_bm25", "as_of_filter")]
+    raw["ci"]["n_resamples"] = 200
+    small = tmp_path / "small.yaml"
+    small.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    overrides = [*TOY_OVERRIDES, "tracking=none", "progress=false", "evaluation.latency_queries=0"]
+    results = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("RAG_LAB_EXPERIMENTS", str(tmp_path / f"experiments{workers}"))
+        out = tmp_path / f"walk{workers}"
+        args = ["--walk", str(small), "--out", str(out), "--workers", workers, *overrides]
+        assert walk_cli(args) == 0
+        results[workers] = read_result(out)
+    one, two = results["1"], results["2"]
+    assert [(s.name, s.kept, s.decided_by, s.skipped) for s in two.steps] == [
+        (s.name, s.kept, s.decided_by, s.skipped) for s in one.steps
+    ]
+    assert [s.means for s in two.steps] == [s.means for s in one.steps]
+    assert "hit_rate" in (tmp_path / "walk2" / "test" / "00_base" / "console.txt").read_text()
+
+
 @pytest.mark.slow
 def test_the_shipped_walk_on_the_sample_dataset(tmp_path, monkeypatch):
     """The shipped walk's first and metadata steps on the sample dataset itself (hashing

@@ -12,7 +12,7 @@ import pytest
 from rag_lab.analysis.stats import paired_bootstrap_diff_ci, randomization_test
 from rag_lab.analysis.walk import ALWAYS, Diff, decide, plan_from_dict, read_result, run_walk
 from rag_lab.errors import ConfigError
-from tests.analysis.walk.conftest import Fake, N
+from tests.analysis.walk.conftest import PLAN, Fake, N
 
 
 def test_dev_decides_and_test_is_reported_for_every_step(walked):
@@ -209,3 +209,20 @@ def test_the_real_trainer_reports_a_failed_training_in_one_line(tmp_path):
         train_step(["train.no_such_key=1"], tmp_path / "ce")
     assert "\n" not in str(err.value)
     assert not (tmp_path / "ce" / "model").exists()
+
+
+def test_splits_evaluated_at_once_give_the_sequential_walk(tmp_path):
+    """workers= (a step's dev and test at the same time) changes nothing in the result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    plan = plan_from_dict(PLAN)
+    alone = run_walk(plan, Fake(), tmp_path / "alone", ["embedder=hashing"])
+    fake = Fake()
+    with ThreadPoolExecutor(2) as pool:
+        both = run_walk(plan, fake, tmp_path / "both", ["embedder=hashing"], workers=pool)
+    assert [(s.name, s.kept, s.decided_by, s.skipped) for s in both.steps] == [
+        (s.name, s.kept, s.decided_by, s.skipped) for s in alone.steps
+    ]
+    assert [s.means for s in both.steps] == [s.means for s in alone.steps]
+    assert [s.diffs for s in both.steps] == [s.diffs for s in alone.steps]
+    assert {split for _, split in fake.calls} == {"dev", "test"}

