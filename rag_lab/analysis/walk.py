@@ -31,7 +31,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -456,14 +456,9 @@ def run_walk(
                 tables[split] = evaluate(*args)
             else:
                 jobs[split] = workers.submit(evaluate, *args)
-        errors = []
-        for split, job in jobs.items():  # every split finishes before a failure is raised
-            try:
-                tables[split] = job.result()
-            except RagLabError as exc:
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        wait(jobs.values())  # every split finishes before a failure is raised
+        for split, job in jobs.items():
+            tables[split] = job.result()
         return tables
 
     base_overrides = state_overrides(plan, [], extra)
