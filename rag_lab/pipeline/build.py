@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -528,6 +528,29 @@ def _retriever_config(main: Mapping[str, Any], name: str, where: str) -> dict[st
     return OmegaConf.to_container(merged.retrievers[name], resolve=True)  # type: ignore[return-value]
 
 
+def _part_config(
+    main: dict[str, Any], node: Any, where: str, known_keys: Sequence[str]
+) -> dict[str, Any]:
+    """The pipeline config of a part of the main one (a fallback level, a source): ``node``
+    checked (a mapping of ``known_keys``; ``query_transforms`` / ``postprocess`` switches kept
+    or dropped from the main config), its retrievers in place of the main ones."""
+    if not isinstance(node, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {node!r}")
+    unknown = sorted(set(node) - set(known_keys))
+    if unknown:
+        known = ", ".join(known_keys)
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {known})")
+    keep = {}
+    for key in ("query_transforms", "postprocess"):
+        try:
+            keep[key] = boolean(node.get(key, True), key)
+        except OptionError as exc:
+            raise exc.at(where) from None
+    return _sub_config(
+        main, node.get("retrievers"), keep["query_transforms"], keep["postprocess"], where
+    )
+
+
 def _sub_config(
     main: dict[str, Any], names: Any, transforms: bool, post: bool, where: str
 ) -> dict[str, Any]:
@@ -577,21 +600,7 @@ def build_fallback(cfg: DictConfig) -> FallbackChain | None:
         where = f"fallback.levels.{name}"
         if level is None:
             continue  # a level dropped on the command line: fallback.levels.standards=null
-        if not isinstance(level, Mapping):
-            raise ConfigError(f"{where}: expected a mapping, got {level!r}")
-        bad = sorted(set(level) - set(FALLBACK_LEVEL_KEYS))
-        if bad:
-            known = ", ".join(FALLBACK_LEVEL_KEYS)
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(bad)} (known: {known})")
-        keep = {}
-        for key in ("query_transforms", "postprocess"):
-            try:
-                keep[key] = boolean(level.get(key, True), key)
-            except OptionError as exc:
-                raise exc.at(where) from None
-        sub = _sub_config(
-            main, level.get("retrievers"), keep["query_transforms"], keep["postprocess"], where
-        )
+        sub = _part_config(main, level, where, FALLBACK_LEVEL_KEYS)
         corpus = level.get("corpus")
         levels.append(
             FallbackLevel(
@@ -680,21 +689,7 @@ def build_sources(
         where = f"sources.corpora.{name}"
         if spec is None:
             continue  # a source dropped on the command line: sources.corpora.standards=null
-        if not isinstance(spec, Mapping):
-            raise ConfigError(f"{where}: expected a mapping, got {spec!r}")
-        unknown = sorted(set(spec) - set(SOURCE_KEYS))
-        if unknown:
-            known = ", ".join(SOURCE_KEYS)
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {known})")
-        keep = {}
-        for key in ("query_transforms", "postprocess"):
-            try:
-                keep[key] = boolean(spec.get(key, True), key)
-            except OptionError as exc:
-                raise exc.at(where) from None
-        sub = _sub_config(
-            main, spec.get("retrievers"), keep["query_transforms"], keep["postprocess"], where
-        )
+        sub = _part_config(main, spec, where, SOURCE_KEYS)
         if spec.get("parser") is not None:
             parser = _source_stage("parser", spec["parser"], f"{where}.parser")
             sub["parser"] = {**parser, "on_error": parser.get("on_error", on_error)}
