@@ -361,9 +361,12 @@ def test_an_invented_step_is_an_unsupported_action(judge):
     ]
     res = judge.judge("q", ["风扇过热时，检查冷却风扇并清洁滤网。"], "风扇过热时，请更换冷却风扇。")
     assert [f["kind"] for f in res.details["unsupported_facts"]] == ["action"]
-    assert LexicalJudge(check_actions=False, paraphrase_model=None).judge(
-        "q", ctx, "If the drive overheats, restart the drive and replace the fan."
-    ).details["unsupported_facts"] == []
+    assert (
+        LexicalJudge(check_actions=False, paraphrase_model=None)
+        .judge("q", ctx, "If the drive overheats, restart the drive and replace the fan.")
+        .details["unsupported_facts"]
+        == []
+    )
 
 
 def test_an_ordinal_does_not_make_an_invented_step_the_contexts(judge):
