@@ -502,19 +502,3 @@ def start_query_traces(
         return build_traces(ids, result, data, chunks, retrievers, answers, judge, __version__)
 
     return PendingTraces(run, build).start()
-
-
-def log_query_traces(
-    run: TrackedRun,
-    cfg: DictConfig,
-    result: RetrievalResult,
-    data: LabelledQueries,
-    chunks: Mapping[str, Chunk],
-    retrievers: Sequence[str],
-    answers: Mapping[str, Mapping[str, Any]],
-    sweep: bool = False,
-) -> int:
-    """:func:`start_query_traces` and wait for them: the count (the run's ``traces`` and
-    ``trace_seconds`` tags)."""
-    pending = start_query_traces(run, cfg, result, data, chunks, retrievers, answers, sweep)
-    return 0 if pending is None else pending.finish()
