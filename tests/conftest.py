@@ -49,6 +49,53 @@ def pytest_configure(config: pytest.Config) -> None:
     home = tempfile.mkdtemp(prefix="rag_lab_tests_home_")
     os.environ[_HOME_ENV] = os.environ["RAG_LAB_HOME"] = home
     config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+    _memoise_tesseract(config)
+
+
+# -- Tesseract: each page image recognised once per session ------------------------------------
+# Most runs in the suite read the default dataset, the shipped sample, each with its own stage
+# cache: each one OCRs the sample's scanned PDF page again (~3 CPU-s of Tesseract, dozens of times
+# a session). A ``tesseract`` first on PATH (the workers and every subprocess inherit it) keeps
+# the output files of a successful call under the session's folder, keyed by the SHA-256 of the
+# input image's bytes and the arguments (languages, page mode, resolution, output kind), and hands
+# them back for the same image and arguments: Tesseract is deterministic, so a run gets the words
+# it would get from its own call. Every other call (--version, --list-langs, a failure, output to
+# stdout) goes to the real binary, and a test that takes Tesseract off PATH or points pytesseract
+# elsewhere does not meet the memo.
+_TESSERACT_MEMO = r"""#!/bin/sh
+real='{real}'
+memo='{memo}'
+if [ $# -lt 2 ] || [ ! -f "$1" ] || [ "$2" = stdout ] || [ "$2" = - ]; then exec "$real" "$@"; fi
+in=$1; out=$2; shift 2
+key=$({{ sha256sum <"$in"; printf '%s\n' "$@"; }} | sha256sum | cut -c1-64)
+if [ ! -d "$memo/$key" ]; then
+  tmp=$(mktemp -d "$memo/.new.XXXXXX")
+  "$real" "$in" "$tmp/out" "$@" 2>"$tmp/stderr"
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    for f in "$tmp"/out.*; do [ -e "$f" ] && cp "$f" "$out.${{f##*/out.}}"; done
+    cat "$tmp/stderr" >&2; rm -rf "$tmp"; exit $rc
+  fi
+  mv -T "$tmp" "$memo/$key" 2>/dev/null || rm -rf "$tmp"  # another process stored it first
+fi
+for f in "$memo/$key"/out.*; do [ -e "$f" ] && cp "$f" "$out.${{f##*/out.}}"; done
+cat "$memo/$key/stderr" >&2
+exit 0
+"""
+
+
+def _memoise_tesseract(config: pytest.Config) -> None:
+    real = shutil.which("tesseract")
+    if real is None or os.name != "posix" or shutil.which("sha256sum") is None:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="rag_lab_tests_tesseract_"))
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    (folder / "memo").mkdir()
+    shim = folder / "bin" / "tesseract"
+    shim.parent.mkdir()
+    shim.write_text(_TESSERACT_MEMO.format(real=real, memo=folder / "memo"))
+    shim.chmod(0o755)
+    os.environ["PATH"] = f"{shim.parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 def _share_the_cores(workers: int) -> None:
