@@ -1,4 +1,5 @@
-"""``rag-lab judge`` as a user runs it: scores, means, and a malformed line → exit 2 naming it."""
+"""``rag-lab judge`` as a user runs it (a fresh interpreter): scores, means, the ragas judge and its
+cache; a malformed line → exit 2 naming it (in process)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.cli.helpers import Ran, cli
 
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
 CTX = ["Fault E102 means low oil pressure.", "Replace the seal every 3000 h."]
@@ -42,6 +45,12 @@ def judge(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def judge_here(*args: str) -> Ran:
+    """``rag-lab judge`` in this process: for refusals, where a fresh interpreter proves nothing
+    more than the exit status and the message."""
+    return cli("judge", *args)
+
+
 def write(path: Path, lines: list[str]) -> Path:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -66,7 +75,7 @@ def test_scores_each_line_and_prints_means(tmp_path):
 
 def test_malformed_line_exits_2_naming_file_and_line(tmp_path):
     src = write(tmp_path / "bad.jsonl", [json.dumps(GOOD[0]), "{not json", json.dumps(GOOD[1])])
-    proc = judge("--input", str(src), "--out", str(tmp_path / "s.jsonl"))
+    proc = judge_here("--input", str(src), "--out", str(tmp_path / "s.jsonl"))
     assert proc.returncode == 2
     assert f"error: {src}:2: malformed JSON" in proc.stderr
     assert not (tmp_path / "s.jsonl").exists()
@@ -75,10 +84,10 @@ def test_malformed_line_exits_2_naming_file_and_line(tmp_path):
 def test_wrong_field_type_exits_2(tmp_path):
     bad = {**GOOD[0], "retrieved_contexts": "one string"}
     src = write(tmp_path / "bad.jsonl", [json.dumps(bad)])
-    proc = judge("--input", str(src), "--out", str(tmp_path / "s.jsonl"))
+    proc = judge_here("--input", str(src), "--out", str(tmp_path / "s.jsonl"))
     assert proc.returncode == 2
     assert f"{src}:1: 'retrieved_contexts' must be a list of strings" in proc.stderr
-    proc = judge("--input", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "s.jsonl"))
+    proc = judge_here("--input", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "s.jsonl"))
     assert proc.returncode == 2 and "input not found" in proc.stderr
 
 
@@ -122,7 +131,7 @@ def test_ragas_judge_with_overrides_and_cache(tmp_path):
 
 def test_missing_judge_settings_exit_2(tmp_path):
     src = write(tmp_path / "logs.jsonl", [json.dumps(GOOD[0])])
-    proc = judge("--input", str(src), "--out", str(tmp_path / "s.jsonl"), "--judge", "ragas")
+    proc = judge_here("--input", str(src), "--out", str(tmp_path / "s.jsonl"), "--judge", "ragas")
     assert proc.returncode == 2 and "judge=ragas needs model (e.g. --set model=...)" in proc.stderr
-    proc = judge("--input", str(src), "--out", str(tmp_path / "s.jsonl"), "--set", "oops")
+    proc = judge_here("--input", str(src), "--out", str(tmp_path / "s.jsonl"), "--set", "oops")
     assert proc.returncode == 2 and "--set expects KEY=VALUE" in proc.stderr

