@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.cli.helpers import Ran, cli
 from tests.compose import TOY
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
@@ -40,6 +41,12 @@ def sweep_command(tmp_path: Path, *args: str, name: str = "sweep") -> list[str]:
 def sweep(tmp_path: Path, *args: str, name: str = "sweep") -> subprocess.CompletedProcess:
     cmd = sweep_command(tmp_path, *args, name=name)
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+
+
+def sweep_here(tmp_path: Path, *args: str, name: str = "sweep") -> Ran:
+    """``sweep`` in this process: for a sweep refused before any job runs, where a fresh
+    interpreter proves nothing more than the exit status and the message."""
+    return cli(*sweep_command(tmp_path, *args, name=name)[3:])
 
 
 def runs(tmp_path: Path):
@@ -99,7 +106,7 @@ def test_selecting_on_the_test_split_is_refused(tmp_path):
 
 def test_optuna_direction_against_the_metric_is_refused(tmp_path):
     """``ndcg@10`` with ``direction=minimize`` would search for the worst configuration."""
-    proc = sweep(
+    proc = sweep_here(
         tmp_path,
         "hparams_search=fusion_weights",
         "dataset.split=dev",
