@@ -37,6 +37,7 @@ from typing import Any
 WIDTH, HEIGHT = 1400, 1000
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 PAGE_TIMEOUT_S = 120.0  # a page's text on screen; the machine may be loaded
+ASSISTANT_WAIT_S = 15.0  # how long MLflow's assistant panel may take to open on a first visit
 # MLflow 3.17's UI picks its navigation from a "workflow type" (GenAI or model training) kept in
 # the browser, GenAI by default, which lands an experiment on a traces overview. Links rag_lab
 # prints carry the URL parameter that selects model training (rag_lab/tracking/evaluation.py).
@@ -209,13 +210,16 @@ class Seen:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _close_assistant(tab: Chromium) -> None:
+def _close_assistant(tab: Chromium, wait: float = ASSISTANT_WAIT_S) -> None:
     """MLflow 3.17 opens its assistant panel on a first visit (a third of the width): closed, as a
-    user closes it once (the browser then remembers)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    user closes it once (the browser then remembers). Done once it has been closed, or has not
+    shown for :data:`ASSISTANT_WAIT_S` (a loaded machine mounts it late)."""
+    deadline = time.monotonic() + wait
+    while True:
         if tab.evaluate(f"!!document.querySelector('{ASSISTANT_CLOSE}')"):
             tab.evaluate(f"document.querySelector('{ASSISTANT_CLOSE}').click()")
+            deadline = time.monotonic() + 2.0  # gone, and staying gone
+        if time.monotonic() >= deadline:
             return
         time.sleep(0.5)
 
@@ -260,7 +264,7 @@ def trace_pages(
     assessments pane until the ``assessments`` (names) show."""
     tab.open(url)
     tab.wait_for("Spans", query)
-    _close_assistant(tab)
+    _close_assistant(tab, wait=0.0)  # closed on the runs page; the browser remembers
     if not tab.click_text(retriever):
         raise PageTimeout(f"no span {retriever!r} in the trace tree: {tab.text()[:3000]}")
     # a RETRIEVER span's documents are cards (text, the first metadata entry); the root span's

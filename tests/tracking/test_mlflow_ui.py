@@ -145,3 +145,41 @@ def test_mlflow_ui_shows_headline_columns_retriever_documents_and_assessments(
     if rank is not None:  # mrr@10 sees the first ten; the assessment the whole ranking
         assert int(found.group(1)) == rank
     assert not math.isnan(row["hit_rate_at_5"])
+
+
+PAGE = """<!doctype html><html><body style="font: 16px sans-serif">
+<div id="app">loading</div>
+<script>
+  // renders late, like a single-page app; a click shows more; an error is uncaught
+  setTimeout(() => {
+    document.getElementById('app').innerHTML =
+      '<h1>runs</h1><button onclick="document.getElementById(\\'pane\\').innerText = ' +
+      '\\'hit_at_5 True\\'">Assess</button><div id="pane" data-testid="pane"></div>' +
+      '<table border="1">' + '<tr><td>ndcg_at_10</td><td>0.6417</td></tr>'.repeat(30) + '</table>';
+    setTimeout(() => { throw new Error('boom'); }, 0);
+  }, 700);
+</script></body></html>"""
+
+
+@needs_chromium
+def test_the_driver_waits_for_a_late_page_clicks_and_screenshots(tmp_path):
+    """scripts/mlflow_ui_check.py's Chromium over the DevTools protocol, on a page that renders
+    700 ms after loading: read once rendered (not before), a click changes it, the screenshot is
+    the window's size and not blank, uncaught exceptions are collected; a page that never shows
+    the text fails in the given time with what it showed."""
+    page = tmp_path / "page.html"
+    page.write_text(PAGE, encoding="utf-8")
+    with ui.chromium() as tab:
+        tab.open(page.as_uri())
+        assert "ndcg_at_10" not in tab.text()  # not rendered yet
+        assert "0.6417" in tab.wait_for("runs", "ndcg_at_10", timeout=60)
+        assert tab.text('[data-testid="pane"]') == ""
+        assert tab.click_text("Assess", "button")
+        assert tab.wait_for("hit_at_5 True", within='[data-testid="pane"]', timeout=30)
+        assert not tab.click_text("no such button", "button")
+        _not_blank(tab.screenshot(tmp_path / "page.png"))
+        with pytest.raises(ui.PageTimeout, match=r"no \['never'\].*it shows: runs"):
+            tab.wait_for("never", timeout=1.0)
+        assert any("boom" in e for e in tab.errors), tab.errors
+        proc = tab.proc
+    assert proc.poll() is not None  # the browser is gone
