@@ -196,8 +196,41 @@ class SourcesPipeline(Pipeline):
         for source in self.sources:
             source.pipeline.index_all()
 
-    def restore(self, chunks: Sequence[Chunk], index_dirs: Mapping[str, Path]) -> None:
-        raise ConfigError("sources: a pipeline over several sources cannot be restored (export)")
+    def restore(
+        self,
+        chunks: Sequence[Chunk],
+        index_dirs: Mapping[str, Path],
+        sources: Mapping[str, tuple[Sequence[Chunk], Mapping[str, Path]]] | None = None,
+    ) -> None:
+        """Each source's chunks and index folders (``sources[name]``; an export carries them),
+        then ``chunks`` as the main corpus: every source's chunks, what a run can return. The
+        main retrievers are never searched, so ``index_dirs`` is not read. ``ConfigError`` when a
+        source has nothing saved, something saved is no source of the config, a source's index
+        does not match its chunks or two sources hold the same chunk id."""
+        saved = dict(sources or {})
+        for name in self.names:
+            if name not in saved:
+                raise ConfigError(f"sources.corpora.{name}: no saved corpus or indexes")
+        extra = sorted(set(saved) - set(self.names))
+        if extra:
+            raise ConfigError(f"sources: {', '.join(extra)} saved, but not a source of the config")
+        owner: dict[str, str] = {}
+        for source in self.sources:
+            own, dirs = saved[source.name]
+            try:
+                source.pipeline.restore(own, dirs)
+            except ConfigError as exc:
+                raise ConfigError(f"sources.corpora.{source.name}: {exc}") from None
+            for cid in source.pipeline.chunks:
+                if cid in owner:
+                    raise ConfigError(
+                        f"sources.corpora.{source.name}: chunk id {cid} is also in source "
+                        f"{owner[cid]}"
+                    )
+                owner[cid] = source.name
+        if set(owner) != {c.chunk_id for c in chunks}:
+            raise ConfigError("sources: the saved chunks are not the sources' chunks")
+        self.set_chunks(chunks)  # never indexed: the sources are searched, not the main corpus
 
     def _run(
         self,

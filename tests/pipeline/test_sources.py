@@ -97,10 +97,13 @@ def test_sources_in_evaluate_route_merge_and_score(small_sample, tmp_path):
         metrics[f"sources/{s}/n_documents"] for s in ("manuals", "tickets", "standards")
     )
     assert sum(v for k, v in metrics.items() if k.startswith("routing/share/")) == pytest.approx(1)
-    # a sources run is not exported (yet): refused in one line before anything is indexed
-    with pytest.raises(ConfigError, match="several routed sources") as err:
-        export_pipeline(run, tmp_path / "export")
-    assert "\n" not in str(err.value) and not (tmp_path / "export").exists()
+    # a sources run exports (tests/export/test_sources_export.py: it ranks like the run)
+    export = export_pipeline(run, tmp_path / "export")
+    assert sorted(p.name for p in (export / "sources").iterdir()) == [
+        "manuals",
+        "standards",
+        "tickets",
+    ]
 
 
 def test_without_sources_the_standards_are_not_searched(small_sample, tmp_path):
