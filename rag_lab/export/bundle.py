@@ -495,7 +495,8 @@ def _save_levels(
 ) -> dict[str, dict[str, Any]]:
     """Each fallback level's corpus (when it has its own: ``levels/<name>/chunks.json.gz``) and
     indexes (``levels/<name>/indexes/<retriever>/``; a retriever configured as the main
-    pipeline's of the same name over the main corpus reuses ``indexes/<retriever>``). The
+    pipeline's of the same name over the main corpus reuses ``indexes/<retriever>``; over routed
+    sources a level without its own corpus searches every source's chunks: its own indexes). The
     level's ``corpus`` setting becomes its folder in the export. Returns what the loader reads:
     ``{level: {"corpus": relative folder or None, "indexes": {retriever: relative folder}}}``."""
     main_cfg = pipe.stage_configs.get("retrievers") or {}
@@ -508,7 +509,8 @@ def _save_levels(
         indexes: dict[str, str] = {}
         for name in sub.retrievers:
             same = (sub.stage_configs.get("retrievers") or {}).get(name) == main_cfg.get(name)
-            if level.corpus is None and same and name in pipe.retrievers:
+            searched = not isinstance(pipe, SourcesPipeline)  # the main corpus's indexes saved
+            if level.corpus is None and same and searched and name in pipe.retrievers:
                 indexes[name] = f"{INDEXES_DIR}/{name}"
         rest = [n for n in sub.retrievers if n not in indexes]
         if rest:

@@ -19,9 +19,10 @@ carries each query's route and sources (``routes``) and each source's own run ov
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from rag_lab.cache.fingerprints import fingerprint
 from rag_lab.errors import ConfigError
 from rag_lab.fusion.rrf import RRFFusion
 from rag_lab.io.files import CorpusFolder, list_corpus_folder
+from rag_lab.pipeline.fallback import FallbackPipeline
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.pipeline.result import RetrievalResult
 from rag_lab.protocols import CacheAware, Measured, implements
@@ -113,6 +115,7 @@ class SourcesPipeline(Pipeline):
     router: SourceRouter | None = None
     sources: list[Source] = field(default_factory=list)
     merging: Merge = field(default_factory=Merge)
+    keep_raw: bool = field(default=False, init=False)  # raw_runs too (a fallback chain reads them)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -200,6 +203,7 @@ class SourcesPipeline(Pipeline):
         self,
         chunks: Sequence[Chunk],
         index_dirs: Mapping[str, Path],
+        *,
         sources: Mapping[str, tuple[Sequence[Chunk], Mapping[str, Path]]] | None = None,
     ) -> None:
         """Each source's chunks and index folders (``sources[name]``; an export carries them),
@@ -257,6 +261,13 @@ class SourcesPipeline(Pipeline):
             for n in shared
         }
         runs[MERGED] = self.merging.merge({s: r.final for s, r in results.items()}, routes, k)
+        raw: dict[str, Run] = {}
+        if self.keep_raw:  # a fallback chain judges each stage in its sources' own scores
+            plain = Merge(method="raw")
+            raw = {
+                n: plain.merge({s: r.runs[n] for s, r in results.items()}, routes, k)
+                for n in shared
+            }
         merge_seconds = time.perf_counter() - t1
         n = max(len(queries), 1)
         overhead = 1000 * (route_seconds + merge_seconds) / n
@@ -326,4 +337,73 @@ class SourcesPipeline(Pipeline):
             retriever_ms=MappingProxyType(retriever_ms),
             routes=MappingProxyType(routes),
             source_runs=MappingProxyType({s: r.final for s, r in results.items()}),
+            raw_runs=MappingProxyType(raw),
         )
+
+
+@dataclass
+class RoutedFallbackPipeline(FallbackPipeline, SourcesPipeline):
+    """Routed sources with a fallback chain after them (``sources=...`` with ``fallback=...``).
+
+    Level 0 is the routed run: each query searched in its routed sources, merged. Its acceptance
+    judges a stage (``accept.stage``: ``bm25``) by each chunk's score in its own source
+    (``raw_runs``: a raw threshold keeps its units whatever the merge), and ``stage: null`` the
+    merged run. A query level 0 refuses goes down the chain like any other: a level without its
+    own corpus searches every source's chunks (the routing dropped: what the query's sources
+    missed may be in another), a level with its own corpus searches that (a chunk id it shares
+    with a source must be the same chunk: a level over a source's own folder is allowed). Level
+    0 cannot be judged on a retriever the sources lack (no probe: refused)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        assert self.chain is not None
+        if self.chain.probe is not None:
+            raise ConfigError(
+                f"fallback.accept.stage: {self.chain.accept.stage} is not a retriever of the "
+                "sources: with sources=..., level 0 judges a stage the sources run (or null)"
+            )
+        self.keep_raw = True
+
+    def searched_corpus(self) -> tuple[dict[str, Chunk], str]:
+        chunks: dict[str, Chunk] = {}
+        for source in self.sources:
+            chunks.update(source.pipeline.chunks)
+        keys = [s.pipeline.chunks_key for s in self.sources]
+        # the cache key of the union: its sources' keys (none when one is uncached)
+        key = hashlib.sha256("+".join(keys).encode()).hexdigest()[:32] if all(keys) else ""
+        return chunks, key
+
+    def clashes(self, chunks: Mapping[str, Chunk]) -> list[str]:
+        searched = self.searched_corpus()[0]
+        return sorted(c for c in set(chunks) & set(searched) if chunks[c] != searched[c])
+
+    @property
+    def all_chunks(self) -> dict[str, Chunk]:
+        out = self.searched_corpus()[0]
+        for level in self.levels:
+            if level.corpus is not None:
+                out.update(level.pipeline.chunks)
+        return out
+
+    def restore(
+        self,
+        chunks: Sequence[Chunk],
+        index_dirs: Mapping[str, Path],
+        levels: Mapping[str, tuple[Sequence[Chunk] | None, Mapping[str, Path]]] | None = None,
+        *,
+        sources: Mapping[str, tuple[Sequence[Chunk], Mapping[str, Path]]] | None = None,
+    ) -> None:
+        """The sources (``SourcesPipeline.restore``: ``chunks`` are every source's), then the
+        levels."""
+        saved = self._check_saved(levels)
+        SourcesPipeline.restore(self, chunks, index_dirs, sources=sources)
+        self._restore_levels(saved)
+
+    def judged(
+        self,
+        result: RetrievalResult,
+        queries: Mapping[str, str],
+        k: int,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None,
+    ) -> RetrievalResult:
+        return replace(result, runs=MappingProxyType({**result.runs, **result.raw_runs}))

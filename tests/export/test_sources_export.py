@@ -81,6 +81,42 @@ def test_a_sources_export_ranks_exactly_like_its_run(sources_run):
     }
 
 
+def test_sources_with_the_fallback_chain_export_and_rank_like_the_run(sources_run, tmp_path):
+    """``sources=rules fallback=chain``: the levels' corpora and indexes travel too (a level over
+    every source's chunks has its own indexes), and the loaded export answers each query at the
+    same level with the same ids and scores."""
+    cfg, _, _ = sources_run
+    chained = compose_evaluate(
+        [
+            "dataset=sample",
+            "dataset.split=test",
+            "sources=rules",
+            "fallback=chain",
+            "embedder=hashing",
+            "tracking=none",
+            f"cache.dir={cfg.cache.dir}",
+        ],
+        tmp_path,
+    )
+    metrics = evaluate(chained)
+    assert 0 < metrics["fallback/level_0"] < metrics["n_queries"]
+    export = export_pipeline(Path(chained.paths.output_dir), tmp_path / "export")
+    assert (export / "levels" / "bm25_unfiltered" / "indexes" / "bm25").is_dir()
+    assert_same_outputs(metrics, evaluate_exported(export))
+    data = build_dataset(chained).load()
+    pipe = build_pipeline(chained, data)
+    pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
+    queries = {q: x.text for q, x in data.queries.items()}
+    meta = {q: x.metadata for q, x in data.queries.items()}
+    want = pipe.run(queries, None, 0, meta)
+    got = load_pipeline(export).pipeline.run(queries, None, 0, meta)
+    assert dict(got.fallback_level) == dict(want.fallback_level)
+    assert dict(got.routes) == dict(want.routes)
+    for qid in queries:
+        assert ranked(got.final[qid]) == ranked(want.final[qid]), qid
+        assert got.final[qid] == pytest.approx(want.final[qid], abs=1e-9), qid
+
+
 def test_a_served_sources_export_says_which_sources_each_query_used(sources_run):
     from starlette.testclient import TestClient
 

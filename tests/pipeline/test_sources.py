@@ -14,7 +14,7 @@ from rag_lab.errors import ConfigError
 from rag_lab.evaluate import evaluate
 from rag_lab.export import export_pipeline
 from rag_lab.pipeline.build import build_pipeline
-from rag_lab.pipeline.sources import Merge, SourcesPipeline
+from rag_lab.pipeline.sources import Merge, RoutedFallbackPipeline, SourcesPipeline
 from rag_lab.sources import Routing
 from tests.compose import compose_evaluate
 from tests.fake_openai import FakeOpenAI, last_user_text
@@ -152,7 +152,8 @@ def test_merge_rrf_keeps_a_single_sources_order_and_raw_keeps_scores():
         (["sources.corpora.tickets.chunker=nope"], r"sources\.corpora\.tickets\.chunker=nope"),
         (["sources.merge.method=max"], r"sources\.merge\.method=.max."),
         (["+sources.merge.weights.other=1"], r"sources\.merge\.weights: other"),
-        (["fallback=chain"], "sources and fallback together"),
+        # the chain after the sources: level 0 judged on a retriever the sources lack
+        (["fallback=chain", "retrievers=[dense]"], r"fallback\.accept\.stage: bm25 is not"),
     ],
 )
 def test_bad_source_configs_are_one_line_errors(small_sample, tmp_path, extra, message):
@@ -198,3 +199,53 @@ def test_llm_router_rules_first_then_the_model_cached(small_sample, tmp_path):
         again.load_corpus(*_corpus(cfg))
         assert again.run(queries, 10).routes == result.routes
         assert len(fake.requests) == 2  # read back from the stage cache
+
+
+# -- sources with the fallback chain ---------------------------------------------------------------
+
+
+def test_the_fallback_chain_runs_after_the_routed_merge(small_sample, tmp_path):
+    """Level 0 is the routed run, judged per query on BM25 in its sources' own scores (a raw
+    threshold keeps its units whatever the merge); a refused query goes to the levels, which
+    search without routing (``bm25_unfiltered``: every source's chunks)."""
+    cfg = compose_evaluate(overrides(small_sample, "fallback=chain"), tmp_path / "fb")
+    pipe = build_pipeline(cfg)
+    assert isinstance(pipe, RoutedFallbackPipeline)
+    assert isinstance(pipe, SourcesPipeline)
+    metrics = evaluate(cfg)
+    n = metrics["n_queries"]
+    levels = [metrics[f"fallback/level_{i}"] for i in range(4)]
+    assert sum(levels) == n
+    # RRF-merged BM25 scores are below 1: judged on them, no query would reach 4.5 at level 0
+    assert 0 < levels[0] < n and levels[2] > 0
+    assert metrics["routing/recall"] == 1.0  # the routing metrics are still there
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet").set_index("query_id")
+    # level 0 by hand: the best raw BM25 score among the query's routed sources reaches 4.5
+    loaded = build_pipeline(cfg)
+    loaded.load_corpus(*_corpus(cfg))
+    assert isinstance(loaded, RoutedFallbackPipeline)
+    data = _data(cfg)
+    queries = {q: x.text for q, x in data.queries.items()}
+    result = loaded.run(queries, None, 0, {q: x.metadata for q, x in data.queries.items()})
+    bm25 = {s.name: s.pipeline.run(queries).runs["bm25"] for s in loaded.sources}
+    for qid, routing in result.routes.items():
+        best = max(
+            (max(bm25[s].get(qid, {}).values(), default=0.0) for s in routing.sources),
+            default=0.0,
+        )
+        assert (table.loc[qid, "fallback_level"] == 0) == (best >= 4.5 and bool(result.final[qid]))
+    # a query answered at level 0 returns only its routed sources' chunks; the unfiltered level
+    # searched every source
+    owner = loaded.doc_sources()
+    chunks = loaded.all_chunks
+    for qid, level in result.fallback_level.items():
+        docs = {chunks[c].doc_id for c in result.final[qid]}
+        if level == 0:
+            assert {owner[d] for d in docs} <= set(result.routes[qid].sources), qid
+    assert set(loaded.levels[1].pipeline.chunks) == set(loaded.searched_corpus()[0])
+
+
+def _data(cfg):
+    from rag_lab.pipeline.build import build_dataset
+
+    return build_dataset(cfg).load()
