@@ -675,10 +675,11 @@ def build_sources(
         raise ConfigError(
             f"sources.merge: expected a mapping (method, k, weights), got {merge_node!r}"
         )
-    bad = sorted(set(merge_node) - {"method", "k", "weights"})
+    bad = sorted(set(merge_node) - {"method", "k", "weights", "route_weights"})
     if bad:
         raise ConfigError(
-            f"sources.merge: unknown key(s) {', '.join(bad)} (known: k, method, weights)"
+            f"sources.merge: unknown key(s) {', '.join(bad)} "
+            "(known: k, method, route_weights, weights)"
         )
     try:
         merging = Merge(**{k: v for k, v in merge_node.items() if v is not None})

@@ -37,7 +37,7 @@ from rag_lab.pipeline.result import RetrievalResult
 from rag_lab.protocols import CacheAware, Measured, implements
 from rag_lab.ranking import top_k
 from rag_lab.sources.base import Routing, SourceRouter
-from rag_lab.validate import choice, number
+from rag_lab.validate import OptionError, choice, number
 
 if TYPE_CHECKING:
     from rag_lab.types import Chunk, Run
@@ -75,36 +75,81 @@ class Source:
 class Merge:
     """How the runs of a query's sources become one: ``rrf`` (``Σ_s w_s / (k + rank_s)``; scale
     free, a single source keeps its order) or ``raw`` (each chunk keeps its source's score: for
-    sources whose scores share a scale). ``weights``: source name → weight (missing: 1)."""
+    sources whose scores share a scale). ``weights``: source name → weight (missing: 1).
+    ``route_weights``: route → {source: weight}, for the queries of that route in place of
+    ``weights``; a route of several rules (``equipment+history``) takes its own entry when there
+    is one, else, per source, the first of its rules (in rule order) that weighs that source."""
 
     method: str = "rrf"
     k: float = 60.0
     weights: Mapping[str, float] = field(default_factory=dict)
+    route_weights: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         choice(self.method, "method", MERGES)
         number(self.k, "k", ge=0)
         for name, w in self.weights.items():
             number(w, f"weights.{name}", ge=0)
+        if not isinstance(self.route_weights, Mapping):
+            raise OptionError("route_weights", self.route_weights, "must map routes to weights")
+        for route, table in self.route_weights.items():
+            if not isinstance(table, Mapping):
+                raise OptionError(f"route_weights.{route}", table, "must map sources to weights")
+            for name, w in table.items():
+                number(w, f"route_weights.{route}.{name}", ge=0)
+
+    def source_names(self) -> set[str]:
+        """Every source a weight names."""
+        return set(self.weights) | {s for t in self.route_weights.values() for s in t}
+
+    def weights_for(self, routing: Routing) -> dict[str, float]:
+        """Each of ``routing``'s sources' weight for its route (see the class docstring)."""
+        tables = [self.route_weights[routing.route]] if routing.route in self.route_weights else []
+        tables += [
+            self.route_weights[r] for r in routing.route.split("+") if r in self.route_weights
+        ]
+        out = {}
+        for s in routing.sources:
+            found = [t[s] for t in tables if s in t]
+            out[s] = float(found[0] if found else self.weights.get(s, 1.0))
+        return out
 
     def merge(self, runs: Mapping[str, Run], routes: Mapping[str, Routing], k: int) -> Run:
         """Each query's run from the runs of its routed sources (``runs``: source → run)."""
+        if self.method == "rrf" and self.route_weights:  # queries fused in groups of one weighing
+            groups: dict[tuple[tuple[str, float], ...], dict[str, Routing]] = {}
+            for qid, r in routes.items():
+                key = tuple(sorted(self.weights_for(r).items()))
+                groups.setdefault(key, {})[qid] = r
+            out: Run = {}
+            for key, members in groups.items():
+                out.update(self._rrf(runs, members, k, dict(key)))
+            return {q: out[q] for q in routes}
+        if self.method == "rrf":
+            return self._rrf(runs, routes, k, {s: float(w) for s, w in self.weights.items()})
+        out = {}
+        for qid, r in routes.items():
+            acc: dict[str, float] = {}
+            weights = self.weights_for(r)
+            for s in r.sources:
+                acc.update({c: weights[s] * v for c, v in runs.get(s, {}).get(qid, {}).items()})
+            out[qid] = top_k(acc, k)
+        return out
+
+    def _rrf(
+        self,
+        runs: Mapping[str, Run],
+        routes: Mapping[str, Routing],
+        k: int,
+        weights: dict[str, float],
+    ) -> Run:
         parts = {
             s: {q: run[q] for q, r in routes.items() if s in r.sources and q in run}
             for s, run in runs.items()
         }
-        if self.method == "rrf":
-            weights = {s: float(w) for s, w in self.weights.items() if s in parts}
-            fused = RRFFusion(self.k, weights).fuse(parts, k)
-            return {q: fused.get(q, {}) for q in routes}
-        out: Run = {}
-        for qid, r in routes.items():
-            acc: dict[str, float] = {}
-            for s in r.sources:
-                w = float(self.weights.get(s, 1.0))
-                acc.update({c: w * v for c, v in parts.get(s, {}).get(qid, {}).items()})
-            out[qid] = top_k(acc, k)
-        return out
+        used = {s: w for s, w in weights.items() if s in parts}
+        fused = RRFFusion(self.k, used).fuse(parts, k)
+        return {q: fused.get(q, {}) for q in routes}
 
 
 @dataclass
@@ -128,9 +173,16 @@ class SourcesPipeline(Pipeline):
                 f"sources: the router names {', '.join(unknown)}, not a source of the run "
                 f"(sources: {', '.join(names)})"
             )
-        bad = sorted(set(self.merging.weights) - set(names))
+        bad = sorted(self.merging.source_names() - set(names))
         if bad:
-            raise ConfigError(f"sources.merge.weights: {', '.join(bad)} is not a source")
+            raise ConfigError(f"sources.merge: weights of {', '.join(bad)}, not a source")
+        known = self.router.routes()
+        for route in self.merging.route_weights:
+            if not set(str(route).split("+")) <= known:
+                raise ConfigError(
+                    f"sources.merge.route_weights.{route}: not a route of the router "
+                    f"(routes: {', '.join(sorted(known))}; several rules join with +)"
+                )
         if self.cache is not None and isinstance(self.router, CacheAware):  # an LLM router
             self.router.attach_cache(self.cache.view(self.router.cache_namespace))
 

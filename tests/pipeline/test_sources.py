@@ -15,6 +15,7 @@ from rag_lab.evaluate import evaluate
 from rag_lab.export import export_pipeline
 from rag_lab.pipeline.build import build_pipeline
 from rag_lab.pipeline.sources import Merge, RoutedFallbackPipeline, SourcesPipeline
+from rag_lab.ranking import ranked
 from rag_lab.sources import Routing
 from tests.compose import compose_evaluate
 from tests.fake_openai import FakeOpenAI, last_user_text
@@ -151,7 +152,12 @@ def test_merge_rrf_keeps_a_single_sources_order_and_raw_keeps_scores():
         (["+sources.corpora.manuals.chunk=1"], r"sources\.corpora\.manuals: unknown key"),
         (["sources.corpora.tickets.chunker=nope"], r"sources\.corpora\.tickets\.chunker=nope"),
         (["sources.merge.method=max"], r"sources\.merge\.method=.max."),
-        (["+sources.merge.weights.other=1"], r"sources\.merge\.weights: other"),
+        (["+sources.merge.weights.other=1"], r"sources\.merge: weights of other"),
+        (
+            ["+sources.merge.route_weights.histroy.tickets=1"],
+            r"route_weights\.histroy: not a route",
+        ),
+        (["sources.merge.route_weights.history.tickets=-1"], r"route_weights\.history\.tickets"),
         # the chain after the sources: level 0 judged on a retriever the sources lack
         (["fallback=chain", "retrievers=[dense]"], r"fallback\.accept\.stage: bm25 is not"),
     ],
@@ -249,3 +255,39 @@ def _data(cfg):
     from rag_lab.pipeline.build import build_dataset
 
     return build_dataset(cfg).load()
+
+
+def test_route_weights_replace_the_source_weights_for_their_route():
+    merge = Merge(weights={"b": 0.5}, route_weights={"history": {"b": 2.0, "a": 0.25}})
+    assert merge.weights_for(Routing("equipment", ("a", "b"))) == {"a": 1.0, "b": 0.5}
+    assert merge.weights_for(Routing("history", ("a", "b"))) == {"a": 0.25, "b": 2.0}
+    # a route of several rules: its own entry, else per source the first of its rules weighing it
+    assert merge.weights_for(Routing("equipment+history", ("a", "b"))) == {"a": 0.25, "b": 2.0}
+    both = Merge(route_weights={"equipment": {"a": 3.0}, "history": {"a": 0.1, "b": 2.0}})
+    assert both.weights_for(Routing("equipment+history", ("a", "b"))) == {"a": 3.0, "b": 2.0}
+    routes = {"q": Routing("equipment", ("a", "b")), "p": Routing("history", ("a", "b"))}
+    runs = {"a": {"q": {"x": 1.0}, "p": {"x": 1.0}}, "b": {"q": {"z": 1.0}, "p": {"z": 1.0}}}
+    merged = merge.merge(runs, routes, 10)
+    assert merged["q"] == pytest.approx({"x": 1 / 61, "z": 0.5 / 61})  # the source weights
+    assert merged["p"] == pytest.approx({"x": 0.25 / 61, "z": 2 / 61})  # the route's
+    raw = Merge(method="raw", route_weights={"history": {"b": 3.0}}).merge(runs, routes, 10)
+    assert raw["p"] == {"x": 1.0, "z": 3.0} and raw["q"] == {"x": 1.0, "z": 1.0}
+
+
+def test_the_shipped_history_route_ranks_the_tickets_first(small_sample, tmp_path):
+    cfg = compose_evaluate(overrides(small_sample), tmp_path / "h")
+    pipe = build_pipeline(cfg)
+    pipe.load_corpus(*_corpus(cfg))
+    assert isinstance(pipe, SourcesPipeline)
+    assert pipe.merging.route_weights == {"history": {"tickets": 1.0, "manuals": 0.5}}
+    query = {"h": "三号线输送带变频器过电流跳闸的维修记录"}  # q117: "the repair record of ..."
+    shipped = pipe.run(query)
+    assert shipped.routes["h"].route == "history"
+    pipe.merging = Merge(weights=dict(pipe.merging.weights))  # one weight per source
+    flat = pipe.run(query)
+    owner, chunks = pipe.doc_sources(), pipe.all_chunks
+
+    def first(result) -> str:
+        return owner[chunks[ranked(result.final["h"])[0]].doc_id]
+
+    assert (first(shipped), first(flat)) == ("tickets", "manuals")
