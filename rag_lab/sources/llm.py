@@ -67,6 +67,9 @@ class LLMRouter(LLMStage):
     def names(self) -> set[str]:
         return set(self.descriptions) | self.rules.names()
 
+    def routes(self) -> set[str]:
+        return self.rules.routes() | {LLM_ROUTE, UNPARSED_ROUTE}
+
     def route(self, text: str, metadata: Mapping[str, Any], sources: Sequence[str]) -> Routing:
         first = self.rules.route(text, metadata, sources)
         if first.route != DEFAULT_ROUTE:
