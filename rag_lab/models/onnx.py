@@ -63,8 +63,12 @@ def check_backend(backend: str, quantize: str) -> tuple[str, str]:
 
 def backend_identity(backend: str, quantize: str) -> dict[str, str]:
     """What to add to a model's cache identity. Empty for torch fp32, so the embeddings and pair
-    scores cached before backends existed stay valid; any other pair is named."""
-    return {} if backend == "torch" else {"backend": backend, "quantize": quantize}
+    scores cached before backends existed stay valid; any other pair is named (int8: with each
+    text encoded alone, ``_onnx_module``)."""
+    if backend == "torch":
+        return {}
+    alone = {"texts": "alone"} if quantize == "int8" else {}
+    return {"backend": backend, "quantize": quantize, **alone}
 
 
 def _require_onnxruntime() -> None:
@@ -197,12 +201,37 @@ def session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
 
-def _onnx_module(sess: onnxruntime.InferenceSession, config: Any, output: str):
+def _onnx_module(sess: onnxruntime.InferenceSession, config: Any, output: str, alone: bool = False):
     """A stand-in for the ``transformers`` model inside a sentence-transformers ``Transformer``
-    module: same call (keyword tensors in, ``{output: tensor}`` out), run by ONNX Runtime."""
+    module: same call (keyword tensors in, ``{output: tensor}`` out), run by ONNX Runtime.
+
+    ``alone``: each text of a batch runs on its own, without its padding. Dynamic int8
+    quantisation scales a MatMul's activations by the range of the whole input tensor, so in a
+    batch a text's vector depends on the texts beside it (e5: cosine down to 0.995 between the
+    same passage alone and in a batch): a cache filled by one run would then hold vectors another
+    run computes differently. Alone, a text's vector is the one a batch of one gives, in any
+    batch; on 2 CPU cores a batch of one costs no more than a padded batch."""
     import torch
 
     names = [i.name for i in sess.get_inputs()]
+
+    def run_alone(feeds: dict[str, np.ndarray]) -> np.ndarray:
+        mask = feeds.get("attention_mask")
+        width = feeds[names[0]].shape[1]
+        rows = []
+        for i in range(feeds[names[0]].shape[0]):
+            lo, hi = 0, width
+            if mask is not None:
+                kept = np.flatnonzero(mask[i])
+                if len(kept) and kept[-1] + 1 - kept[0] == len(kept):  # one span: the text
+                    lo, hi = int(kept[0]), int(kept[-1]) + 1
+            out = sess.run([output], {n: v[i : i + 1, lo:hi] for n, v in feeds.items()})[0]
+            if output == "last_hidden_state" and (lo, hi) != (0, width):
+                full = np.zeros((1, width, out.shape[-1]), dtype=out.dtype)
+                full[:, lo:hi] = out  # padding positions: masked out by the pooling
+                out = full
+            rows.append(out)
+        return np.concatenate(rows)
 
     class OnnxTransformer(torch.nn.Module):
         def __init__(self) -> None:
@@ -217,6 +246,8 @@ def _onnx_module(sess: onnxruntime.InferenceSession, config: Any, output: str):
                 feeds[n] = np.ascontiguousarray(
                     x.numpy() if isinstance(x, torch.Tensor) else x, dtype=np.int64
                 )
+            if alone and feeds[names[0]].shape[0] > 1:
+                return {output: torch.from_numpy(run_alone(feeds))}
             return {output: torch.from_numpy(sess.run([output], feeds)[0])}
 
     return OnnxTransformer()
@@ -233,5 +264,5 @@ def attach(st: Any, weights: str, quantize: str, threads: int | None) -> None:
     input_names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in sample]
     path = exported_model(module.model, input_names, output, weights, quantize)
     sess = session(path, threads)
-    module.model = _onnx_module(sess, module.model.config, output)
+    module.model = _onnx_module(sess, module.model.config, output, alone=quantize == "int8")
     log.info("ONNX Runtime %s (%s, %s threads): %s", output, quantize, threads or "default", path)

@@ -162,6 +162,7 @@ def test_the_default_embedder_is_e5_in_onnx_int8(tmp_path):
     assert onnx_backend.backend_identity(emb.backend, emb.quantize) == {
         "backend": "onnx",
         "quantize": "int8",
+        "texts": "alone",
     }
     fp32 = instantiate(
         compose_evaluate(["embedder.backend=torch", "embedder.quantize=none"], tmp_path).embedder,
@@ -169,3 +170,29 @@ def test_the_default_embedder_is_e5_in_onnx_int8(tmp_path):
     )
     assert (fp32.backend, fp32.quantize) == ("torch", "none")
     assert onnx_backend.backend_identity(fp32.backend, fp32.quantize) == {}
+
+
+def test_int8_vectors_do_not_depend_on_the_batch(home, tiny):
+    """Dynamic int8 quantises activations per tensor: batched, a text's vector would depend on
+    its companions, and a cache filled by one run would not be what another computes. Each text
+    runs alone: the same vector in any batch (fp32 batches stay batches, equal to torch)."""
+    q8 = SentenceTransformerEmbedder(
+        tiny, batch_size=4, max_seq_length=16, backend="onnx", quantize="int8"
+    )
+    alone = np.vstack([q8.encode_documents([t]) for t in TEXTS])
+    batched = q8.encode_documents(TEXTS)
+    reordered = q8.encode_documents(TEXTS[::-1])[::-1]
+    np.testing.assert_array_equal(batched, alone)
+    np.testing.assert_array_equal(reordered, alone)
+    assert onnx_backend.backend_identity("onnx", "int8")["texts"] == "alone"
+    assert "texts" not in onnx_backend.backend_identity("onnx", "none")
+
+
+def test_a_cross_encoders_int8_scores_do_not_depend_on_the_batch(home, tiny):
+    from sentence_transformers import CrossEncoder
+
+    ce = CrossEncoder(tiny, num_labels=1, max_length=16)
+    onnx_backend.attach(ce, "tiny-ce", "int8", None)
+    pairs = [("pump", t) for t in TEXTS] + [("air filter", "spindle grease")]
+    alone = np.array([ce.predict([p])[0] for p in pairs])
+    np.testing.assert_array_equal(ce.predict(pairs, batch_size=3), alone)
