@@ -286,7 +286,8 @@ def _export_into(
     try:
         log.info("exporting %s to ONNX (%s) in %s", output, quantize, final)
         graph = _export(hf_model, input_names, output, tmp, quantize, fuse)
-        meta = {"weights": weights, "output": output, "inputs": input_names, "quantize": quantize}
+        meta: dict[str, Any] = {"weights": weights, "output": output, "inputs": input_names}
+        meta["quantize"] = quantize
         meta |= {"version": EXPORT_VERSION, "fuse": fuse, **graph}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         try:
