@@ -6,11 +6,12 @@
 Encodes the README job's 204 chunks (``rag-lab evaluate``'s parser and chunker on the shipped
 sample) with ``embedder=e5_small`` (max_seq_length 512, batch 64, ``passage:`` prompt) through
 ``SentenceTransformerEmbedder`` in each variant: ONNX Runtime fp32 / int8, with the exported graph
-fused (``fuse=True``, the default: Attention, SkipLayerNormalization, BiasGelu,
-EmbedLayerNormalization) or plain (``fuse=False``, the graph before fusion existed). The repeats are
-interleaved (plain, fused, plain, fused, ...) so a load change on a shared machine hits every
-variant alike; the best and the median wall time of each, and its CPU seconds (this process), with
-the ratios fused / plain. Also the cosine of each variant's embeddings to torch fp32 (computed
+fused (``fuse=True``: Attention, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization) or
+plain (``fuse=False``, the default). The repeats are interleaved in ``--variants`` order (plain,
+fused, plain, fused, ...) so a load change on a shared machine hits every variant alike; a load
+that keeps falling (or rising) still favours the variant run second, so run it in both orders.
+Printed: the best and the median wall time of each, its CPU seconds (this process), and the
+ratios fused / plain. Also the cosine of each variant's embeddings to torch fp32 (computed
 once). Export (once per machine, in ``$RAG_LAB_HOME``) and warm-up are outside the timing.
 """
 

@@ -14,20 +14,21 @@ Why not sentence-transformers' own ``backend="onnx"``: it needs ``optimum-onnx``
 pin ``transformers < 4.58`` (this project runs transformers 5); ``onnxruntime`` + ``onnx`` are the
 two packages this path needs (the ``onnx`` extra).
 
-Before quantisation the fp32 graph is fused (``fuse=True``, the default) by ONNX Runtime's
-transformer optimizer (``onnxruntime.transformers.optimizer``, BERT rules): each layer's attention
-becomes one ``Attention`` node (``QAttention`` once quantised), residual + LayerNorm
-``SkipLayerNormalization``, bias + GELU ``BiasGelu``, the embeddings ``EmbedLayerNormalization``.
-e5 on the sample's chunks: 1.4x the unfused int8 graph (docs/results/performance.md, "Encoder
-backends"). The fused graph is kept only when every layer's attention fused and its fp32 outputs
-match the plain graph's on a padded probe batch (``FUSE_ATOL``); otherwise (a model the BERT rules
-do not cover) the plain graph is exported, and the export's ``rag_lab_onnx.json`` says which.
+With ``fuse=True`` (opt-in: ``embedder.fuse`` / ``reranker.fuse``) the fp32 graph is first fused
+by ONNX Runtime's transformer optimizer (``onnxruntime.transformers.optimizer``, BERT rules): each
+layer's attention becomes one ``Attention`` node (``QAttention`` once quantised), residual +
+LayerNorm ``SkipLayerNormalization``, bias + GELU ``BiasGelu``, the embeddings
+``EmbedLayerNormalization``. Measured on e5 int8, 2-core AVX-512 CPU: no faster than the plain
+graph (the int8 matrix products are the bulk; docs/results/performance.md, "Encoder backends"),
+so it is off by default. The fused graph is kept only when every layer's attention fused and its
+fp32 outputs match the plain graph's on a padded probe batch (``FUSE_ATOL``); otherwise (a model
+the BERT rules do not cover) the plain graph is exported, and ``rag_lab_onnx.json`` says which.
 
 Exports live in ``<cache_home>/models/onnx/<key>/model.onnx``, keyed by the source weights' hash,
-the task (token embeddings or logits), the quantisation, the fusion and ``EXPORT_VERSION``: each
-model is exported once per machine (MiniLM: ~2 s fp32, +1 s int8; e5: ~10 s, +15 s fusion, +15 s
-int8) and reused by every later run. Exports of an older version are not reused (their key
-differs): the first run after an upgrade builds the new one.
+the task (token embeddings or logits), the quantisation, ``fuse`` (when set) and
+``EXPORT_VERSION``: each model is exported once per machine (MiniLM: ~2 s fp32, +1 s int8; e5:
+~10 s, +15 s fusion, +15 s int8) and reused by every later run. Exports of an older version are
+not reused (their key differs).
 """
 
 from __future__ import annotations
@@ -54,10 +55,9 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("torch", "onnx")
 QUANTIZE = ("none", "int8")
-EXPORT_VERSION = 2
+EXPORT_VERSION = 1
 """Bump when the exported graph changes (export settings, quantisation recipe): old exports then
-miss and are rebuilt, and cached embeddings / pair scores of the onnx backend (whose identity names
-it) are recomputed. 2: fused graphs (transformer optimizer before quantisation)."""
+miss and are rebuilt. A fused export (``fuse=True``) is keyed apart from the plain one."""
 FUSE_ATOL = 1e-3
 """Largest difference allowed between the fused and the plain fp32 graph's outputs on the probe
 batch, relative to the outputs' largest magnitude (float reordering, measured ~1e-5 on e5 and
@@ -77,15 +77,13 @@ def check_backend(backend: str, quantize: str) -> tuple[str, str]:
     return backend, quantize
 
 
-def backend_identity(backend: str, quantize: str, fuse: bool = True) -> dict[str, Any]:
+def backend_identity(backend: str, quantize: str, fuse: bool = False) -> dict[str, Any]:
     """What to add to a model's cache identity. Empty for torch fp32, so the embeddings and pair
-    scores cached before backends existed stay valid; any other pair is named, with the export's
-    version (a new graph recipe computes slightly different numbers) and ``fuse: false`` when the
-    fusion is turned off."""
+    scores cached before backends existed stay valid; any other pair is named, and ``fuse: true``
+    (the fused graph computes slightly different int8 numbers) when the graph is fused."""
     if backend == "torch":
         return {}
-    fused = {} if fuse else {"fuse": False}
-    return {"backend": backend, "quantize": quantize, "export": EXPORT_VERSION, **fused}
+    return {"backend": backend, "quantize": quantize, **({"fuse": True} if fuse else {})}
 
 
 def _require_onnxruntime() -> None:
@@ -98,12 +96,13 @@ def _require_onnxruntime() -> None:
         )
 
 
-def export_dir(weights: str, output: str, quantize: str, fuse: bool = True) -> Path:
-    """Where the export of these weights lives (it may not exist yet)."""
+def export_dir(weights: str, output: str, quantize: str, fuse: bool = False) -> Path:
+    """Where the export of these weights lives (it may not exist yet); the plain graph's key is
+    the one it had before fusion existed, so those exports stay valid."""
     from rag_lab.cache.keys import model_table
 
     spec = {"weights": weights, "output": output, "quantize": quantize, "version": EXPORT_VERSION}
-    key = model_table({**spec, "fuse": fuse})
+    key = model_table({**spec, **({"fuse": True} if fuse else {})})
     return cache_home() / "models" / "onnx" / f"{output}-{quantize}-{key}"
 
 
@@ -185,7 +184,7 @@ def _export(
     output: str,
     target: Path,
     quantize: str,
-    fuse: bool = True,
+    fuse: bool = False,
 ) -> dict[str, Any]:
     """Write ``target/model.onnx`` from a loaded ``transformers`` model (its ``output`` field);
     return what the export's meta file records about the graph (fused or not, its fused ops)."""
@@ -259,7 +258,7 @@ def exported_model(
     output: str,
     weights: str,
     quantize: str,
-    fuse: bool = True,
+    fuse: bool = False,
 ) -> Path:
     """The ONNX file of ``hf_model`` (exported now if this machine has not exported it before)."""
     _require_onnxruntime()
@@ -346,7 +345,7 @@ def _onnx_module(sess: onnxruntime.InferenceSession, config: Any, output: str):
     return OnnxTransformer()
 
 
-def attach(st: Any, weights: str, quantize: str, threads: int | None, fuse: bool = True) -> None:
+def attach(st: Any, weights: str, quantize: str, threads: int | None, fuse: bool = False) -> None:
     """Swap the ``transformers`` model of ``st`` (a ``SentenceTransformer`` or ``CrossEncoder``
     whose first module is a ``Transformer``) for its ONNX export; the torch weights are freed."""
     module = st[0]

@@ -159,11 +159,10 @@ def test_the_default_embedder_is_e5_in_onnx_int8(tmp_path):
         "onnx",
         "int8",
     )
-    assert emb.fuse is True
+    assert emb.fuse is False  # measured no faster on e5 int8 (docs "Encoder backends")
     assert onnx_backend.backend_identity(emb.backend, emb.quantize, emb.fuse) == {
         "backend": "onnx",
         "quantize": "int8",
-        "export": onnx_backend.EXPORT_VERSION,
     }
     fp32 = instantiate(
         compose_evaluate(["embedder.backend=torch", "embedder.quantize=none"], tmp_path).embedder,
@@ -192,7 +191,7 @@ FUSED = {"EmbedLayerNormalization", "SkipLayerNormalization", "BiasGelu"}
 
 
 def test_the_exported_graph_is_fused_and_quantised_fused(home, tiny):
-    """fuse (the default): every layer's attention is one Attention node (QAttention in int8),
+    """fuse=True: every layer's attention is one Attention node (QAttention in int8),
     with the embeddings, residual LayerNorms and GELUs fused; fuse=False keeps the plain graph;
     the meta file says which."""
     import json
@@ -226,8 +225,8 @@ def test_the_exported_graph_is_fused_and_quantised_fused(home, tiny):
 
 def test_fused_padded_batches_are_the_plain_graph(home, tiny):
     texts = TEXTS * 3
-    plain = SentenceTransformerEmbedder(tiny, batch_size=4, backend="onnx", fuse=False)
-    fused = SentenceTransformerEmbedder(tiny, batch_size=4, backend="onnx")
+    plain = SentenceTransformerEmbedder(tiny, batch_size=4, backend="onnx")
+    fused = SentenceTransformerEmbedder(tiny, batch_size=4, backend="onnx", fuse=True)
     np.testing.assert_allclose(
         fused.encode_documents(texts), plain.encode_documents(texts), atol=1e-5
     )
@@ -242,39 +241,44 @@ def test_a_model_whose_fused_graph_differs_keeps_the_plain_graph(home, tiny, mon
     monkeypatch.setattr(onnx_backend, "FUSE_ATOL", -1.0)  # nothing passes
     _fresh_models(monkeypatch)
     monkeypatch.setattr(onnx_backend, "cache_home", lambda: home / "strict")
-    e = SentenceTransformerEmbedder(tiny, backend="onnx", quantize="int8")
+    e = SentenceTransformerEmbedder(tiny, backend="onnx", quantize="int8", fuse=True)
     ref = SentenceTransformerEmbedder(tiny).encode_documents(TEXTS)
     assert (e.encode_documents(TEXTS) * ref).sum(1).min() > 0.95
-    folder = onnx_backend.export_dir(e.identity["weights"], "last_hidden_state", "int8")
+    folder = onnx_backend.export_dir(e.identity["weights"], "last_hidden_state", "int8", True)
     assert json.loads((folder / onnx_backend.META_FILE).read_text())["fused"] is False
     assert "QAttention" not in _ops(folder / onnx_backend.MODEL_FILE)
 
 
-def test_an_export_of_an_older_version_is_rebuilt_not_reused(home, tiny, monkeypatch):
-    """A folder exported by an earlier recipe (EXPORT_VERSION 1: unfused) is left alone: the
-    current version's key names another folder, built on first use; the onnx identity (the
-    embeddings' cache key) changes with it."""
+def test_plain_exports_from_before_fusion_are_reused_fused_ones_are_built_apart(
+    home, tiny, monkeypatch
+):
+    """The plain graph (the default) keeps the export folder and cache identity it had before
+    ``fuse`` existed, so exports and embeddings made then stay valid; a fused request never
+    reuses a plain folder (or the reverse): it builds its own, and its identity differs."""
     import json
 
     monkeypatch.setattr(onnx_backend, "cache_home", lambda: home / "versions")
-    monkeypatch.setattr(onnx_backend, "EXPORT_VERSION", 1)
     _fresh_models(monkeypatch)
-    old = SentenceTransformerEmbedder(tiny, backend="onnx", quantize="int8")
-    old.encode_documents(["pump"])
-    w = old.identity["weights"]
-    v1 = onnx_backend.export_dir(w, "last_hidden_state", "int8")
-    assert (v1 / onnx_backend.META_FILE).is_file()
-    monkeypatch.setattr(onnx_backend, "EXPORT_VERSION", 2)
+    plain = SentenceTransformerEmbedder(tiny, backend="onnx", quantize="int8")
+    plain.encode_documents(["pump"])
+    w = plain.identity["weights"]
+    before = model_table(  # the key as it was computed before fusion existed
+        {"weights": w, "output": "last_hidden_state", "quantize": "int8", "version": 1}
+    )
+    folder = onnx_backend.export_dir(w, "last_hidden_state", "int8")
+    assert folder.name == f"last_hidden_state-int8-{before}"
+    assert (folder / onnx_backend.META_FILE).is_file()
+    assert plain.identity["backend"] == "onnx" and "fuse" not in plain.identity
     _fresh_models(monkeypatch)
     built = []
     real = onnx_backend._export
     monkeypatch.setattr(onnx_backend, "_export", lambda *a, **k: built.append(1) or real(*a, **k))
-    new = SentenceTransformerEmbedder(tiny, backend="onnx", quantize="int8")
-    new.encode_documents(["pump"])
-    v2 = onnx_backend.export_dir(w, "last_hidden_state", "int8")
-    assert built == [1] and v2 != v1
-    assert json.loads((v2 / onnx_backend.META_FILE).read_text())["version"] == 2
-    assert model_table(new.identity) != model_table(old.identity)
+    fused = SentenceTransformerEmbedder(tiny, backend="onnx", quantize="int8", fuse=True)
+    fused.encode_documents(["pump"])
+    other = onnx_backend.export_dir(w, "last_hidden_state", "int8", True)
+    assert built == [1] and other != folder
+    assert json.loads((other / onnx_backend.META_FILE).read_text())["fused"] is True
+    assert model_table(fused.identity) != model_table(plain.identity)
 
 
 @pytest.mark.slow  # five MiniLM loads and four exports: ~60 s on a loaded 2-core machine
@@ -291,9 +295,9 @@ def test_minilm_fused_is_the_plain_graph_on_real_text(home):
         return SentenceTransformerEmbedder(m, max_seq_length=256, **kw).encode_documents(texts)
 
     ref = enc()
-    plain, fused = enc(backend="onnx", fuse=False), enc(backend="onnx")
+    plain, fused = enc(backend="onnx"), enc(backend="onnx", fuse=True)
     np.testing.assert_allclose(fused, plain, atol=2e-5)
     np.testing.assert_allclose(fused, ref, atol=2e-5)
-    cos_plain = (enc(backend="onnx", quantize="int8", fuse=False) * ref).sum(1)
-    cos_fused = (enc(backend="onnx", quantize="int8") * ref).sum(1)
+    cos_plain = (enc(backend="onnx", quantize="int8") * ref).sum(1)
+    cos_fused = (enc(backend="onnx", quantize="int8", fuse=True) * ref).sum(1)
     assert cos_fused.min() > 0.98 and abs(cos_fused.mean() - cos_plain.mean()) < 0.005
