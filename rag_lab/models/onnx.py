@@ -60,8 +60,8 @@ EXPORT_VERSION = 1
 miss and are rebuilt. A fused export (``fuse=True``) is keyed apart from the plain one."""
 FUSE_ATOL = 1e-3
 """Largest difference allowed between the fused and the plain fp32 graph's outputs on the probe
-batch, relative to the outputs' largest magnitude (float reordering, measured ~1e-5 on e5 and
-MiniLM)."""
+batch, relative to the outputs' largest magnitude (fusion only reorders float operations: MiniLM's
+fused fp32 embeddings equal the plain ones to 2e-5, tested; e5's cosine to torch stays 1.00000)."""
 MODEL_FILE = "model.onnx"
 META_FILE = "rag_lab_onnx.json"
 
