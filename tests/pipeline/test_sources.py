@@ -340,3 +340,27 @@ def test_llm_router_does_not_take_an_echo_of_its_prompt_as_a_choice():
     # before the fix the echo's names were taken: the echo would have searched manuals + tickets
     # as the model's choice ("llm"), and a longer echo every source
     assert router.route("E101 on the HX-200", {}, names).sources == ("manuals",)  # rules first
+
+
+def test_llm_router_with_a_model_of_its_own_generates_no_answers(small_sample, tmp_path):
+    """``sources.generator={...}`` with the run's generator unset (how SmolLM2 was measured): the
+    model is asked only about the queries no rule takes, and the run writes no answers."""
+    asked: list[str] = []
+
+    def reply(body):
+        asked.append(last_user_text(body))
+        return "tickets"
+
+    with FakeOpenAI(reply) as fake:
+        own = f"{{_target_:rag_lab.generator.OpenAIGenerator,base_url:'{fake.url}',model:fake}}"
+        cfg = compose_evaluate(
+            overrides(small_sample, "sources=llm", f"sources.generator={own}"), tmp_path / "run"
+        )
+        assert cfg.get("generator") is None
+        metrics = evaluate(cfg)
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet")
+    llm = table[table.route == "llm"]
+    assert len(llm) > 0 and set(llm.sources) == {"tickets"}
+    assert metrics["routing/llm_calls"] == len(asked) == len(llm)  # one call per such query
+    assert all(text.endswith("Sources to search:") for text in asked)  # routing prompts only
+    assert not any(k.startswith("answer/") for k in metrics)
