@@ -291,3 +291,76 @@ def test_the_shipped_history_route_ranks_the_tickets_first(small_sample, tmp_pat
         return owner[chunks[ranked(result.final["h"])[0]].doc_id]
 
     assert (first(shipped), first(flat)) == ("tickets", "manuals")
+
+
+def test_llm_router_does_not_take_an_echo_of_its_prompt_as_a_choice():
+    """SmolLM2-135M on the sample's test split answered 10 of 19 routing prompts by copying the
+    source list it was shown (cut at max_tokens): those names are the prompt's, not a choice,
+    and were searched as if chosen. A copied line no longer counts; a name outside it does."""
+    from rag_lab.generator.openai import OpenAIGenerator
+    from rag_lab.sources import LLMRouter
+
+    descriptions = {
+        "manuals": "equipment manuals, procedures and firmware release notes (fault codes)",
+        "tickets": "maintenance tickets and logs from the shop floor (how a fault was fixed)",
+        "standards": "public safety and electrical standards (earthing, insulation, IP codes)",
+    }
+    replies = {
+        # the whole list echoed, cut short inside the second line (SmolLM2's commonest reply)
+        "echo": "- manuals: equipment manuals, procedures and firmware release notes (fault"
+        " codes)\n- tickets: maintenance tickets and logs from the",
+        # one line echoed after a preamble, cut inside its description
+        "one": "The sources to search for are:\n- manuals: equipment manuals, procedures",
+        # a copy cut right after the description's first words
+        "cut": "standards: public safety",
+        # a choice, then the list copied below it: the choice counts
+        "choice": "standards\n- manuals: equipment manuals, procedures and firmware release",
+        # names in the model's own words are a choice even when they mention a description's word
+        "own": "1. VFDs: manuals, procedures, firmware release notes, and tickets",
+    }
+    with FakeOpenAI(
+        lambda body: replies[last_user_text(body).rsplit("Question: ", 1)[1].split("\n")[0]]
+    ) as fake:
+        router = LLMRouter(
+            OpenAIGenerator(base_url=fake.url, model="fake", api_key_env=None),
+            descriptions,
+            rules={"code": {"pattern": r"E\d{3}", "sources": ["manuals"]}},
+            default=["manuals", "tickets"],
+        )
+        names = ["manuals", "tickets", "standards"]
+        got = {q: router.route(q, {}, names) for q in replies}
+    assert {q: (r.route, r.sources) for q, r in got.items()} == {
+        "echo": ("llm_unparsed", ("manuals", "tickets")),  # the default, not the echoed names
+        "one": ("llm_unparsed", ("manuals", "tickets")),
+        "cut": ("llm_unparsed", ("manuals", "tickets")),
+        "choice": ("llm", ("standards",)),
+        "own": ("llm", ("manuals", "tickets")),
+    }
+    assert len(fake.requests) == 5
+    # before the fix the echo's names were taken: the echo would have searched manuals + tickets
+    # as the model's choice ("llm"), and a longer echo every source
+    assert router.route("E101 on the HX-200", {}, names).sources == ("manuals",)  # rules first
+
+
+def test_llm_router_with_a_model_of_its_own_generates_no_answers(small_sample, tmp_path):
+    """``sources.generator={...}`` with the run's generator unset (how SmolLM2 was measured): the
+    model is asked only about the queries no rule takes, and the run writes no answers."""
+    asked: list[str] = []
+
+    def reply(body):
+        asked.append(last_user_text(body))
+        return "tickets"
+
+    with FakeOpenAI(reply) as fake:
+        own = f"{{_target_:rag_lab.generator.OpenAIGenerator,base_url:'{fake.url}',model:fake}}"
+        cfg = compose_evaluate(
+            overrides(small_sample, "sources=llm", f"sources.generator={own}"), tmp_path / "run"
+        )
+        assert cfg.get("generator") is None
+        metrics = evaluate(cfg)
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet")
+    llm = table[table.route == "llm"]
+    assert len(llm) > 0 and set(llm.sources) == {"tickets"}
+    assert metrics["routing/llm_calls"] == len(asked) == len(llm)  # one call per such query
+    assert all(text.endswith("Sources to search:") for text in asked)  # routing prompts only
+    assert not any(k.startswith("answer/") for k in metrics)
