@@ -37,7 +37,12 @@ from rag_lab.protocols import Remote
 from rag_lab.report import console
 from rag_lab.report.figures import cached_in
 from rag_lab.sweep.context import check_sweep, sweep_context
-from rag_lab.tracking.evaluation import evaluation_run, log_evaluation, start_query_traces
+from rag_lab.tracking.evaluation import (
+    evaluation_run,
+    log_evaluation,
+    page_url,
+    start_query_traces,
+)
 from rag_lab.tracking.traces import selected as selected_traces
 from rag_lab.validate import OptionError, boolean, check_added_keys, choice, integer
 
@@ -154,7 +159,8 @@ def track(
         out_dir=out_dir,
         objective=canonical_key(str(cfg.get("optimized_metric") or "")) or None,
     )
-    console.show_tracking(cfg, run.run_id, tracker.uri if isinstance(tracker, Remote) else "")
+    where = tracker.uri if isinstance(tracker, Remote) else ""
+    console.show_tracking(cfg, run.run_id, where, page_url(run) if where else None)
 
 
 def evaluate(cfg: DictConfig) -> dict[str, float]:

@@ -157,6 +157,15 @@ class TraceLogging(Protocol):
 
 
 @runtime_checkable
+class Browsable(Protocol):
+    """A :class:`TrackedRun` whose runs a person opens in a UI: ``page_url()`` is the link that
+    shows them as rag_lab means them (MLflow: the runs table with the headline columns), ``None``
+    when its store has no UI of its own."""
+
+    def page_url(self) -> str | None: ...
+
+
+@runtime_checkable
 class Tracker(Protocol):
     """What the ``tracking`` group builds: ``start_run`` opens a run when a job starts and returns
     it (:class:`TrackedRun`); ``log_run`` records a finished one in one go and returns its id

@@ -8,7 +8,9 @@
 #                                                           WenQuanYi is also the CJK font of plots
 #                                                           (rag_lab/report/figures.py)
 #   chromium                                                renders report.html in tests/report/
-#                                                           test_chromium.py (skipped without it)
+#                                                           test_chromium.py and MLflow's UI in
+#                                                           tests/tracking/test_mlflow_ui.py
+#                                                           (skipped without it)
 #   postgresql                                              the backend of the MLflow tracking server
 #                                                           `rag-lab tracking-server` starts
 #                                                           (rag_lab/tracking/server.py; its test

@@ -221,6 +221,13 @@ def _copy_migrated_schema(engine) -> None:
     return None
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The migrated schema's folder (``pytest_runtest_setup``) goes with the process."""
+    folder = _SCHEMA.get("folder")
+    if isinstance(folder, str):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     import sys
     import tempfile

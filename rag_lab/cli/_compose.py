@@ -11,10 +11,11 @@ Four patches of Hydra's config loading, each idempotent, none changing a compose
   before. A launcher that composes every job of the batch itself before it runs any
   (``composes_before_running(n_jobs)`` true: ``hydra/launcher=fork`` with several workers, which
   compose in parallel) gets the batch unvalidated: the same check, once, in its workers.
-- :func:`share_mode_probe`: Hydra composes the primary config twice before a multirun starts
-  (``Hydra.get_mode`` reads ``hydra.mode`` off one, ``Hydra.multirun`` composes it again with
-  the same overrides). The second call gets the probe's config (after the sweep-override check
-  the probe skipped); used once.
+- :func:`share_mode_probe`: Hydra composes the primary config twice before any job starts
+  (``Hydra.get_mode`` reads ``hydra.mode`` off one, ``Hydra.run`` or ``Hydra.multirun``
+  composes it again with the same overrides: ~0.2 CPU-s of every ``rag-lab evaluate``). The
+  second call gets the probe's config (after the sweep-override check the probe skipped; a
+  plain run only where composing again could not differ); used once.
 - :func:`cache_config_files`: every composition reads and parses each YAML file of its defaults
   tree again (Hydra's file cache lives for one composition). A file's parsed config is kept for
   the process, keyed by its path and checked against its bytes at every read (an edited file is
@@ -110,8 +111,8 @@ def share_validated_configs() -> None:
 
 
 def share_mode_probe() -> None:
-    """Patch ``Hydra.get_mode`` and ``Hydra.compose_config`` (idempotent): the multirun's
-    primary config is the one ``get_mode`` composed, when the overrides are the same."""
+    """Patch ``Hydra.get_mode`` and ``Hydra.compose_config`` (idempotent): the run's or the
+    multirun's primary config is the one ``get_mode`` composed, when the overrides are the same."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.hydra import Hydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -132,18 +133,26 @@ def share_mode_probe() -> None:
             if run_mode == RunMode.MULTIRUN:
                 probe[key] = (len(overrides), cfg)
             return cfg
-        # the probe's overrides, or those plus the hydra.mode=MULTIRUN Hydra appends when the
-        # config sets no mode (then that override is applied here, as Hydra applies it: last)
+        # the probe's overrides, or those plus the hydra.mode=RUN|MULTIRUN Hydra appends when
+        # the config sets no mode (then that override is applied here, as Hydra applies it: last)
         kept = probe.pop(key, None) or probe.pop((*key[:2], tuple(overrides[:-1])), None)
         probe.clear()  # used once, and only by the call right after the probe
-        if kept is None or run_mode != RunMode.MULTIRUN or not kw.get("from_shell", True):
+        modes = (RunMode.RUN, RunMode.MULTIRUN)
+        if kept is None or run_mode not in modes or not kw.get("from_shell", True):
             return compose_config(self, config_name, overrides, run_mode, **kw)
         n_probed, cfg = kept
         parsed = OverridesParser.create().parse_overrides(overrides=overrides)
         added = parsed[n_probed:]
         if added and (
-            [o.input_line for o in added] != ["hydra.mode=MULTIRUN"] or cfg.hydra.mode is not None
+            [o.input_line for o in added] != [f"hydra.mode={run_mode.name}"]
+            or cfg.hydra.mode is not None
         ):
+            return compose_config(self, config_name, overrides, run_mode, **kw)
+        if run_mode == RunMode.RUN and (
+            any(o.is_sweep_override() for o in parsed) or _missing_choice(cfg)
+        ):
+            # the probe skips what a run refuses (a sweep without -m, a group left ``???``):
+            # Hydra composes the run, and refuses it, as always
             return compose_config(self, config_name, overrides, run_mode, **kw)
         if kw.get("validate_sweep_overrides", True):  # the check the probe skipped
             ConfigLoaderImpl.validate_sweep_overrides_legal(parsed, run_mode, from_shell=True)
@@ -167,6 +176,15 @@ def share_mode_probe() -> None:
     Hydra.compose_config = compose  # type: ignore[method-assign,assignment]
     Hydra.get_mode = probe_mode  # type: ignore[method-assign]
     setattr(Hydra, _PROBE_PATCHED, True)
+
+
+def _missing_choice(cfg: Any) -> bool:
+    """Whether a config group's choice in ``cfg`` is still ``???`` (a composition that skips
+    missing groups, as Hydra's mode probe does, leaves it so)."""
+    from omegaconf import OmegaConf
+
+    choices = cfg.hydra.runtime.choices
+    return any(OmegaConf.is_missing(choices, key) for key in choices)
 
 
 def _log_configuration(self: Any, cfg: Any, config_name: Any, overrides: Any, mode: Any) -> Any:

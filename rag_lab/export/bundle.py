@@ -13,6 +13,11 @@ the corpus files, the stage cache or Hydra::
       levels/<level>/        a fallback level's own corpus (``chunks.json.gz``) and its indexes
                              (``indexes/<retriever>/``; a retriever shared with the main
                              pipeline over the main corpus reuses ``indexes/<retriever>``)
+      sources/<source>/      a routed source's corpus (``chunks.json.gz``) and its indexes
+                             (``indexes/<retriever>/``), for a run over several sources
+                             (``sources=rules``: then ``chunks.json.gz`` holds every source's
+                             chunks and there is no ``indexes/``: the main corpus is never
+                             searched)
       files/                 files stage settings name (a synonyms dictionary, a GGUF model)
       model/                 the dense embedder's weights, only when they were a local folder that
                              is not one of the offline model ids (``model/<retriever>/`` when
@@ -38,7 +43,8 @@ Contracts:
   replaces only an export (a folder with ``pipeline.yaml``).
 - Every stage ``evaluate`` runs is carried: query transforms (their files bundled), retrievers,
   fusion (routed too), post-processors, the fallback chain with every level's corpus and indexes,
-  context stages, the generator and the judge. A stage that cannot be carried is refused by name
+  the routed sources (the router, every source's corpus and indexes), context stages, the
+  generator and the judge. A stage that cannot be carried is refused by name
   with the reason (a retriever that cannot save its index).
 - What an export can make its loader do is in ``rag_lab.export.portable``: nothing is resolved,
   no endpoint is reached that the user did not name.
@@ -97,6 +103,7 @@ PIPELINE_FILE = "pipeline.yaml"
 CHUNKS_FILE = "chunks.json.gz"
 INDEXES_DIR = "indexes"
 LEVELS_DIR = "levels"
+SOURCES_DIR = "sources"  # each routed source's corpus and indexes (sources=rules)
 SOURCES_FILE = "sources.json"  # every document with its type, last update and fallback level
 # sections of an evaluate config that describe where a run read and wrote, not the pipeline
 DROPPED_SECTIONS = ("dataset", "tracking", "paths", "hydra", "sweep", "cache")
@@ -390,11 +397,6 @@ def export_pipeline(
             "re-run evaluate, then export"
         )
     pipe = build_pipeline(cfg, data)
-    if isinstance(pipe, SourcesPipeline):  # before anything is parsed or indexed
-        raise ConfigError(
-            f"{run_dir}: a run over several routed sources (sources=...) cannot be exported yet; "
-            "export one source's run instead"
-        )
     chunks = pipe.load_corpus(data.corpus_sources, data.corpus_root, data.corpus_fingerprint)
     pipe.index_all()
 
@@ -402,10 +404,12 @@ def export_pipeline(
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     staging.chmod(0o755)  # mkdtemp makes it private; the export is an ordinary folder
     try:
-        _save_indexes(pipe.retrievers, staging / INDEXES_DIR)
+        if not isinstance(pipe, SourcesPipeline):  # a sources run searches its sources only
+            _save_indexes(pipe.retrievers, staging / INDEXES_DIR)
         _write_chunks(staging / CHUNKS_FILE, chunks)
         config = _pipeline_config(resolved)
         levels = _save_levels(pipe, config, staging) if isinstance(pipe, FallbackPipeline) else {}
+        parts = _save_sources(pipe, config, staging) if isinstance(pipe, SourcesPipeline) else {}
         # tokenizer=auto: record the choice made for this corpus (a loaded export has no corpus)
         resolve_tokenizers(config.get("retrievers") or {}, "retrievers", data)
         bundled = _bundle_models(config, staging)
@@ -432,6 +436,7 @@ def export_pipeline(
             "bundled_models": bundled,
             "bundled_files": files,
             "levels": levels,
+            "sources": parts,
             "endpoints": endpoints,
             "versions": package_versions(),
         }
@@ -490,7 +495,8 @@ def _save_levels(
 ) -> dict[str, dict[str, Any]]:
     """Each fallback level's corpus (when it has its own: ``levels/<name>/chunks.json.gz``) and
     indexes (``levels/<name>/indexes/<retriever>/``; a retriever configured as the main
-    pipeline's of the same name over the main corpus reuses ``indexes/<retriever>``). The
+    pipeline's of the same name over the main corpus reuses ``indexes/<retriever>``; over routed
+    sources a level without its own corpus searches every source's chunks: its own indexes). The
     level's ``corpus`` setting becomes its folder in the export. Returns what the loader reads:
     ``{level: {"corpus": relative folder or None, "indexes": {retriever: relative folder}}}``."""
     main_cfg = pipe.stage_configs.get("retrievers") or {}
@@ -503,7 +509,8 @@ def _save_levels(
         indexes: dict[str, str] = {}
         for name in sub.retrievers:
             same = (sub.stage_configs.get("retrievers") or {}).get(name) == main_cfg.get(name)
-            if level.corpus is None and same and name in pipe.retrievers:
+            searched = not isinstance(pipe, SourcesPipeline)  # the main corpus's indexes saved
+            if level.corpus is None and same and searched and name in pipe.retrievers:
                 indexes[name] = f"{INDEXES_DIR}/{name}"
         rest = [n for n in sub.retrievers if n not in indexes]
         if rest:
@@ -515,6 +522,31 @@ def _save_levels(
             corpus = rel
         config["fallback"]["levels"][level.name]["corpus"] = corpus
         out[level.name] = {"corpus": corpus, "indexes": indexes}
+    return out
+
+
+def _save_sources(
+    pipe: SourcesPipeline, config: dict[str, Any], staging: Path
+) -> dict[str, dict[str, Any]]:
+    """Each source's corpus (``sources/<name>/chunks.json.gz``) and indexes
+    (``sources/<name>/indexes/<retriever>/``); the source's ``corpus`` setting becomes its folder
+    in the export (its ``include`` patterns then pick nothing: the chunks are restored, not
+    parsed). Returns what the loader reads: ``{source: {"corpus": relative folder, "indexes":
+    {retriever: relative folder}}}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for source in pipe.sources:
+        plain_name(source.name, "source name")
+        sub = source.pipeline
+        for name in sub.retrievers:
+            plain_name(name, f"sources.corpora.{source.name}: retriever name")
+        rel = f"{SOURCES_DIR}/{source.name}"
+        _save_indexes(sub.retrievers, staging / rel / INDEXES_DIR)
+        _write_chunks(staging / rel / CHUNKS_FILE, list(sub.chunks.values()))
+        config["sources"]["corpora"][source.name]["corpus"] = rel
+        out[source.name] = {
+            "corpus": rel,
+            "indexes": {n: f"{rel}/{INDEXES_DIR}/{n}" for n in sub.retrievers},
+        }
     return out
 
 

@@ -46,6 +46,7 @@ from rag_lab.pipeline.build import build_pipeline, check_code_loading, check_tar
 from rag_lab.pipeline.fallback import FallbackPipeline
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.pipeline.scoring import answer_result, score_result
+from rag_lab.pipeline.sources import RoutedFallbackPipeline, SourcesPipeline
 from rag_lab.ranking import ranked
 from rag_lab.types import Chunk, chunk_from_dict
 
@@ -82,8 +83,9 @@ class ExportedPipeline:
 
     def _rows(self, scores: Mapping[str, float], k: int) -> list[dict[str, Any]]:
         out = []
+        chunks = self.pipeline.all_chunks  # a fallback level's or a source's chunks too
         for rank, cid in enumerate(ranked(scores)[:k], 1):
-            c = self.pipeline.chunks[cid]
+            c = chunks[cid]
             out.append(
                 {
                     "chunk_id": cid,
@@ -158,6 +160,17 @@ class ExportedPipeline:
         ``last_updated`` (``rag_lab.contract.age.source_date``) and the fallback ``level`` whose
         corpus holds it (``main`` for the main corpus)."""
         return sources(self.pipeline)
+
+    def knowledge_sources(self) -> dict[str, dict[str, Any]]:
+        """Over several routed sources: each source's retrievers and chunk count
+        (``{}`` for a pipeline over one corpus)."""
+        pipe = self.pipeline
+        if not isinstance(pipe, SourcesPipeline):
+            return {}
+        return {
+            s.name: {"retrievers": list(s.pipeline.retrievers), "n_chunks": len(s.pipeline.chunks)}
+            for s in pipe.sources
+        }
 
     def health(self, today: dt.date | None = None) -> dict[str, Any]:
         """Source health: the stale sources (older than ``age_rule`` allows for their type) and
@@ -250,7 +263,7 @@ def load_pipeline(
     if verify:
         _verify(root)
     export = raw.get("export") or {}
-    for section in ("bundled_models", "bundled_files", "levels", "endpoints"):
+    for section in ("bundled_models", "bundled_files", "levels", "sources", "endpoints"):
         if not isinstance(export.get(section) or {}, Mapping):
             raise ConfigError(f"{cfg_path}: export.{section} must be a mapping")
     apply_endpoints(raw, dict(endpoints or {}), str(cfg_path))
@@ -265,15 +278,33 @@ def load_pipeline(
             where = f"{cfg_path}: refusing to load: export.levels.{name}.corpus"
             folder = inside(root, str(level["corpus"]), where)
             _set_key(config, f"fallback.levels.{name}.corpus", str(folder))
+    parts = export.get("sources") or {}
+    if parts and not raw.get("sources"):
+        raise ConfigError(f"{cfg_path}: refusing to load: export.sources without a sources config")
+    for name, part in parts.items():
+        if isinstance(part, Mapping) and part.get("corpus"):
+            where = f"{cfg_path}: refusing to load: export.sources.{name}.corpus"
+            folder = inside(root, str(part["corpus"]), where)
+            _set_key(config, f"sources.corpora.{name}.corpus", str(folder))
     pipe = build_pipeline(config)  # cache.dir absent: no stage cache
-    chunks = _read_chunks(root / CHUNKS_FILE)
+    chunks = _read_chunks(root / CHUNKS_FILE, cfg_path)
     indexes = {
         name: inside(root, f"{INDEXES_DIR}/{name}", f"{cfg_path}: index of retriever {name!r}")
         for name in pipe.retrievers
     }
     try:
-        if isinstance(pipe, FallbackPipeline):
-            pipe.restore(chunks, indexes, _levels(root, cfg_path, levels))
+        saved_levels = _levels(root, cfg_path, levels, "levels")
+        if isinstance(pipe, SourcesPipeline):
+            saved = _levels(root, cfg_path, parts, "sources")
+            own = {n: (c, d) for n, (c, d) in saved.items() if c is not None}
+            if len(own) != len(saved):
+                raise ConfigError(f"{cfg_path}: export.sources: every source needs its corpus")
+            if isinstance(pipe, RoutedFallbackPipeline):
+                pipe.restore(chunks, indexes, saved_levels, sources=own)
+            else:
+                pipe.restore(chunks, indexes, sources=own)
+        elif isinstance(pipe, FallbackPipeline):
+            pipe.restore(chunks, indexes, saved_levels)
         else:
             pipe.restore(chunks, indexes)
     except ConfigError as exc:
@@ -294,22 +325,39 @@ def _upgrade(raw: dict[str, Any], cfg_path: Path) -> dict[str, Any]:
     return raw
 
 
-def _read_chunks(path: Path) -> list[Chunk]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [chunk_from_dict(d) for d in json.load(fh)]
+def _read_chunks(path: Path, where: Path | str) -> list[Chunk]:
+    """The chunks saved at ``path``; ``ConfigError`` naming it (and ``where``, the file that
+    pointed at it) when it is missing or not a gzipped JSON list of chunks (an export loaded
+    with ``verify=False`` may have lost or changed it)."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            rows = json.load(fh)
+        if not isinstance(rows, list):
+            raise ValueError("not a list")
+        return [chunk_from_dict(d) for d in rows]
+    except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ConfigError(
+            f"{where}: refusing to load: {path} is not a saved chunk list "
+            f"({type(exc).__name__}: {' '.join(str(exc).split())[:80]})"
+        ) from None
 
 
 def _levels(
-    root: Path, cfg_path: Path, levels: Mapping[str, Any]
+    root: Path, cfg_path: Path, levels: Mapping[str, Any], section: str
 ) -> dict[str, tuple[list[Chunk] | None, dict[str, Path]]]:
-    """Each fallback level's saved corpus (None: the main one) and index folders."""
+    """Each fallback level's (``section`` ``levels``) or routed source's (``sources``) saved
+    corpus (None: the main one) and index folders."""
     out: dict[str, tuple[list[Chunk] | None, dict[str, Path]]] = {}
     for name, level in levels.items():
-        where = f"{cfg_path}: refusing to load: export.levels.{name}"
+        where = f"{cfg_path}: refusing to load: export.{section}.{name}"
         if not isinstance(level, Mapping) or not isinstance(level.get("indexes"), Mapping):
             raise ConfigError(f"{where}: expected corpus and indexes")
         corpus = level.get("corpus")
-        chunks = _read_chunks(inside(root, f"{corpus}/{CHUNKS_FILE}", where)) if corpus else None
+        chunks = (
+            _read_chunks(inside(root, f"{corpus}/{CHUNKS_FILE}", where), cfg_path)
+            if corpus
+            else None
+        )
         dirs = {
             str(r): inside(root, str(rel), f"{where}.indexes.{r}")
             for r, rel in level["indexes"].items()

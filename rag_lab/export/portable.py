@@ -42,6 +42,7 @@ STAGE_SECTIONS = (
     "reranker",
     "postprocess",
     "fallback",
+    "sources",
     "context",
     "generator",
     "judge",

@@ -30,6 +30,7 @@ from rag_lab.contract.age import AgeRule, source_date
 from rag_lab.errors import ConfigError
 from rag_lab.pipeline.fallback import FallbackPipeline
 from rag_lab.pipeline.pipeline import Pipeline
+from rag_lab.pipeline.sources import SourcesPipeline
 from rag_lab.protocols import ChunkAssessing, implements
 from rag_lab.ranking import ranked
 from rag_lab.types import Chunk
@@ -70,7 +71,9 @@ class Flags:
     pipeline itself; ``None`` without a chain); ``no_trustworthy_result``: nothing was returned,
     the chain refused, every chunk fell below the credibility threshold, or the filters matched
     nothing; ``stale_sources``: documents among the chunks whose source is stale;
-    ``filtered_out``: chunks the request's filters removed from the ranking."""
+    ``filtered_out``: chunks the request's filters removed from the ranking; ``route`` /
+    ``sources``: over several routed sources (``sources=rules``), what decided the query's route
+    (a rule's name, ``default``, ``llm``) and the sources searched (``None`` / ``[]`` without)."""
 
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     fallback_level: int | None = None
@@ -78,6 +81,8 @@ class Flags:
     no_trustworthy_result: bool = False
     stale_sources: list[str] = field(default_factory=list)
     filtered_out: int = 0
+    route: str | None = None
+    sources: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,8 @@ class SearchResult:
                 "no_trustworthy_result": f.no_trustworthy_result,
                 "stale_sources": f.stale_sources,
                 "filtered_out": f.filtered_out,
+                "route": f.route,
+                "sources": f.sources,
             },
             "timings_ms": self.timings_ms,
         }
@@ -202,6 +209,7 @@ def search(
         if set(pair.get("chunks", [])) <= returned
     ]
     level = result.fallback_level.get(QUERY_ID) if result.fallback_level else None
+    routing = result.routes.get(QUERY_ID)
     names = pipe.chain.names() if isinstance(pipe, FallbackPipeline) and pipe.chain else []
     refused = level is not None and level == len(names) - 1
     trust = min((float(s.threshold) for s in assessors), default=-math.inf)
@@ -217,6 +225,8 @@ def search(
         no_trustworthy_result=not hits or refused or below,
         stale_sources=sorted({h.doc_id for h in hits if h.stale}),
         filtered_out=len(order) - len(kept),
+        route=routing.route if routing is not None else None,
+        sources=list(routing.sources) if routing is not None else [],
     )
     timings = {name: round(1000 * s, 3) for name, s in result.seconds.items()}
     return SearchResult(query, int(k), hits, flags, timings)
@@ -270,12 +280,19 @@ def hit_columns(hits: Sequence[Hit]) -> list[dict[str, Any]]:
 def sources(pipe: Pipeline) -> list[dict[str, Any]]:
     """Every document ``pipe`` can return, once: ``doc_id``, ``source``, ``source_type``,
     ``last_updated`` (``rag_lab.contract.age.source_date``) and the fallback ``level`` whose corpus
-    holds it (``main``: the main corpus). What an export records in ``sources.json``."""
-    corpora: list[tuple[str, Mapping[str, Chunk]]] = [("main", pipe.chunks)]
+    holds it (``main``: the main corpus); over several routed sources, ``knowledge_source``: the
+    source holding it. What an export records in ``sources.json``."""
+    corpora: list[tuple[str, str | None, Mapping[str, Chunk]]] = []
+    if isinstance(pipe, SourcesPipeline):
+        corpora += [("main", s.name, s.pipeline.chunks) for s in pipe.sources]
+    else:
+        corpora.append(("main", None, pipe.chunks))
     if isinstance(pipe, FallbackPipeline):
-        corpora += [(lv.name, lv.pipeline.chunks) for lv in pipe.levels if lv.corpus is not None]
+        corpora += [
+            (lv.name, None, lv.pipeline.chunks) for lv in pipe.levels if lv.corpus is not None
+        ]
     out: dict[str, dict[str, Any]] = {}
-    for level, chunks in corpora:
+    for level, owner, chunks in corpora:
         for chunk in chunks.values():
             if chunk.doc_id in out:
                 continue
@@ -287,4 +304,6 @@ def sources(pipe: Pipeline) -> list[dict[str, Any]]:
                 "last_updated": None if date is None else date.isoformat(),
                 "level": level,
             }
+            if owner is not None:
+                out[chunk.doc_id]["knowledge_source"] = owner
     return sorted(out.values(), key=lambda s: s["doc_id"])

@@ -24,7 +24,7 @@ from rag_lab.paths import CONFIG_DIR
 from rag_lab.pipeline.answers import JudgedAnswers
 from rag_lab.pipeline.fallback import FallbackChain, FallbackLevel, FallbackPipeline, acceptance
 from rag_lab.pipeline.pipeline import Pipeline
-from rag_lab.pipeline.sources import Merge, Source, SourcesPipeline
+from rag_lab.pipeline.sources import Merge, RoutedFallbackPipeline, Source, SourcesPipeline
 from rag_lab.validate import OptionError, boolean, choice
 
 log = logging.getLogger(__name__)
@@ -461,10 +461,6 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
         raise ConfigError("missing setting evaluation.retrieve_k")
     chain = build_fallback(cfg)
     routed = build_sources(cfg, data)
-    if chain is not None and routed is not None:
-        raise ConfigError(
-            "sources and fallback together are not supported: choose sources=... or fallback=..."
-        )
     stages: dict[str, Any] = {
         "parser": parser,
         "chunker": chunker,
@@ -484,13 +480,20 @@ def build_pipeline(cfg: DictConfig, data: Any | None = None) -> Pipeline:
         "access": access,
     }
     pipe: Pipeline
-    if routed is not None:
+    gate = None
+    if chain is not None and chain.judged:  # a level is kept only when its answer is faithful
+        gate = build_answer_check(cfg, stages["cache"])
+    if routed is not None and chain is not None:  # the chain after the routed merge
+        router, sources, merging = routed
+        pipe = RoutedFallbackPipeline(
+            **stages, router=router, sources=sources, merging=merging, chain=chain, answers=gate
+        )
+    elif routed is not None:
         router, sources, merging = routed
         pipe = SourcesPipeline(**stages, router=router, sources=sources, merging=merging)
     elif chain is None:
         pipe = Pipeline(**stages)
-    else:  # the judge gate: a level is kept only when the answer written from it is faithful
-        gate = build_answer_check(cfg, stages["cache"]) if chain.judged else None
+    else:
         pipe = FallbackPipeline(**stages, chain=chain, answers=gate)
     log.info(
         "pipeline: parser=%s chunker=%s query_transforms=%s retrievers=%s fusion=%s postprocess=%s",
@@ -595,6 +598,7 @@ def build_fallback(cfg: DictConfig) -> FallbackChain | None:
         raise ConfigError(f"fallback: unknown key(s) {', '.join(unknown)} (known: accept, levels)")
     main: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     main.pop("fallback", None)
+    main.pop("sources", None)  # a level searches without routing (RoutedFallbackPipeline)
     levels = []
     for name, level in (node.get("levels") or {}).items():
         where = f"fallback.levels.{name}"
@@ -671,10 +675,11 @@ def build_sources(
         raise ConfigError(
             f"sources.merge: expected a mapping (method, k, weights), got {merge_node!r}"
         )
-    bad = sorted(set(merge_node) - {"method", "k", "weights"})
+    bad = sorted(set(merge_node) - {"method", "k", "weights", "route_weights"})
     if bad:
         raise ConfigError(
-            f"sources.merge: unknown key(s) {', '.join(bad)} (known: k, method, weights)"
+            f"sources.merge: unknown key(s) {', '.join(bad)} "
+            "(known: k, method, route_weights, weights)"
         )
     try:
         merging = Merge(**{k: v for k, v in merge_node.items() if v is not None})

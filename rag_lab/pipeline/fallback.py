@@ -297,13 +297,24 @@ class FallbackPipeline(Pipeline):
         if self.chain.probe is not None:  # the main corpus, under the main chunks' cache key
             self.chain.probe.set_chunks(list(self.chunks.values()), self.chunks_key)
 
+    def searched_corpus(self) -> tuple[dict[str, Chunk], str]:
+        """The chunks a level without its own corpus searches, and their cache key: the main
+        corpus (over routed sources: every source's chunks, ``RoutedFallbackPipeline``)."""
+        return self.chunks, self.chunks_key
+
+    def clashes(self, chunks: Mapping[str, Chunk]) -> list[str]:
+        """The ids of a level's own ``chunks`` that the searched corpus also holds (refused: an
+        id names one chunk)."""
+        return sorted(set(chunks) & set(self.searched_corpus()[0]))
+
     def _load_level(self, level: FallbackLevel, on_empty: str) -> None:
-        """A level's corpus: the main chunks (and their cache key, so the level's runs share the
-        main pipeline's keys) or its own folder, parsed and chunked through the cache like the
-        main corpus; its chunk ids must not collide with the main corpus's."""
+        """A level's corpus: the searched chunks (and their cache key, so the level's runs share
+        the main pipeline's keys) or its own folder, parsed and chunked through the cache like
+        the main corpus; its chunk ids must not collide with the searched corpus's."""
         sub = level.pipeline
         if level.corpus is None:
-            sub.set_chunks(list(self.chunks.values()), self.chunks_key)
+            chunks, key = self.searched_corpus()
+            sub.set_chunks(list(chunks.values()), key)
             return
         root = Path(level.corpus)
         # listed as a dataset's corpus folder: links out of it, hidden files left out, counted
@@ -313,7 +324,7 @@ class FallbackPipeline(Pipeline):
             raise ConfigError(f"fallback.levels.{level.name}.corpus: no files in {root}")
         left_out = [(str(p), why) for p, why in listing.left_out]
         sub.load_corpus(files, root, fingerprint(files, root=root), on_empty, left_out)
-        clash = sorted(set(sub.chunks) & set(self.chunks))
+        clash = self.clashes(sub.chunks)
         if clash:
             raise ConfigError(
                 f"fallback.levels.{level.name}.corpus: {len(clash)} chunk id(s) also in the main "
@@ -329,9 +340,10 @@ class FallbackPipeline(Pipeline):
         if gate is None:
             return None
 
+        every = self.all_chunks  # chunk ids are unique across the levels (``clashes``)
+
         def answer_ok(level: FallbackLevel | None, qid: str, run: Mapping[str, float]) -> bool:
-            chunks = self.chunks if level is None or level.corpus is None else level.pipeline.chunks
-            top = [chunks[c] for c in ranked(run) if c in chunks]
+            top = [every[c] for c in ranked(run) if c in every]
             return gate.accepts("main" if level is None else level.name, queries[qid], top)
 
         return answer_ok
@@ -354,6 +366,13 @@ class FallbackPipeline(Pipeline):
     ) -> None:
         """The main corpus and indexes, then each level's: ``levels[name]`` is ``(its own chunks,
         or None for the main ones; its retrievers' index folders)`` (an export carries them)."""
+        saved = self._check_saved(levels)
+        super().restore(chunks, index_dirs)
+        self._restore_levels(saved)
+
+    def _check_saved(
+        self, levels: Mapping[str, tuple[Sequence[Chunk] | None, Mapping[str, Path]]] | None
+    ) -> dict[str, tuple[Sequence[Chunk] | None, Mapping[str, Path]]]:
         levels = dict(levels or {})
         for level in self.levels:
             if level.name not in levels:
@@ -363,11 +382,32 @@ class FallbackPipeline(Pipeline):
                     f"fallback.levels.{level.name}: its saved corpus does not match its config "
                     f"({'no own' if levels[level.name][0] is None else 'an own'} corpus saved)"
                 )
-        super().restore(chunks, index_dirs)
+        return levels
+
+    def _restore_levels(
+        self, levels: Mapping[str, tuple[Sequence[Chunk] | None, Mapping[str, Path]]]
+    ) -> None:
+        """Each level's corpus and indexes, once the pipeline's own are restored."""
+        searched = list(self.searched_corpus()[0].values())
         for level in self.levels:
             own, dirs = levels[level.name]
-            level.pipeline.restore(list(self.chunks.values()) if own is None else own, dirs)
+            level.pipeline.restore(searched if own is None else own, dirs)
         self._load_probe()  # indexed on first use
+
+    def judged(
+        self,
+        result: RetrievalResult,
+        queries: Mapping[str, str],
+        k: int,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None,
+    ) -> RetrievalResult:
+        """What level 0's acceptance reads: the pipeline's own result, with the probe's runs
+        when level 0 is judged on a retriever it does not have."""
+        assert self.chain is not None
+        if self.chain.probe is None:
+            return result
+        probe = self.chain.probe.run(queries, k, 0, query_metadata)
+        return replace(result, runs=MappingProxyType({**probe.runs, **result.runs}))
 
     def _run(
         self,
@@ -389,10 +429,7 @@ class FallbackPipeline(Pipeline):
             level_results[level.name] = level.pipeline.run(queries, k, 0, query_metadata)
             return level_results[level.name]
 
-        judged = result
-        if self.chain.probe is not None:  # level 0 judged on a retriever it does not have
-            probe = self.chain.probe.run(queries, k, 0, query_metadata)
-            judged = replace(result, runs=MappingProxyType({**probe.runs, **result.runs}))
+        judged = self.judged(result, queries, k, query_metadata)
         chain = self.chain.resolve(judged, run_level, list(queries), self._answer_ok(queries))
         # a level's own stage stats are kept under its name; the chain's counters as fallback/...
         stats = dict(result.stats)
@@ -429,4 +466,6 @@ class FallbackPipeline(Pipeline):
             annotations=MappingProxyType(notes),
             windows=MappingProxyType({**result.windows, "fallback": (w0, time.time_ns())}),
             retriever_ms=result.retriever_ms,
+            routes=result.routes,  # over routed sources: level 0's routing
+            source_runs=result.source_runs,
         )

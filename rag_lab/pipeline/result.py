@@ -31,7 +31,9 @@ class RetrievalResult:
     the timed queries (the parts of ``latency_ms``).
     Over several sources (``sources=rules``, ``rag_lab.pipeline.sources``): ``routes`` is each
     query's routing (the route that decided and the sources searched; ``{}`` otherwise) and
-    ``source_runs`` each source's own final run over every query.
+    ``source_runs`` each source's own final run over every query; ``raw_runs``, with a fallback
+    chain after the sources (``RoutedFallbackPipeline``), each stage's runs merged by raw score
+    (each chunk keeps its own source's score): what level 0's acceptance judges.
     """
 
     queries: Mapping[str, str]
@@ -52,3 +54,4 @@ class RetrievalResult:
     )
     routes: Mapping[str, Routing] = field(default_factory=lambda: MappingProxyType({}))
     source_runs: Mapping[str, Run] = field(default_factory=lambda: MappingProxyType({}))
+    raw_runs: Mapping[str, Run] = field(default_factory=lambda: MappingProxyType({}))

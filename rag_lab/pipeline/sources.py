@@ -19,9 +19,10 @@ carries each query's route and sources (``routes``) and each source's own run ov
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -30,12 +31,13 @@ from rag_lab.cache.fingerprints import fingerprint
 from rag_lab.errors import ConfigError
 from rag_lab.fusion.rrf import RRFFusion
 from rag_lab.io.files import CorpusFolder, list_corpus_folder
+from rag_lab.pipeline.fallback import FallbackPipeline
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.pipeline.result import RetrievalResult
 from rag_lab.protocols import CacheAware, Measured, implements
 from rag_lab.ranking import top_k
 from rag_lab.sources.base import Routing, SourceRouter
-from rag_lab.validate import choice, number
+from rag_lab.validate import OptionError, choice, number
 
 if TYPE_CHECKING:
     from rag_lab.types import Chunk, Run
@@ -73,36 +75,81 @@ class Source:
 class Merge:
     """How the runs of a query's sources become one: ``rrf`` (``Σ_s w_s / (k + rank_s)``; scale
     free, a single source keeps its order) or ``raw`` (each chunk keeps its source's score: for
-    sources whose scores share a scale). ``weights``: source name → weight (missing: 1)."""
+    sources whose scores share a scale). ``weights``: source name → weight (missing: 1).
+    ``route_weights``: route → {source: weight}, for the queries of that route in place of
+    ``weights``; a route of several rules (``equipment+history``) takes its own entry when there
+    is one, else, per source, the first of its rules (in rule order) that weighs that source."""
 
     method: str = "rrf"
     k: float = 60.0
     weights: Mapping[str, float] = field(default_factory=dict)
+    route_weights: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         choice(self.method, "method", MERGES)
         number(self.k, "k", ge=0)
         for name, w in self.weights.items():
             number(w, f"weights.{name}", ge=0)
+        if not isinstance(self.route_weights, Mapping):
+            raise OptionError("route_weights", self.route_weights, "must map routes to weights")
+        for route, table in self.route_weights.items():
+            if not isinstance(table, Mapping):
+                raise OptionError(f"route_weights.{route}", table, "must map sources to weights")
+            for name, w in table.items():
+                number(w, f"route_weights.{route}.{name}", ge=0)
+
+    def source_names(self) -> set[str]:
+        """Every source a weight names."""
+        return set(self.weights) | {s for t in self.route_weights.values() for s in t}
+
+    def weights_for(self, routing: Routing) -> dict[str, float]:
+        """Each of ``routing``'s sources' weight for its route (see the class docstring)."""
+        tables = [self.route_weights[routing.route]] if routing.route in self.route_weights else []
+        tables += [
+            self.route_weights[r] for r in routing.route.split("+") if r in self.route_weights
+        ]
+        out = {}
+        for s in routing.sources:
+            found = [t[s] for t in tables if s in t]
+            out[s] = float(found[0] if found else self.weights.get(s, 1.0))
+        return out
 
     def merge(self, runs: Mapping[str, Run], routes: Mapping[str, Routing], k: int) -> Run:
         """Each query's run from the runs of its routed sources (``runs``: source → run)."""
+        if self.method == "rrf" and self.route_weights:  # queries fused in groups of one weighing
+            groups: dict[tuple[tuple[str, float], ...], dict[str, Routing]] = {}
+            for qid, r in routes.items():
+                key = tuple(sorted(self.weights_for(r).items()))
+                groups.setdefault(key, {})[qid] = r
+            out: Run = {}
+            for key, members in groups.items():
+                out.update(self._rrf(runs, members, k, dict(key)))
+            return {q: out[q] for q in routes}
+        if self.method == "rrf":
+            return self._rrf(runs, routes, k, {s: float(w) for s, w in self.weights.items()})
+        out = {}
+        for qid, r in routes.items():
+            acc: dict[str, float] = {}
+            weights = self.weights_for(r)
+            for s in r.sources:
+                acc.update({c: weights[s] * v for c, v in runs.get(s, {}).get(qid, {}).items()})
+            out[qid] = top_k(acc, k)
+        return out
+
+    def _rrf(
+        self,
+        runs: Mapping[str, Run],
+        routes: Mapping[str, Routing],
+        k: int,
+        weights: dict[str, float],
+    ) -> Run:
         parts = {
             s: {q: run[q] for q, r in routes.items() if s in r.sources and q in run}
             for s, run in runs.items()
         }
-        if self.method == "rrf":
-            weights = {s: float(w) for s, w in self.weights.items() if s in parts}
-            fused = RRFFusion(self.k, weights).fuse(parts, k)
-            return {q: fused.get(q, {}) for q in routes}
-        out: Run = {}
-        for qid, r in routes.items():
-            acc: dict[str, float] = {}
-            for s in r.sources:
-                w = float(self.weights.get(s, 1.0))
-                acc.update({c: w * v for c, v in parts.get(s, {}).get(qid, {}).items()})
-            out[qid] = top_k(acc, k)
-        return out
+        used = {s: w for s, w in weights.items() if s in parts}
+        fused = RRFFusion(self.k, used).fuse(parts, k)
+        return {q: fused.get(q, {}) for q in routes}
 
 
 @dataclass
@@ -113,6 +160,7 @@ class SourcesPipeline(Pipeline):
     router: SourceRouter | None = None
     sources: list[Source] = field(default_factory=list)
     merging: Merge = field(default_factory=Merge)
+    keep_raw: bool = field(default=False, init=False)  # raw_runs too (a fallback chain reads them)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -125,9 +173,16 @@ class SourcesPipeline(Pipeline):
                 f"sources: the router names {', '.join(unknown)}, not a source of the run "
                 f"(sources: {', '.join(names)})"
             )
-        bad = sorted(set(self.merging.weights) - set(names))
+        bad = sorted(self.merging.source_names() - set(names))
         if bad:
-            raise ConfigError(f"sources.merge.weights: {', '.join(bad)} is not a source")
+            raise ConfigError(f"sources.merge: weights of {', '.join(bad)}, not a source")
+        known = self.router.routes()
+        for route in self.merging.route_weights:
+            if not set(str(route).split("+")) <= known:
+                raise ConfigError(
+                    f"sources.merge.route_weights.{route}: not a route of the router "
+                    f"(routes: {', '.join(sorted(known))}; several rules join with +)"
+                )
         if self.cache is not None and isinstance(self.router, CacheAware):  # an LLM router
             self.router.attach_cache(self.cache.view(self.router.cache_namespace))
 
@@ -196,8 +251,42 @@ class SourcesPipeline(Pipeline):
         for source in self.sources:
             source.pipeline.index_all()
 
-    def restore(self, chunks: Sequence[Chunk], index_dirs: Mapping[str, Path]) -> None:
-        raise ConfigError("sources: a pipeline over several sources cannot be restored (export)")
+    def restore(
+        self,
+        chunks: Sequence[Chunk],
+        index_dirs: Mapping[str, Path],
+        *,
+        sources: Mapping[str, tuple[Sequence[Chunk], Mapping[str, Path]]] | None = None,
+    ) -> None:
+        """Each source's chunks and index folders (``sources[name]``; an export carries them),
+        then ``chunks`` as the main corpus: every source's chunks, what a run can return. The
+        main retrievers are never searched, so ``index_dirs`` is not read. ``ConfigError`` when a
+        source has nothing saved, something saved is no source of the config, a source's index
+        does not match its chunks or two sources hold the same chunk id."""
+        saved = dict(sources or {})
+        for name in self.names:
+            if name not in saved:
+                raise ConfigError(f"sources.corpora.{name}: no saved corpus or indexes")
+        extra = sorted(set(saved) - set(self.names))
+        if extra:
+            raise ConfigError(f"sources: {', '.join(extra)} saved, but not a source of the config")
+        owner: dict[str, str] = {}
+        for source in self.sources:
+            own, dirs = saved[source.name]
+            try:
+                source.pipeline.restore(own, dirs)
+            except ConfigError as exc:
+                raise ConfigError(f"sources.corpora.{source.name}: {exc}") from None
+            for cid in source.pipeline.chunks:
+                if cid in owner:
+                    raise ConfigError(
+                        f"sources.corpora.{source.name}: chunk id {cid} is also in source "
+                        f"{owner[cid]}"
+                    )
+                owner[cid] = source.name
+        if set(owner) != {c.chunk_id for c in chunks}:
+            raise ConfigError("sources: the saved chunks are not the sources' chunks")
+        self.set_chunks(chunks)  # never indexed: the sources are searched, not the main corpus
 
     def _run(
         self,
@@ -224,6 +313,13 @@ class SourcesPipeline(Pipeline):
             for n in shared
         }
         runs[MERGED] = self.merging.merge({s: r.final for s, r in results.items()}, routes, k)
+        raw: dict[str, Run] = {}
+        if self.keep_raw:  # a fallback chain judges each stage in its sources' own scores
+            plain = Merge(method="raw")
+            raw = {
+                n: plain.merge({s: r.runs[n] for s, r in results.items()}, routes, k)
+                for n in shared
+            }
         merge_seconds = time.perf_counter() - t1
         n = max(len(queries), 1)
         overhead = 1000 * (route_seconds + merge_seconds) / n
@@ -293,4 +389,73 @@ class SourcesPipeline(Pipeline):
             retriever_ms=MappingProxyType(retriever_ms),
             routes=MappingProxyType(routes),
             source_runs=MappingProxyType({s: r.final for s, r in results.items()}),
+            raw_runs=MappingProxyType(raw),
         )
+
+
+@dataclass
+class RoutedFallbackPipeline(FallbackPipeline, SourcesPipeline):
+    """Routed sources with a fallback chain after them (``sources=...`` with ``fallback=...``).
+
+    Level 0 is the routed run: each query searched in its routed sources, merged. Its acceptance
+    judges a stage (``accept.stage``: ``bm25``) by each chunk's score in its own source
+    (``raw_runs``: a raw threshold keeps its units whatever the merge), and ``stage: null`` the
+    merged run. A query level 0 refuses goes down the chain like any other: a level without its
+    own corpus searches every source's chunks (the routing dropped: what the query's sources
+    missed may be in another), a level with its own corpus searches that (a chunk id it shares
+    with a source must be the same chunk: a level over a source's own folder is allowed). Level
+    0 cannot be judged on a retriever the sources lack (no probe: refused)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        assert self.chain is not None
+        if self.chain.probe is not None:
+            raise ConfigError(
+                f"fallback.accept.stage: {self.chain.accept.stage} is not a retriever of the "
+                "sources: with sources=..., level 0 judges a stage the sources run (or null)"
+            )
+        self.keep_raw = True
+
+    def searched_corpus(self) -> tuple[dict[str, Chunk], str]:
+        chunks: dict[str, Chunk] = {}
+        for source in self.sources:
+            chunks.update(source.pipeline.chunks)
+        keys = [s.pipeline.chunks_key for s in self.sources]
+        # the cache key of the union: its sources' keys (none when one is uncached)
+        key = hashlib.sha256("+".join(keys).encode()).hexdigest()[:32] if all(keys) else ""
+        return chunks, key
+
+    def clashes(self, chunks: Mapping[str, Chunk]) -> list[str]:
+        searched = self.searched_corpus()[0]
+        return sorted(c for c in set(chunks) & set(searched) if chunks[c] != searched[c])
+
+    @property
+    def all_chunks(self) -> dict[str, Chunk]:
+        out = self.searched_corpus()[0]
+        for level in self.levels:
+            if level.corpus is not None:
+                out.update(level.pipeline.chunks)
+        return out
+
+    def restore(
+        self,
+        chunks: Sequence[Chunk],
+        index_dirs: Mapping[str, Path],
+        levels: Mapping[str, tuple[Sequence[Chunk] | None, Mapping[str, Path]]] | None = None,
+        *,
+        sources: Mapping[str, tuple[Sequence[Chunk], Mapping[str, Path]]] | None = None,
+    ) -> None:
+        """The sources (``SourcesPipeline.restore``: ``chunks`` are every source's), then the
+        levels."""
+        saved = self._check_saved(levels)
+        SourcesPipeline.restore(self, chunks, index_dirs, sources=sources)
+        self._restore_levels(saved)
+
+    def judged(
+        self,
+        result: RetrievalResult,
+        queries: Mapping[str, str],
+        k: int,
+        query_metadata: Mapping[str, Mapping[str, Any]] | None,
+    ) -> RetrievalResult:
+        return replace(result, runs=MappingProxyType({**result.runs, **result.raw_runs}))

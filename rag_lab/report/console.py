@@ -188,11 +188,14 @@ def show_run(
     sys.stdout.flush()
 
 
-def show_tracking(cfg: Any, run_id: str, where: str = "") -> None:
-    """The run's MLflow id (``  mlflow run: <id> (<uri>)``); a multirun job's one line has no
-    room for it (the id is in the job folder's ``mlflow_run_id``)."""
+def show_tracking(cfg: Any, run_id: str, where: str = "", page: str | None = None) -> None:
+    """The run's MLflow id (``  mlflow run: <id> (<uri>)``) and, on a server, the link to its
+    experiment's runs with the headline columns (``  mlflow runs: <url>``); a multirun job's one
+    line has no room for them (the id is in the job folder's ``mlflow_run_id``)."""
     if _one_line(cfg) is None:
         print(f"  mlflow run: {run_id} ({where})")
+        if page:
+            print(f"  mlflow runs: {page}")
 
 
 # -- logs ------------------------------------------------------------------------------------

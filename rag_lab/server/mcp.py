@@ -15,7 +15,8 @@ from rag_lab.server.service import KnowledgeService
 INSTRUCTIONS = (
     "A knowledge base of documents (manuals, tickets, standards). search_knowledge returns the "
     "best chunks for a question with their source, version, validity dates and section type, "
-    "and flags: conflicts between sources, the fallback level that answered, stale sources and "
+    "and flags: conflicts between sources, the fallback level that answered, the route and the "
+    "knowledge sources searched (when the export routes queries), stale sources and "
     "no_trustworthy_result. Cite chunk_id; prefer fresh, credible, non-conflicting chunks."
 )
 

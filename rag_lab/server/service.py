@@ -158,6 +158,7 @@ class KnowledgeService:
             "corpus_fingerprint": export.get("corpus_fingerprint"),
             "n_chunks": len(pipe.all_chunks),
             "retrievers": list(pipe.retrievers),
+            "sources": self.exported.knowledge_sources(),
             "postprocess": list(pipe.postprocessors),
             "retrieve_k": pipe.retrieve_k,
             "k_max": self.settings.k_max,

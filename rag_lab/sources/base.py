@@ -25,8 +25,13 @@ class SourceRouter(Protocol):
     its ``queries.jsonl`` metadata), a non-empty subset of ``sources`` (every source of the run,
     in config order) to search; the pipeline searches only those and merges their runs.
     ``names()`` is every source the router may name, checked against the run's sources before
-    anything is retrieved."""
+    anything is retrieved; ``routes()`` every route it may give."""
 
     def route(self, text: str, metadata: Mapping[str, Any], sources: Sequence[str]) -> Routing: ...
 
     def names(self) -> set[str]: ...
+
+    def routes(self) -> set[str]:
+        """Every route name ``route`` may give (rule names, ``default``, ...): what per-route
+        merge weights may name (a route of several rules joins theirs with ``+``)."""
+        ...

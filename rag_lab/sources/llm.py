@@ -1,6 +1,10 @@
 """The LLM router, rules first: a query a rule takes is routed by the rule (no call); the others
 are routed by the generator's model, shown each source's description, whose reply names the
 sources to search. An unusable reply (no source name in it) searches the rules' default sources.
+A line of the reply that copies the prompt's list (a source's description, or ``name:`` and the
+start of its description) is not the model's choice: its names do not count. A small model
+often echoes the list (SmolLM2-135M did for 10 of the sample's 19 queries), and the echo named
+every source it had room to repeat.
 
 The call goes through an LLM generator (``openai``, ``transformers``) like the LLM query
 transforms (``rag_lab.query_transforms._helper.LLMStage``): cached in the stage cache
@@ -13,13 +17,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rag_lab.errors import ConfigError
-from rag_lab.query_transforms._helper import LLMStage, messages
+from rag_lab.query_transforms._helper import LLMStage, clean_line, messages
 from rag_lab.sources.base import DEFAULT_ROUTE, Routing
 from rag_lab.sources.rules import RuleRouter
 from rag_lab.validate import OptionError
 
 LLM_ROUTE = "llm"  # the route of a query the model routed
 UNPARSED_ROUTE = "llm_unparsed"  # the model's reply named no source: the default sources
+_ECHO_OPENING = 24  # characters of a description whose copy in a reply marks an echoed line
+_ECHO_MIN = 12  # shorter descriptions are matched only as ``name: description``
 
 SYSTEM = (
     "You route questions from a maintenance shop floor to the knowledge sources that can answer "
@@ -67,6 +73,9 @@ class LLMRouter(LLMStage):
     def names(self) -> set[str]:
         return set(self.descriptions) | self.rules.names()
 
+    def routes(self) -> set[str]:
+        return self.rules.routes() | {LLM_ROUTE, UNPARSED_ROUTE}
+
     def route(self, text: str, metadata: Mapping[str, Any], sources: Sequence[str]) -> Routing:
         first = self.rules.route(text, metadata, sources)
         if first.route != DEFAULT_ROUTE:
@@ -74,6 +83,24 @@ class LLMRouter(LLMStage):
         self.saw({text: text})
         shown = "\n".join(f"- {s}: {self.descriptions.get(s, s)}" for s in sources)
         reply = self.ask(messages(SYSTEM, USER.format(sources=shown, query=text)))
-        words = {w.lower() for w in re.findall(r"[\w-]+", reply)}
+        chosen = "\n".join(line for line in reply.splitlines() if not self._echoes(line, sources))
+        words = {w.lower() for w in re.findall(r"[\w-]+", chosen)}
         picked = tuple(s for s in sources if s.lower() in words)
         return Routing(LLM_ROUTE, picked) if picked else Routing(UNPARSED_ROUTE, first.sources)
+
+    def _echoes(self, line: str, sources: Sequence[str]) -> bool:
+        """Whether ``line`` copies the list shown to the model: it holds the opening of a
+        source's description (its first 24 characters; descriptions of 12 or more), or is
+        ``name: `` followed by the start of that name's description (a copy cut short)."""
+        said = " ".join(clean_line(line).lower().split())
+        for name in sources:
+            desc = " ".join(self.descriptions.get(name, "").lower().split())
+            if not desc:
+                continue
+            if len(desc) >= _ECHO_MIN and desc[:_ECHO_OPENING] in said:
+                return True
+            label = f"{name.lower()}:"
+            rest = said[len(label) :].strip() if said.startswith(label) else ""
+            if rest and desc.startswith(rest):
+                return True
+        return False

@@ -86,6 +86,9 @@ class RuleRouter:
     def names(self) -> set[str]:
         return {s for r in self.rules for s in r.sources} | set(self.default or ())
 
+    def routes(self) -> set[str]:
+        return {r.name for r in self.rules} | {DEFAULT_ROUTE}
+
     def route(self, text: str, metadata: Mapping[str, Any], sources: Sequence[str]) -> Routing:
         taken = [r for r in self.rules if r.matches(text, metadata)]
         if self.combine == "first":

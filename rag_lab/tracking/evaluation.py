@@ -29,8 +29,10 @@ baselines and sweeps read that file. :func:`metrics_json_name` maps a key of a r
 (``1_quality/ndcg_at_10``) back to its name.
 
 The experiment gets MLflow's ``mlflow.experimentKind`` tag
-(``rag_lab.tracking.mlflow.EXPERIMENT_KIND``) when it has none, so MLflow's UI opens it on its
-runs, not on an empty GenAI overview.
+(``rag_lab.tracking.mlflow.EXPERIMENT_KIND``) and rag_lab's saved view of its runs table (the
+headline metrics as its first columns, ``rag_lab.tracking.mlflow.RUNS_VIEW_TAG``) when it has
+none; on a server, ``evaluate`` prints the link that opens the runs in that view (:func:`page_url`;
+MLflow 3.17's UI otherwise lands on its GenAI overview, with no metric column on the runs).
 """
 
 from __future__ import annotations
@@ -403,6 +405,13 @@ def log_evaluation(
         run.log_table(metrics_table(metrics, logged), METRICS_TABLE_FILE)
         run.log_table(preview_table(table), TABLE_FILE)
     run.log_artifacts(_artifacts(out_dir))
+
+
+def page_url(run: TrackedRun) -> str | None:
+    """Where a person opens the run's experiment (a server's UI; ``None`` for a sqlite store)."""
+    from rag_lab.protocols import Browsable
+
+    return run.page_url() if isinstance(run, Browsable) else None
 
 
 class PendingTraces:

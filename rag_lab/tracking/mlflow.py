@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag_lab.metrics.names import logged_keys, metric_key
+from rag_lab.metrics.names import HEADLINE, higher_is_better, logged_keys, metric_key
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,6 +48,52 @@ STATUSES = ("FINISHED", "FAILED", "KILLED")
 # MLflow's experiment kind (the tag and value its UI sets): an experiment that has none opens on
 # its runs, not on MLflow 3's GenAI overview (which an experiment with traces gets by default)
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+# MLflow 3.17's UI ignores that tag: the browser's "workflow type" (GenAI by default) picks the
+# navigation, and its runs table shows no metric column until a user picks them. So an experiment
+# also gets a saved view of its runs table (the experiment tag MLflow's "Views" menu writes:
+# ``mlflow.sharedViewState.<id>``) with the headline metrics as the first columns, sorted by
+# ``ndcg_at_10``; :func:`runs_page_url` is the link that opens it as model training (printed by
+# ``rag-lab evaluate``; what tests/tracking/test_mlflow_ui.py opens in Chromium).
+RUNS_VIEW_ID = "rag_lab"
+RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW_ID}"
+RUNS_VIEW_NAME = "rag_lab headline"
+ML_WORKFLOW = "workflowType=machine_learning"  # the URL parameter of MLflow's workflow switch
+VIEW_COLUMN_PX = 125  # a headline column's width: its name (``noise_ratio_at_5``) unclipped
+
+
+def runs_view(columns: Sequence[str], sort: str) -> str:
+    """The value of :data:`RUNS_VIEW_TAG`: MLflow's saved-view envelope (``name``, ``createdAt``,
+    ``state``: the runs table's UI state as JSON) with the metric ``columns`` first, in this
+    order, and the runs sorted by ``sort``, best first."""
+    keys = [f"metrics.`{c}`" for c in columns]
+    state = {
+        "selectedColumns": [*keys, "attributes.`Dataset`"],
+        "columnOrder": ["attributes.`Run Name`", *keys, "runDateAndNestInfo", "duration"],
+        "columnWidths": dict.fromkeys(keys, VIEW_COLUMN_PX),
+        "orderByKey": f"metrics.`{sort}`",
+        "orderByAsc": not higher_is_better(sort),
+    }
+    return json.dumps(
+        {"name": RUNS_VIEW_NAME, "createdAt": int(time.time() * 1000), "state": json.dumps(state)}
+    )
+
+
+def runs_page_url(uri: str, experiment_id: str) -> str | None:
+    """The experiment's runs table in MLflow's UI at a server ``uri`` (``http[s]://``), in its
+    model-training navigation with :data:`RUNS_VIEW_TAG`'s view; ``None`` for a store without a
+    UI of its own (a sqlite file: ``mlflow ui`` serves it)."""
+    if not uri.startswith(("http://", "https://")):
+        return None
+    return (
+        f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs"
+        f"?{ML_WORKFLOW}&viewStateShareKey={RUNS_VIEW_ID}"
+    )
+
+
+def trace_page_url(uri: str, experiment_id: str, trace_id: str) -> str:
+    """One trace, opened in the experiment's Traces tab of MLflow's UI at the server ``uri``."""
+    base = f"{uri.rstrip('/')}/#/experiments/{experiment_id}/traces"
+    return f"{base}?{ML_WORKFLOW}&traceId={trace_id}"
 
 
 sanitize_key = metric_key  # the one sanitiser (rag_lab.metrics.names); kept under this name
@@ -433,7 +479,7 @@ class MlflowTracker:
                 return mlflow, mlflow.create_experiment(
                     self.experiment,
                     artifact_location=self._artifact_uri(),
-                    tags=dict([EXPERIMENT_KIND]),
+                    tags=dict([EXPERIMENT_KIND, (RUNS_VIEW_TAG, runs_view(HEADLINE, HEADLINE[0]))]),
                 )
             except MlflowException as exc:
                 # parallel jobs on a server (no store_lock there): another one created it first
@@ -442,8 +488,12 @@ class MlflowTracker:
                 exp = mlflow.get_experiment_by_name(self.experiment)
                 if exp is None:
                     raise
-        if EXPERIMENT_KIND[0] not in exp.tags:  # made before rag_lab set it (a user's choice stays)
+        # an experiment made before rag_lab set them gets them; a user's choice stays
+        if EXPERIMENT_KIND[0] not in exp.tags:
             mlflow.MlflowClient(self.uri).set_experiment_tag(exp.experiment_id, *EXPERIMENT_KIND)
+        if RUNS_VIEW_TAG not in exp.tags:
+            view = runs_view(HEADLINE, HEADLINE[0])
+            mlflow.MlflowClient(self.uri).set_experiment_tag(exp.experiment_id, RUNS_VIEW_TAG, view)
         return mlflow, exp.experiment_id
 
     def client(self) -> Any:
@@ -596,6 +646,10 @@ class MlflowRun:
     @property
     def uri(self) -> str:
         return self.tracker.uri
+
+    def page_url(self) -> str | None:
+        """The experiment's runs in MLflow's UI (:func:`runs_page_url`); ``None`` without one."""
+        return runs_page_url(self.uri, self.experiment_id)
 
     @contextmanager
     def _store(self, locked: bool) -> Iterator[None]:

@@ -115,18 +115,20 @@ def judge_source(judge_cfg: Mapping[str, Any] | None, version: str) -> str | Non
 
 def _documents(run: Mapping[str, float], chunks: Mapping[str, Chunk]) -> list[dict[str, Any]]:
     """The top :data:`TRACE_DOCS` of ``run`` as MLflow documents (``id``, ``page_content``,
-    ``metadata``: ``doc_uri`` = the document id, ``chunk_id``, ``score``, ``rank`` and the
-    chunk's own metadata)."""
+    ``metadata``: ``doc_uri`` = the document id, ``chunk_id``, ``rank``, ``score``, then the
+    chunk's own metadata). The ids lead: MLflow's trace view shows a document as its text and
+    the first metadata entry (the rest behind "+N"), so the first is the document id."""
     out = []
     for rank, cid in enumerate(ranked(run)[:TRACE_DOCS], 1):
         chunk = chunks.get(cid)
-        meta: dict[str, Any] = dict(chunk.metadata) if chunk is not None else {}
-        meta.update(
-            doc_uri=chunk.doc_id if chunk is not None else cid,
-            chunk_id=cid,
-            score=float(run[cid]),
-            rank=rank,
-        )
+        meta: dict[str, Any] = {
+            "doc_uri": chunk.doc_id if chunk is not None else cid,
+            "chunk_id": cid,
+            "rank": rank,
+            "score": float(run[cid]),
+        }
+        if chunk is not None:
+            meta.update((k, v) for k, v in chunk.metadata.items() if k not in meta)
         text = chunk.text[:TEXT_CHARS] if chunk is not None else ""
         out.append({"id": cid, "page_content": text, "metadata": meta})
     return out

@@ -91,6 +91,48 @@ def test_a_multirun_composes_the_primary_config_once_and_each_job_once(tmp_path)
     assert (plain["compositions"], patched["compositions"]) == (6, 3)
 
 
+def _run_app(conf: Path, mode: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", APP, str(conf), mode, *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+
+
+def test_a_run_composes_its_config_once(tmp_path):
+    conf = _app(tmp_path)
+    # (the app resolves Hydra's whole config: the sweep's folder has the time, its subdir the job
+    # number a run does not have)
+    sweep = [f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.sweep.subdir=0"]
+    args = ["model=large", "k=3", f"hydra.run.dir={tmp_path / 'run'}", *sweep]
+    plain = json.loads(_python(APP, str(conf), "plain", *args).splitlines()[-1])
+    patched = json.loads(_python(APP, str(conf), "patched", *args).splitlines()[-1])
+    assert patched["jobs"] == plain["jobs"]  # the task's and Hydra's config, mode RUN included
+    assert patched["jobs"][0]["hydra"]["mode"] == "RUN"
+    assert [(j["model"]["size"], j["k"]) for j in patched["jobs"]] == [(100, 3)]
+    assert (plain["compositions"], patched["compositions"]) == (2, 1)
+
+
+def test_a_run_hydra_refuses_is_still_refused(tmp_path):
+    """A sweep override without ``-m`` and a group left ``???`` compose in the mode probe (which
+    skips both) but not in a run: the run composes again and fails as Hydra's own does."""
+    conf = _app(tmp_path)
+    run_dir = f"hydra.run.dir={tmp_path / 'run'}"
+    subdir = "hydra.sweep.subdir=0"
+    sweep = [_run_app(conf, mode, "model=small,large", run_dir) for mode in ("plain", "patched")]
+    assert [p.returncode for p in sweep] == [1, 1]
+    assert "Ambiguous value for argument 'model=small,large'" in sweep[1].stderr
+    (conf / "app.yaml").write_text("defaults:\n  - model: ???\n  - _self_\nname: app\nk: 1\n")
+    missing = [_run_app(conf, mode, run_dir) for mode in ("plain", "patched")]
+    assert [p.returncode for p in missing] == [1, 1]
+    assert "You must specify 'model'" in missing[1].stderr
+    chosen = _python(APP, str(conf), "patched", "model=small", run_dir, subdir).splitlines()[-1]
+    chosen = json.loads(chosen)
+    assert chosen["compositions"] == 1 and chosen["jobs"][0]["model"]["size"] == 1
+
+
 def test_an_edited_yaml_file_is_parsed_again(tmp_path):
     conf = _app(tmp_path)
     code = textwrap.dedent(

@@ -14,7 +14,8 @@ from rag_lab.errors import ConfigError
 from rag_lab.evaluate import evaluate
 from rag_lab.export import export_pipeline
 from rag_lab.pipeline.build import build_pipeline
-from rag_lab.pipeline.sources import Merge, SourcesPipeline
+from rag_lab.pipeline.sources import Merge, RoutedFallbackPipeline, SourcesPipeline
+from rag_lab.ranking import ranked
 from rag_lab.sources import Routing
 from tests.compose import compose_evaluate
 from tests.fake_openai import FakeOpenAI, last_user_text
@@ -97,10 +98,13 @@ def test_sources_in_evaluate_route_merge_and_score(small_sample, tmp_path):
         metrics[f"sources/{s}/n_documents"] for s in ("manuals", "tickets", "standards")
     )
     assert sum(v for k, v in metrics.items() if k.startswith("routing/share/")) == pytest.approx(1)
-    # a sources run is not exported (yet): refused in one line before anything is indexed
-    with pytest.raises(ConfigError, match="several routed sources") as err:
-        export_pipeline(run, tmp_path / "export")
-    assert "\n" not in str(err.value) and not (tmp_path / "export").exists()
+    # a sources run exports (tests/export/test_sources_export.py: it ranks like the run)
+    export = export_pipeline(run, tmp_path / "export")
+    assert sorted(p.name for p in (export / "sources").iterdir()) == [
+        "manuals",
+        "standards",
+        "tickets",
+    ]
 
 
 def test_without_sources_the_standards_are_not_searched(small_sample, tmp_path):
@@ -148,8 +152,14 @@ def test_merge_rrf_keeps_a_single_sources_order_and_raw_keeps_scores():
         (["+sources.corpora.manuals.chunk=1"], r"sources\.corpora\.manuals: unknown key"),
         (["sources.corpora.tickets.chunker=nope"], r"sources\.corpora\.tickets\.chunker=nope"),
         (["sources.merge.method=max"], r"sources\.merge\.method=.max."),
-        (["+sources.merge.weights.other=1"], r"sources\.merge\.weights: other"),
-        (["fallback=chain"], "sources and fallback together"),
+        (["+sources.merge.weights.other=1"], r"sources\.merge: weights of other"),
+        (
+            ["+sources.merge.route_weights.histroy.tickets=1"],
+            r"route_weights\.histroy: not a route",
+        ),
+        (["sources.merge.route_weights.history.tickets=-1"], r"route_weights\.history\.tickets"),
+        # the chain after the sources: level 0 judged on a retriever the sources lack
+        (["fallback=chain", "retrievers=[dense]"], r"fallback\.accept\.stage: bm25 is not"),
     ],
 )
 def test_bad_source_configs_are_one_line_errors(small_sample, tmp_path, extra, message):
@@ -195,3 +205,162 @@ def test_llm_router_rules_first_then_the_model_cached(small_sample, tmp_path):
         again.load_corpus(*_corpus(cfg))
         assert again.run(queries, 10).routes == result.routes
         assert len(fake.requests) == 2  # read back from the stage cache
+
+
+# -- sources with the fallback chain ---------------------------------------------------------------
+
+
+def test_the_fallback_chain_runs_after_the_routed_merge(small_sample, tmp_path):
+    """Level 0 is the routed run, judged per query on BM25 in its sources' own scores (a raw
+    threshold keeps its units whatever the merge); a refused query goes to the levels, which
+    search without routing (``bm25_unfiltered``: every source's chunks)."""
+    cfg = compose_evaluate(overrides(small_sample, "fallback=chain"), tmp_path / "fb")
+    pipe = build_pipeline(cfg)
+    assert isinstance(pipe, RoutedFallbackPipeline)
+    assert isinstance(pipe, SourcesPipeline)
+    metrics = evaluate(cfg)
+    n = metrics["n_queries"]
+    levels = [metrics[f"fallback/level_{i}"] for i in range(4)]
+    assert sum(levels) == n
+    # RRF-merged BM25 scores are below 1: judged on them, no query would reach 4.5 at level 0
+    assert 0 < levels[0] < n and levels[2] > 0
+    assert metrics["routing/recall"] == 1.0  # the routing metrics are still there
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet").set_index("query_id")
+    # level 0 by hand: the best raw BM25 score among the query's routed sources reaches 4.5
+    loaded = build_pipeline(cfg)
+    loaded.load_corpus(*_corpus(cfg))
+    assert isinstance(loaded, RoutedFallbackPipeline)
+    data = _data(cfg)
+    queries = {q: x.text for q, x in data.queries.items()}
+    result = loaded.run(queries, None, 0, {q: x.metadata for q, x in data.queries.items()})
+    bm25 = {s.name: s.pipeline.run(queries).runs["bm25"] for s in loaded.sources}
+    for qid, routing in result.routes.items():
+        best = max(
+            (max(bm25[s].get(qid, {}).values(), default=0.0) for s in routing.sources),
+            default=0.0,
+        )
+        assert (table.loc[qid, "fallback_level"] == 0) == (best >= 4.5 and bool(result.final[qid]))
+    # a query answered at level 0 returns only its routed sources' chunks; the unfiltered level
+    # searched every source
+    owner = loaded.doc_sources()
+    chunks = loaded.all_chunks
+    for qid, level in result.fallback_level.items():
+        docs = {chunks[c].doc_id for c in result.final[qid]}
+        if level == 0:
+            assert {owner[d] for d in docs} <= set(result.routes[qid].sources), qid
+    assert set(loaded.levels[1].pipeline.chunks) == set(loaded.searched_corpus()[0])
+
+
+def _data(cfg):
+    from rag_lab.pipeline.build import build_dataset
+
+    return build_dataset(cfg).load()
+
+
+def test_route_weights_replace_the_source_weights_for_their_route():
+    merge = Merge(weights={"b": 0.5}, route_weights={"history": {"b": 2.0, "a": 0.25}})
+    assert merge.weights_for(Routing("equipment", ("a", "b"))) == {"a": 1.0, "b": 0.5}
+    assert merge.weights_for(Routing("history", ("a", "b"))) == {"a": 0.25, "b": 2.0}
+    # a route of several rules: its own entry, else per source the first of its rules weighing it
+    assert merge.weights_for(Routing("equipment+history", ("a", "b"))) == {"a": 0.25, "b": 2.0}
+    both = Merge(route_weights={"equipment": {"a": 3.0}, "history": {"a": 0.1, "b": 2.0}})
+    assert both.weights_for(Routing("equipment+history", ("a", "b"))) == {"a": 3.0, "b": 2.0}
+    routes = {"q": Routing("equipment", ("a", "b")), "p": Routing("history", ("a", "b"))}
+    runs = {"a": {"q": {"x": 1.0}, "p": {"x": 1.0}}, "b": {"q": {"z": 1.0}, "p": {"z": 1.0}}}
+    merged = merge.merge(runs, routes, 10)
+    assert merged["q"] == pytest.approx({"x": 1 / 61, "z": 0.5 / 61})  # the source weights
+    assert merged["p"] == pytest.approx({"x": 0.25 / 61, "z": 2 / 61})  # the route's
+    raw = Merge(method="raw", route_weights={"history": {"b": 3.0}}).merge(runs, routes, 10)
+    assert raw["p"] == {"x": 1.0, "z": 3.0} and raw["q"] == {"x": 1.0, "z": 1.0}
+
+
+def test_the_shipped_history_route_ranks_the_tickets_first(small_sample, tmp_path):
+    cfg = compose_evaluate(overrides(small_sample), tmp_path / "h")
+    pipe = build_pipeline(cfg)
+    pipe.load_corpus(*_corpus(cfg))
+    assert isinstance(pipe, SourcesPipeline)
+    assert pipe.merging.route_weights == {"history": {"tickets": 1.0, "manuals": 0.5}}
+    query = {"h": "三号线输送带变频器过电流跳闸的维修记录"}  # q117: "the repair record of ..."
+    shipped = pipe.run(query)
+    assert shipped.routes["h"].route == "history"
+    pipe.merging = Merge(weights=dict(pipe.merging.weights))  # one weight per source
+    flat = pipe.run(query)
+    owner, chunks = pipe.doc_sources(), pipe.all_chunks
+
+    def first(result) -> str:
+        return owner[chunks[ranked(result.final["h"])[0]].doc_id]
+
+    assert (first(shipped), first(flat)) == ("tickets", "manuals")
+
+
+def test_llm_router_does_not_take_an_echo_of_its_prompt_as_a_choice():
+    """SmolLM2-135M on the sample's test split answered 10 of 19 routing prompts by copying the
+    source list it was shown (cut at max_tokens): those names are the prompt's, not a choice,
+    and were searched as if chosen. A copied line no longer counts; a name outside it does."""
+    from rag_lab.generator.openai import OpenAIGenerator
+    from rag_lab.sources import LLMRouter
+
+    descriptions = {
+        "manuals": "equipment manuals, procedures and firmware release notes (fault codes)",
+        "tickets": "maintenance tickets and logs from the shop floor (how a fault was fixed)",
+        "standards": "public safety and electrical standards (earthing, insulation, IP codes)",
+    }
+    replies = {
+        # the whole list echoed, cut short inside the second line (SmolLM2's commonest reply)
+        "echo": "- manuals: equipment manuals, procedures and firmware release notes (fault"
+        " codes)\n- tickets: maintenance tickets and logs from the",
+        # one line echoed after a preamble, cut inside its description
+        "one": "The sources to search for are:\n- manuals: equipment manuals, procedures",
+        # a copy cut right after the description's first words
+        "cut": "standards: public safety",
+        # a choice, then the list copied below it: the choice counts
+        "choice": "standards\n- manuals: equipment manuals, procedures and firmware release",
+        # names in the model's own words are a choice even when they mention a description's word
+        "own": "1. VFDs: manuals, procedures, firmware release notes, and tickets",
+    }
+    with FakeOpenAI(
+        lambda body: replies[last_user_text(body).rsplit("Question: ", 1)[1].split("\n")[0]]
+    ) as fake:
+        router = LLMRouter(
+            OpenAIGenerator(base_url=fake.url, model="fake", api_key_env=None),
+            descriptions,
+            rules={"code": {"pattern": r"E\d{3}", "sources": ["manuals"]}},
+            default=["manuals", "tickets"],
+        )
+        names = ["manuals", "tickets", "standards"]
+        got = {q: router.route(q, {}, names) for q in replies}
+    assert {q: (r.route, r.sources) for q, r in got.items()} == {
+        "echo": ("llm_unparsed", ("manuals", "tickets")),  # the default, not the echoed names
+        "one": ("llm_unparsed", ("manuals", "tickets")),
+        "cut": ("llm_unparsed", ("manuals", "tickets")),
+        "choice": ("llm", ("standards",)),
+        "own": ("llm", ("manuals", "tickets")),
+    }
+    assert len(fake.requests) == 5
+    # before the fix the echo's names were taken: the echo would have searched manuals + tickets
+    # as the model's choice ("llm"), and a longer echo every source
+    assert router.route("E101 on the HX-200", {}, names).sources == ("manuals",)  # rules first
+
+
+def test_llm_router_with_a_model_of_its_own_generates_no_answers(small_sample, tmp_path):
+    """``sources.generator={...}`` with the run's generator unset (how SmolLM2 was measured): the
+    model is asked only about the queries no rule takes, and the run writes no answers."""
+    asked: list[str] = []
+
+    def reply(body):
+        asked.append(last_user_text(body))
+        return "tickets"
+
+    with FakeOpenAI(reply) as fake:
+        own = f"{{_target_:rag_lab.generator.OpenAIGenerator,base_url:'{fake.url}',model:fake}}"
+        cfg = compose_evaluate(
+            overrides(small_sample, "sources=llm", f"sources.generator={own}"), tmp_path / "run"
+        )
+        assert cfg.get("generator") is None
+        metrics = evaluate(cfg)
+    table = pd.read_parquet(Path(cfg.paths.output_dir) / "per_query.parquet")
+    llm = table[table.route == "llm"]
+    assert len(llm) > 0 and set(llm.sources) == {"tickets"}
+    assert metrics["routing/llm_calls"] == len(asked) == len(llm)  # one call per such query
+    assert all(text.endswith("Sources to search:") for text in asked)  # routing prompts only
+    assert not any(k.startswith("answer/") for k in metrics)

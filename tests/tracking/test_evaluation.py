@@ -26,7 +26,7 @@ from rag_lab.tracking.evaluation import (
     single_run_name,
     swept_params,
 )
-from rag_lab.tracking.mlflow import MAX_KEY_LEN, mlflow_keys
+from rag_lab.tracking.mlflow import MAX_KEY_LEN, RUNS_VIEW_TAG, mlflow_keys, runs_page_url
 from tests.compose import TOY, TOY_OVERRIDES, compose_evaluate
 
 
@@ -237,6 +237,19 @@ def test_a_run_in_mlflow(tmp_path, monkeypatch, restore_tracking_uri):
     # the experiment opens on its runs in MLflow's UI
     exp = client.get_experiment(run.info.experiment_id)
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    # and has rag_lab's saved view of its runs table: the headline columns first, best first
+    view = json.loads(exp.tags[RUNS_VIEW_TAG])
+    assert view["name"] == "rag_lab headline" and isinstance(view["createdAt"], int)
+    state = json.loads(view["state"])
+    heads = [f"metrics.`{h}`" for h in HEADLINE]
+    assert state["selectedColumns"][: len(HEADLINE)] == heads
+    assert state["columnOrder"][1 : 1 + len(HEADLINE)] == heads
+    assert (state["orderByKey"], state["orderByAsc"]) == ("metrics.`ndcg_at_10`", False)
+    assert set(HEADLINE) <= set(logged)  # each column has the run's value
+    assert runs_page_url(cfg.tracking.uri, exp.experiment_id) is None  # sqlite: no server UI
+    assert runs_page_url("http://h:5000/", "7") == (
+        "http://h:5000/#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=rag_lab"
+    )
     # the dataset as the run's input
     (given,) = run.inputs.dataset_inputs
     assert given.dataset.name == "toy_zh"

@@ -98,6 +98,12 @@ def test_a_trace_per_query_with_a_span_per_stage(tmp_path, restore_tracking_uri)
             scores = [d["metadata"]["score"] for d in docs]
             assert scores == sorted(scores, reverse=True)
             assert all(d["metadata"]["doc_uri"] and d["id"] for d in docs)
+            # read back in the order written: MLflow's trace view shows a document's first
+            # metadata entry beside its text, so the ids lead (tests/tracking/test_mlflow_ui.py)
+            assert all(
+                list(d["metadata"])[:4] == ["doc_uri", "chunk_id", "rank", "score"] for d in docs
+            )
+            assert [d["metadata"]["rank"] for d in docs] == list(range(1, len(docs) + 1))
             assert spans[name].attributes["rag_lab.batch_queries"] == len(traces)
         # measured windows, inside the job, in pipeline order
         for s in trace.data.spans:
