@@ -350,9 +350,9 @@ class FallbackPipeline(Pipeline):
 
     @property
     def all_chunks(self) -> dict[str, Chunk]:
-        """The main corpus's chunks plus those of every level with its own corpus: what a run
-        through the chain can return."""
-        out = dict(self.chunks)
+        """The searched corpus's chunks (:meth:`searched_corpus`) plus those of every level with
+        its own corpus: what a run through the chain can return."""
+        out = dict(self.searched_corpus()[0])
         for level in self.levels:
             if level.corpus is not None:
                 out.update(level.pipeline.chunks)

@@ -429,14 +429,6 @@ class RoutedFallbackPipeline(FallbackPipeline, SourcesPipeline):
         searched = self.searched_corpus()[0]
         return sorted(c for c in set(chunks) & set(searched) if chunks[c] != searched[c])
 
-    @property
-    def all_chunks(self) -> dict[str, Chunk]:
-        out = self.searched_corpus()[0]
-        for level in self.levels:
-            if level.corpus is not None:
-                out.update(level.pipeline.chunks)
-        return out
-
     def restore(
         self,
         chunks: Sequence[Chunk],
