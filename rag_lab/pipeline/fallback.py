@@ -363,11 +363,14 @@ class FallbackPipeline(Pipeline):
         chunks: Sequence[Chunk],
         index_dirs: Mapping[str, Path],
         levels: Mapping[str, tuple[Sequence[Chunk] | None, Mapping[str, Path]]] | None = None,
+        **parts: Any,
     ) -> None:
         """The main corpus and indexes, then each level's: ``levels[name]`` is ``(its own chunks,
-        or None for the main ones; its retrievers' index folders)`` (an export carries them)."""
+        or None for the main ones; its retrievers' index folders)`` (an export carries them).
+        ``parts``: what the wrapped pipeline's own ``restore`` also takes (routed sources:
+        ``sources=``, ``RoutedFallbackPipeline``)."""
         saved = self._check_saved(levels)
-        super().restore(chunks, index_dirs)
+        super().restore(chunks, index_dirs, **parts)
         self._restore_levels(saved)
 
     def _check_saved(

@@ -429,20 +429,6 @@ class RoutedFallbackPipeline(FallbackPipeline, SourcesPipeline):
         searched = self.searched_corpus()[0]
         return sorted(c for c in set(chunks) & set(searched) if chunks[c] != searched[c])
 
-    def restore(
-        self,
-        chunks: Sequence[Chunk],
-        index_dirs: Mapping[str, Path],
-        levels: Mapping[str, tuple[Sequence[Chunk] | None, Mapping[str, Path]]] | None = None,
-        *,
-        sources: Mapping[str, tuple[Sequence[Chunk], Mapping[str, Path]]] | None = None,
-    ) -> None:
-        """The sources (``SourcesPipeline.restore``: ``chunks`` are every source's), then the
-        levels."""
-        saved = self._check_saved(levels)
-        SourcesPipeline.restore(self, chunks, index_dirs, sources=sources)
-        self._restore_levels(saved)
-
     def judged(
         self,
         result: RetrievalResult,
