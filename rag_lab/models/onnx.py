@@ -33,11 +33,13 @@ not reused (their key differs).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,22 +110,17 @@ def export_dir(weights: str, output: str, quantize: str, fuse: bool = False) -> 
     return cache_home() / "models" / "onnx" / f"{output}-{quantize}-{key}"
 
 
-def _quiet_root() -> Any:
-    """A context that raises the root logger to ERROR: the optimizer and the quantiser log every
-    fusion pattern tried and every skipped tensor there."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def quiet() -> Any:
-        root = logging.getLogger()
-        level = root.level
-        root.setLevel(max(level, logging.ERROR))
-        try:
-            yield
-        finally:
-            root.setLevel(level)
-
-    return quiet()
+@contextlib.contextmanager
+def _quiet_root() -> Iterator[None]:
+    """The root logger raised to ERROR: the optimizer and the quantiser log every fusion pattern
+    tried and every skipped tensor there."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(max(level, logging.ERROR))
+    try:
+        yield
+    finally:
+        root.setLevel(level)
 
 
 def _probe_feeds(input_names: list[str], config: Any) -> dict[str, np.ndarray]:
@@ -288,8 +285,7 @@ def _export_into(
         log.info("exporting %s to ONNX (%s) in %s", output, quantize, final)
         graph = _export(hf_model, input_names, output, tmp, quantize, fuse)
         meta: dict[str, Any] = {"weights": weights, "output": output, "inputs": input_names}
-        meta["quantize"] = quantize
-        meta |= {"version": EXPORT_VERSION, "fuse": fuse, **graph}
+        meta |= {"quantize": quantize, "version": EXPORT_VERSION, "fuse": fuse, **graph}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         try:
             os.replace(tmp, final)
