@@ -46,7 +46,7 @@ from rag_lab.pipeline.build import build_pipeline, check_code_loading, check_tar
 from rag_lab.pipeline.fallback import FallbackPipeline
 from rag_lab.pipeline.pipeline import Pipeline
 from rag_lab.pipeline.scoring import answer_result, score_result
-from rag_lab.pipeline.sources import RoutedFallbackPipeline, SourcesPipeline
+from rag_lab.pipeline.sources import SourcesPipeline
 from rag_lab.ranking import ranked
 from rag_lab.types import Chunk, chunk_from_dict
 
@@ -294,19 +294,17 @@ def load_pipeline(
     }
     try:
         saved_levels = _levels(root, cfg_path, levels, "levels")
+        own: dict[str, Any] = {}  # routed sources: restore(..., sources=...)
         if isinstance(pipe, SourcesPipeline):
             saved = _levels(root, cfg_path, parts, "sources")
-            own = {n: (c, d) for n, (c, d) in saved.items() if c is not None}
-            if len(own) != len(saved):
+            by_source = {n: (c, d) for n, (c, d) in saved.items() if c is not None}
+            if len(by_source) != len(saved):
                 raise ConfigError(f"{cfg_path}: export.sources: every source needs its corpus")
-            if isinstance(pipe, RoutedFallbackPipeline):
-                pipe.restore(chunks, indexes, saved_levels, sources=own)
-            else:
-                pipe.restore(chunks, indexes, sources=own)
-        elif isinstance(pipe, FallbackPipeline):
-            pipe.restore(chunks, indexes, saved_levels)
+            own["sources"] = by_source
+        if isinstance(pipe, FallbackPipeline):  # RoutedFallbackPipeline too
+            pipe.restore(chunks, indexes, saved_levels, **own)
         else:
-            pipe.restore(chunks, indexes)
+            pipe.restore(chunks, indexes, **own)
     except ConfigError as exc:
         raise ConfigError(f"{root}: {exc}") from None
     return ExportedPipeline(root, config, pipe)
