@@ -13,6 +13,7 @@ import numpy as np
 
 from rag_lab.errors import ConfigError
 from rag_lab.models.onnx import attach, backend_identity, check_backend
+from rag_lab.models.onnx_encoder import OnnxTextEncoder
 from rag_lab.models.resolve import resolve_model, weights_hash
 from rag_lab.runtime import progress
 from rag_lab.validate import OptionError, boolean, integer
@@ -40,7 +41,9 @@ class SentenceTransformerEmbedder:
         model cache, see ``rag_lab.models.onnx``). CPU only.
     quantize: ``none`` or ``int8`` (dynamic int8 weights; ``backend=onnx`` only).
     threads: ONNX Runtime intra-op threads (``None``: one per physical core); torch keeps its
-        own setting.
+        own setting. With int8 once the export exists (``rag_lab.models.onnx_encoder``, no torch
+        loaded): texts encoded at once, one single-threaded session each (``None``: one per CPU,
+        or ``OMP_NUM_THREADS``).
     fuse: fuse the exported graph (``Attention``, ``SkipLayerNormalization``... ONNX Runtime's
         transformer optimizer) before quantising (``rag_lab.models.onnx``; ``backend=onnx``
         only): measured no faster for e5 int8 on a 2-core AVX-512 CPU, so off by default.
@@ -99,11 +102,21 @@ class SentenceTransformerEmbedder:
             if st is not None:
                 _shared.move_to_end(key)
                 return st
-            st = self.load()
+            st = self._lean() or self.load()
             _shared[key] = st
             while len(_shared) > SHARED_MODELS:
                 _shared.popitem(last=False)
             return st
+
+    def _lean(self) -> OnnxTextEncoder | None:
+        """The torch-free encoder of an int8 ONNX export this machine already has
+        (``rag_lab.models.onnx_encoder``: the same vectors without importing sentence-transformers
+        or reading the fp32 weights); ``None`` when it does not apply (first run: the export is
+        built by :meth:`load`)."""
+        if self.backend != "onnx" or self.quantize != "int8" or self.fuse:
+            return None
+        path = self.path
+        return OnnxTextEncoder.open(path, weights_hash(path), self.max_seq_length, self.threads)
 
     def load(self):
         """A freshly loaded model of its own (the one to train or wrap)."""
@@ -156,6 +169,12 @@ class SentenceTransformerEmbedder:
 
     def _encode(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
         corpus = len(texts) > self.batch_size  # a bar for a corpus, not for one query at a time
+        model = self.model
+        if isinstance(model, OnnxTextEncoder):
+            if not corpus:
+                return model.encode(texts, prompt, self.normalize)
+            with progress.bar(total=len(texts), desc="embed", unit="text") as bar:
+                return model.encode(texts, prompt, self.normalize, on_text=bar.update)
         with progress.batches(self.model, len(texts) if corpus else 0, "embed", "text"):
             emb = self.model.encode(
                 list(texts),
