@@ -102,7 +102,10 @@ class SentenceTransformerEmbedder:
             if st is not None:
                 _shared.move_to_end(key)
                 return st
-            st = self._lean() or self.load()
+            st = self._lean()
+            if st is None:
+                st = self.load()  # builds the ONNX export on a machine's first run
+                st = self._lean() or st  # then encodes as every later run will
             _shared[key] = st
             while len(_shared) > SHARED_MODELS:
                 _shared.popitem(last=False)
