@@ -180,3 +180,21 @@ def test_e5_loads_without_torch_once_exported():
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
         )
     assert out.stdout.split() == ["OnnxTextEncoder", "(2,", "384)", "False", "False"]
+
+
+def test_the_lean_encoder_logs_its_progress_without_a_terminal(home, tiny_st, monkeypatch, caplog):
+    from rag_lab.runtime import progress
+
+    emb = _embedder(tiny_st, threads=2)
+    assert isinstance(emb.model, OnnxTextEncoder)
+    texts = TEXTS * 5  # more than batch_size: a corpus, with a progress line
+    progress.configure(False)
+    plain = emb.encode_documents(texts)
+    progress.configure("auto")
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0.000001")
+    with caplog.at_level("INFO", logger="rag_lab.progress"):
+        logged = emb.encode_documents(texts)
+    assert progress.mode() == "log"  # pytest's captured stderr is no terminal
+    np.testing.assert_array_equal(logged, plain)
+    lines = [r.getMessage() for r in caplog.records if r.name == "rag_lab.progress"]
+    assert lines and lines[-1].startswith(f"embed: {len(texts)}/{len(texts)} text (100%)"), lines
