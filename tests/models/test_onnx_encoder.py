@@ -198,3 +198,45 @@ def test_the_lean_encoder_logs_its_progress_without_a_terminal(home, tiny_st, mo
     np.testing.assert_array_equal(logged, plain)
     lines = [r.getMessage() for r in caplog.records if r.name == "rag_lab.progress"]
     assert lines and lines[-1].startswith(f"embed: {len(texts)}/{len(texts)} text (100%)"), lines
+
+
+def test_preload_opens_the_lean_encoder_in_the_background(home, tiny_st, monkeypatch):
+    from rag_lab.embedder import sentence_transformer as st_module
+    from rag_lab.protocols import Preloading
+
+    assert _embedder(tiny_st).dimension == 32  # the export exists
+    emb = _embedder(tiny_st, threads=4)  # a key no other test loaded
+    assert isinstance(emb, Preloading)
+    opened = []
+    original = SentenceTransformerEmbedder._lean
+    monkeypatch.setattr(
+        SentenceTransformerEmbedder, "_lean", lambda self: opened.append(1) or original(self)
+    )
+    emb.preload()
+    emb.preload()  # already loading: nothing more
+    assert isinstance(emb.model, OnnxTextEncoder)  # waits for the background load
+    assert opened == [1] and emb._key() in st_module._shared
+    emb.preload()  # loaded: nothing
+    assert opened == [1]
+    torch_path = SentenceTransformerEmbedder(tiny_st, max_seq_length=16)
+    torch_path.preload()  # the sentence-transformers path never loads in a thread
+    assert "_preloading" not in torch_path.__dict__
+
+
+def test_a_cold_corpus_preloads_the_retrievers_a_cached_one_does_not(tmp_path, monkeypatch):
+    from rag_lab.pipeline.build import build_dataset, build_pipeline
+    from rag_lab.retrievers.dense import DenseRetriever
+    from tests.compose import TOY_OVERRIDES, compose_evaluate
+
+    calls: list[str] = []
+    monkeypatch.setattr(DenseRetriever, "preload", lambda self: calls.append("dense"))
+    cfg = compose_evaluate(
+        [*TOY_OVERRIDES, "retrievers=[dense,bm25]", "tracking=none", f"cache.dir={tmp_path}/c"],
+        tmp_path,
+    )
+    data = build_dataset(cfg).load()
+    for expected in (["dense"], ["dense"]):  # cold, then read back from the cache
+        build_pipeline(cfg).load_corpus(
+            data.corpus_sources, data.corpus_root, data.corpus_fingerprint
+        )
+        assert calls == expected
