@@ -155,9 +155,11 @@ def test_other_layouts_are_left_to_sentence_transformers(home, tiny_st, tmp_path
     assert SentenceTransformerEmbedder(tiny_st, backend="onnx", quantize="int8")._lean() is None
 
 
+@pytest.mark.slow  # the session's home builds e5 and its export first (~40 s)
 def test_e5_loads_without_torch_once_exported():
-    """The default embedder, with its export on this machine (built by the README's first run):
-    loading and encoding import neither torch nor sentence-transformers."""
+    """The default embedder, with its export in the home (built here first when missing, as by
+    the README's first run): loading and encoding import neither torch nor
+    sentence-transformers."""
     code = (
         "import sys\n"
         "from rag_lab.embedder import SentenceTransformerEmbedder as E\n"
