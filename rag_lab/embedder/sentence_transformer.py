@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -27,16 +26,6 @@ fallback chain's levels, every step of ``rag-lab walk``, a sweep's jobs in one w
 costs ~2-3 s of CPU per model, paid once per process."""
 _shared: OrderedDict[tuple, Any] = OrderedDict()
 _shared_lock = threading.Lock()
-
-
-def _new_lock_in_child() -> None:
-    """A forked worker gets a free lock: a preload thread of the parent may have held it at the
-    fork, and that thread does not exist in the child."""
-    global _shared_lock
-    _shared_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 class SentenceTransformerEmbedder:

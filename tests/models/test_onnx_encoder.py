@@ -242,24 +242,3 @@ def test_a_cold_corpus_preloads_the_retrievers_a_cached_one_does_not(tmp_path, m
             data.corpus_sources, data.corpus_root, data.corpus_fingerprint
         )
         assert calls == expected
-
-
-def _child_takes_the_lock(queue) -> None:
-    from rag_lab.embedder import sentence_transformer as st_module
-
-    queue.put(st_module._shared_lock.acquire(timeout=5))
-
-
-def test_a_forked_worker_is_not_blocked_by_a_parents_preload():
-    """A preload thread may hold the shared-model lock when a sweep or the walk forks."""
-    import multiprocessing
-
-    from rag_lab.embedder import sentence_transformer as st_module
-
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    with st_module._shared_lock:  # as a parent's preload thread in the middle of a load
-        proc = ctx.Process(target=_child_takes_the_lock, args=(queue,))
-        proc.start()
-        proc.join(30)
-    assert queue.get(timeout=5) is True and proc.exitcode == 0
