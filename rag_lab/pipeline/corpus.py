@@ -466,9 +466,6 @@ class CorpusLoader:
     on_parse_error: str = "fail"
     cache: StageCache | None = None
     configs: Mapping[str, Any] = field(default_factory=dict)
-    # called when the chunks are computed rather than read back (a cold corpus): the pipeline
-    # starts loading its models then, while the files are parsed
-    on_compute: Callable[[], None] | None = None
     # what the last load computed rather than read back (COUNTS): files parsed and the
     # documents they held, documents the contract completed, chunks it tagged
     counts: Counter[str] = field(default_factory=Counter, init=False)
@@ -523,8 +520,6 @@ class CorpusLoader:
         note_key = self.lineage_key(root, on_empty) if cache is not None else ""
 
         def chunk() -> tuple[tuple[Chunk, ...], Mapping[str, Any]]:
-            if self.on_compute is not None:
-                self.on_compute()
             docs, ingest, warnings = self._documents(
                 sources, root, docs_key, on_empty, left_out, built, note_key
             )

@@ -41,7 +41,6 @@ from rag_lab.protocols import (
     CacheAware,
     CorpusFitted,
     Measured,
-    Preloading,
     QueryMetadataAware,
     implements,
 )
@@ -112,7 +111,6 @@ class Pipeline:
             self.on_parse_error,
             self.cache,
             self.stage_configs,
-            on_compute=self._preload,
         )
         retriever_configs = self.stage_configs.get("retrievers") or {}
         self.indexes = Indexes(self.retrievers, self.cache, retriever_configs)
@@ -160,13 +158,6 @@ class Pipeline:
         return diff_stats(self.cache.stats(), self._cache_start)
 
     # -- corpus ----------------------------------------------------------------------------------
-    def _preload(self) -> None:
-        """The corpus is being parsed (not read back): the retrievers that can start loading
-        their models meanwhile (``Preloading``: e5 while the PDFs wait for Tesseract)."""
-        for retriever in self.retrievers.values():
-            if isinstance(retriever, Preloading):
-                retriever.preload()
-
     def load_corpus(
         self,
         sources: Sequence[Path],

@@ -16,7 +16,6 @@ import numpy as np
 from rag_lab.cache.keys import content_key, model_table, text_key
 from rag_lab.embedder import store as matrix_store
 from rag_lab.embedder.base import Embedder
-from rag_lab.protocols import Preloading
 from rag_lab.retrievers.base import Row, topk_to_run
 from rag_lab.runtime import threads
 from rag_lab.types import Chunk, Run
@@ -167,11 +166,6 @@ class DenseRetriever:
     def identity(self) -> dict[str, Any]:
         """What defines this retriever's results beyond its config: the embedder's identity."""
         return {"embedder": self.embedder.identity}
-
-    def preload(self) -> None:
-        """The embedder's model loaded in the background (``Preloading``), when it can be."""
-        if isinstance(self.embedder, Preloading):
-            self.embedder.preload()
 
     def _hnsw(self, d: int) -> Any:
         import faiss
