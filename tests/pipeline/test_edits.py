@@ -178,3 +178,27 @@ def test_an_edited_chunk_set_is_stored_as_its_edit_and_read_back_whole(tmp_path)
         data, tmp_path / "s2", None, "chunker=fixed_size", "chunker.size=20", "chunker.overlap=5"
     )
     assert list(rechunked.chunks.values()) == list(expected.chunks.values())
+
+
+def test_retrieve_seconds_leave_out_the_indexing_a_run_triggers(tmp_path, monkeypatch):
+    """A retriever indexed lazily inside ``run`` reports that time once, as its
+    ``index_seconds``: the run's retrieval seconds (``retrieve_seconds``) do not hold it again
+    (the stage work that bench_edit.py sums counted it twice)."""
+    import time
+
+    docs, queries = corpus(seed=5)
+    data = tmp_path / "data"
+    write_corpus(data, docs, queries)
+    pipe = pipeline(data, tmp_path, None)
+    bm25 = pipe.retrievers["bm25"]
+    index = bm25.index
+
+    def slow_index(chunks):  # type: ignore[no-untyped-def]
+        time.sleep(1.0)
+        index(chunks)
+
+    monkeypatch.setattr(bm25, "index", slow_index)
+    result = pipe.run(queries, 10)
+    assert pipe.timings["bm25/index_seconds"] >= 1.0
+    assert result.seconds["bm25"] < 1.0  # 80 queries over 300 chunks: milliseconds
+    assert result.seconds["bm25"] >= 0.0
