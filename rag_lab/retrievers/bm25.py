@@ -225,7 +225,9 @@ class _TermCounts:
         chunk = np.concatenate([new_of_old[self.chunk[take]], new_rows[fresh.chunk]])
         term = np.concatenate([self.term[take], fresh.term])
         count = np.concatenate([self.count[take], fresh.count])
-        order = np.lexsort((term, chunk))
+        # each chunk's triples come from one side, sorted by term there: a stable sort by chunk
+        # alone gives the (chunk, term) order (about 3x faster than a lexsort of both)
+        order = np.argsort(chunk, kind="stable")
         chunk, term, count = chunk[order], term[order], count[order]
         lengths = np.zeros(len(src), dtype=np.int64)
         lengths[kept] = self.lengths[src[kept]]
@@ -273,55 +275,85 @@ class _Edit:
     def carry(
         self, retriever: BM25Retriever, queries: Mapping[str, str], rows: Mapping[str, Row], k: int
     ) -> dict[str, Row]:
-        from bm25s import scoring
-
         terms = retriever._terms
         if self.method != "lucene" or terms is None or terms.idf is None or self.avg_len <= 0:
             return {}
         n_vocab = len(terms.vocab)
         keys = terms.chunk.astype(np.int64) * n_vocab + terms.term
         pos = {c: i for i, c in enumerate(retriever._ids)}
-        tfc_of = scoring._select_tfc_scorer(self.method)
         idf = terms.idf
         # per term, new idf / old idf (terms new to the corpus: no unchanged chunk holds them)
         rho = np.where(self.old_idf > 0, idf / np.where(self.old_idf > 0, self.old_idf, 1), 1.0)
         length = max(1.0, terms.avg_len / self.avg_len)
         depth = retriever.row_depth(k)
         qids = list(rows)
-        out: dict[str, Row] = {}
+        # every query's candidates (its row's unchanged chunks, then the new ones) and term ids
+        cands: list[list[str]] = []
+        at: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
         for qid, tokens in zip(qids, retriever.tokenizer([queries[q] for q in qids])):
+            cands.append([c for c in rows[qid][0] if c not in self.stale] + self.fresh)
+            at.append(np.fromiter((pos[c] for c in cands[-1]), np.int64, len(cands[-1])))
+            ids.append(np.fromiter((terms.vocab[t] for t in tokens if t in terms.vocab), np.int64))
+        scores = self._scores(retriever, at, ids, keys)
+        out: dict[str, Row] = {}
+        start = 0
+        for qid, mine, where, own in zip(qids, cands, at, ids):
             row, floor = rows[qid]
-            cands = [c for c in row if c not in self.stale] + self.fresh
-            at = np.fromiter((pos[c] for c in cands), np.int64, len(cands))
-            ids = np.fromiter((terms.vocab[t] for t in tokens if t in terms.vocab), np.int64)
-            scores = np.zeros(len(cands), dtype=np.float32)
-            if len(ids) and len(cands):
-                want = at[:, None] * n_vocab + ids[None, :]
-                found = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-                hit = keys[found] == want
-                tf = np.where(hit, terms.count[found], 0).astype(np.float32)
-                tfc = tfc_of(
-                    tf_array=tf,
-                    l_d=terms.lengths[at][:, None],
-                    l_avg=terms.avg_len,
-                    k1=retriever.k1,
-                    b=retriever.b,
-                    delta=None,
-                )
-                vals = np.where(hit, (idf[ids][None, :] * tfc).astype(np.float32), 0)
-                for j in range(len(ids)):  # summed as bm25s sums: in float32, in query order
-                    scores = scores + vals[:, j].astype(np.float32)
-            rise = length * max(1.0, float(rho[ids].max()) if len(ids) else 1.0)
-            bound = floor * rise * (1 + (4 * len(ids) + 16) * 2.0**-23) if floor > 0 else 0.0
-            order = sorted(range(len(cands)), key=lambda i: (-float(scores[i]), int(at[i])))
-            above = [i for i in order if scores[i] > bound and scores[i] > 0]
+            got = scores[start : start + len(mine)]
+            start += len(mine)
+            rise = length * max(1.0, float(rho[own].max()) if len(own) else 1.0)
+            bound = floor * rise * (1 + (4 * len(own) + 16) * 2.0**-23) if floor > 0 else 0.0
+            order = np.lexsort((where, -got))  # score, then position: as a search ranks
+            above = order[((got > bound) & (got > 0))[order]]
             if floor > 0 and len(above) < k:
                 continue  # the top may lie outside what the row knows: searched
             kept = above[:depth]
-            taken = set(kept)
-            dropped = [float(scores[i]) for i in order if i not in taken]
-            new_floor = max([bound, 0.0, *dropped])
-            out[qid] = ({cands[i]: float(scores[i]) for i in kept}, new_floor)
+            rest = np.ones(len(mine), dtype=bool)
+            rest[kept] = False
+            new_floor = max(bound, 0.0, float(got[rest].max()) if rest.any() else 0.0)
+            out[qid] = ({mine[i]: float(got[i]) for i in kept.tolist()}, new_floor)
+        return out
+
+    @staticmethod
+    def _scores(
+        retriever: BM25Retriever, at: Sequence[np.ndarray], ids: Sequence[np.ndarray], keys: Any
+    ) -> np.ndarray:
+        """Every query's candidates (chunk rows ``at``) scored for its terms (``ids``, in query
+        order) exactly as a search scores them: all queries in one pass, each (candidate, term)
+        value in float32, summed term by term in query order (a query with fewer terms adds
+        zeros, which leave a float32 sum as it is)."""
+        from bm25s import scoring
+
+        terms = retriever._terms
+        assert terms is not None and terms.idf is not None
+        sizes = [len(a) for a in at]
+        width = max((len(i) for i in ids), default=0)
+        if not sum(sizes) or not width:
+            return np.zeros(sum(sizes), dtype=np.float32)
+        term = np.full((len(ids), width), -1, dtype=np.int64)  # -1: no term (padding)
+        for i, own in enumerate(ids):
+            term[i, : len(own)] = own
+        term = term[np.repeat(np.arange(len(ids)), sizes)]
+        real = term >= 0
+        term = np.where(real, term, 0)
+        rows = np.concatenate(at)
+        want = rows[:, None] * len(terms.vocab) + term
+        found = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+        hit = (keys[found] == want) & real
+        tf = np.where(hit, terms.count[found], 0).astype(np.float32)
+        tfc = scoring._select_tfc_scorer("lucene")(
+            tf_array=tf,
+            l_d=terms.lengths[rows][:, None],
+            l_avg=terms.avg_len,
+            k1=retriever.k1,
+            b=retriever.b,
+            delta=None,
+        )
+        vals = np.where(hit, (terms.idf[term] * tfc).astype(np.float32), 0)
+        out = np.zeros(len(rows), dtype=np.float32)
+        for j in range(width):  # summed as bm25s sums: in float32, in query order
+            out = out + vals[:, j].astype(np.float32)
         return out
 
 
