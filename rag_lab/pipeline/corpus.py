@@ -587,6 +587,9 @@ class CorpusLoader:
         its edit of the corpus' previous documents entry and records it for the note."""
         built = {} if built is None else built
         digests: dict[str, str] = {}
+        # the entry's form of each completed document read from its row (by object): not
+        # converted back again
+        spelled: dict[int, dict[str, Any]] = {}
 
         def parse() -> dict[str, Any]:
             corpus = read_corpus(
@@ -602,7 +605,7 @@ class CorpusLoader:
             problems: tuple[Any, ...] = ()
             if self.contract is not None:
                 where = {d.doc_id: w for f in corpus.files for w, d in f.documents}
-                checked = self._check(self.contract, docs, where, digests)
+                checked = self._check(self.contract, docs, where, digests, spelled)
                 docs, problems = list(checked.documents), checked.problems
                 if problems:
                     warnings.append(
@@ -613,7 +616,7 @@ class CorpusLoader:
             for w in warnings:
                 log.warning(w)
             return {
-                "documents": [document_to_dict(d) for d in docs],
+                "documents": [spelled.get(id(d)) or document_to_dict(d) for d in docs],
                 "warnings": warnings,
                 "ingest": ingest_report(corpus, docs, problems),
             }
@@ -649,10 +652,13 @@ class CorpusLoader:
         docs: Sequence[Document],
         where: Mapping[str, str],
         digests_out: dict[str, str] | None = None,
+        spelled: dict[int, dict[str, Any]] | None = None,
     ) -> Checked:
         """``contract.check``; for a ``DocumentWise`` contract each document's completion is read
         from its row of a per-document table (the contract's config and the document's content)
-        when an earlier read stored it: an edit completes the documents it changed."""
+        when an earlier read stored it: an edit completes the documents it changed. ``spelled``
+        receives each completed document's ``document_to_dict`` form, by object id."""
+        spelled = {} if spelled is None else spelled
         cache = self.cache
         if cache is None or not isinstance(contract, DocumentWise):
             self.counts["checked_documents"] += len(docs)
@@ -671,11 +677,13 @@ class CorpusLoader:
                 row = orjson.loads(raw)
                 own = [Problem(doc.doc_id, src, f, m) for f, m in row["problems"]]
                 done.append((document_from_dict(row["doc"]), own))
+                spelled[id(done[-1][0])] = row["doc"]
                 continue
             completed, own = contract.complete(doc, src)
             done.append((completed, own))
+            spelled[id(completed)] = document_to_dict(completed)
             value = {
-                "doc": document_to_dict(completed),
+                "doc": spelled[id(completed)],
                 "problems": [[p.field, p.message] for p in own],
             }
             fresh[digest] = orjson.dumps(value, default=str)
@@ -715,7 +723,10 @@ class CorpusLoader:
                 out.append(tagged[i])
             else:
                 tags = orjson.loads(found[digests[i]])
-                out.append(replace(c, metadata={**c.metadata, "entity_tags": tags}))
+                if c.metadata.get("entity_tags") == tags:  # the chunk's text adds none (most)
+                    out.append(c)
+                else:
+                    out.append(replace(c, metadata={**c.metadata, "entity_tags": tags}))
         return tuple(out)
 
     def _parse_file(self, root: Path) -> Callable[[Path], ParsedFile]:

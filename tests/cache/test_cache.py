@@ -194,10 +194,10 @@ def test_killed_run_resumes_with_identical_metrics(tmp_path, toy_copy, monkeypat
     uncached = run(tmp_path, toy_copy, "cache.dir=null")
     real_put = cache_mod.StageCache.put_json
 
-    def dying_put(self, namespace, key, value):
+    def dying_put(self, namespace, key, value, **kw):
         if namespace == "runs":
             raise KeyboardInterrupt("killed while writing a run")
-        return real_put(self, namespace, key, value)
+        return real_put(self, namespace, key, value, **kw)
 
     monkeypatch.setattr(cache_mod.StageCache, "put_json", dying_put)
     with pytest.raises(KeyboardInterrupt):
