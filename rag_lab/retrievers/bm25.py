@@ -135,12 +135,11 @@ class _TermCounts:
         n_docs, n_vocab = len(self.lengths), len(self.vocab)
         avg_len = self.lengths.mean()
         df = np.bincount(self.term, minlength=n_vocab)
-        doc_frequencies = dict(enumerate(df.tolist()))
         idf_of = scoring._select_idf_scorer(engine.idf_method)
         engine.nonoccurrence_array = None
         if engine.method in engine.methods_requiring_nonoccurrence:
             engine.nonoccurrence_array = scoring._build_nonoccurrence_array(
-                doc_frequencies=doc_frequencies,
+                doc_frequencies=dict(enumerate(df.tolist())),
                 n_docs=n_docs,
                 compute_idf_fn=idf_of,
                 calculate_tfc_fn=scoring._select_tfc_scorer(engine.method),
@@ -151,7 +150,7 @@ class _TermCounts:
                 delta=engine.delta,
                 dtype=engine.dtype,
             )
-        idf = scoring._build_idf_array(doc_frequencies, n_docs, idf_of, dtype=engine.dtype)
+        idf = _idf_array(df, n_docs, idf_of, engine.dtype)
         self.idf, self.avg_len = idf, float(avg_len)
         tfc = scoring._select_tfc_scorer(engine.method)(
             tf_array=self.count,
@@ -246,6 +245,18 @@ class _TermCounts:
         return out, was
 
 
+def _idf_array(df: np.ndarray, n_docs: int, idf_of: Any, dtype: Any) -> np.ndarray:
+    """bm25s' ``_build_idf_array`` over document frequencies ``df`` (one per term), the scorer
+    called once per distinct frequency rather than once per term (SciFact: ~30k terms, a few
+    hundred frequencies): the same values, each cast to ``dtype`` as bm25s casts it."""
+    distinct, where = np.unique(df, return_inverse=True)
+    table = np.zeros(len(distinct), dtype=dtype)
+    for i, d in enumerate(distinct.tolist()):
+        if d != 0:
+            table[i] = idf_of(d, N=n_docs)
+    return table[where.reshape(-1)]
+
+
 class _Edit:
     """What an ``update`` changed: the old mean length and, per term of the new vocabulary, its
     old idf (0: a new term); the new chunks and the stale ids (``BM25Retriever.carry``)."""
@@ -264,7 +275,7 @@ class _Edit:
         idf = old.idf
         if idf is None:  # restored from disk: computed as index_into computes it
             idf_of = scoring._select_idf_scorer(method)
-            idf = scoring._build_idf_array(dict(enumerate(df.tolist())), n_docs, idf_of)
+            idf = _idf_array(df, n_docs, idf_of, "float32")
         aligned = np.where(was >= 0, idf[np.maximum(was, 0)], 0.0)
         return cls(float(old.lengths.mean()) if n_docs else 0.0, aligned, method)
 
@@ -320,40 +331,47 @@ class _Edit:
         retriever: BM25Retriever, at: Sequence[np.ndarray], ids: Sequence[np.ndarray], keys: Any
     ) -> np.ndarray:
         """Every query's candidates (chunk rows ``at``) scored for its terms (``ids``, in query
-        order) exactly as a search scores them: all queries in one pass, each (candidate, term)
-        value in float32, summed term by term in query order (a query with fewer terms adds
-        zeros, which leave a float32 sum as it is)."""
+        order) exactly as a search scores them: all (candidate, term) pairs of all queries in one
+        pass, each value in float32, then summed term by term in query order."""
         from bm25s import scoring
 
         terms = retriever._terms
         assert terms is not None and terms.idf is not None
-        sizes = [len(a) for a in at]
-        width = max((len(i) for i in ids), default=0)
-        if not sum(sizes) or not width:
-            return np.zeros(sum(sizes), dtype=np.float32)
-        term = np.full((len(ids), width), -1, dtype=np.int64)  # -1: no term (padding)
-        for i, own in enumerate(ids):
-            term[i, : len(own)] = own
-        term = term[np.repeat(np.arange(len(ids)), sizes)]
-        real = term >= 0
-        term = np.where(real, term, 0)
+        sizes = np.fromiter(map(len, at), np.int64, len(at))
+        widths = np.fromiter(map(len, ids), np.int64, len(ids))
+        n = int(sizes.sum())
+        if not n or not widths.any():
+            return np.zeros(n, dtype=np.float32)
         rows = np.concatenate(at)
-        want = rows[:, None] * len(terms.vocab) + term
+        # pair p: candidate cand[p] (of query q) and the j-th term of q
+        of_query = np.repeat(np.arange(len(at)), sizes)
+        per_cand = widths[of_query]
+        cand = np.repeat(np.arange(n), per_cand)
+        first = np.concatenate([[0], np.cumsum(per_cand)[:-1]])
+        j = np.arange(len(cand)) - np.repeat(first, per_cand)
+        term_start = np.concatenate([[0], np.cumsum(widths)[:-1]])
+        term = np.concatenate(ids)[np.repeat(term_start[of_query], per_cand) + j]
+        row = rows[cand]
+        want = row * len(terms.vocab) + term
         found = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-        hit = (keys[found] == want) & real
+        hit = keys[found] == want
         tf = np.where(hit, terms.count[found], 0).astype(np.float32)
         tfc = scoring._select_tfc_scorer("lucene")(
             tf_array=tf,
-            l_d=terms.lengths[rows][:, None],
+            l_d=terms.lengths[row],
             l_avg=terms.avg_len,
             k1=retriever.k1,
             b=retriever.b,
             delta=None,
         )
         vals = np.where(hit, (terms.idf[term] * tfc).astype(np.float32), 0)
-        out = np.zeros(len(rows), dtype=np.float32)
-        for j in range(width):  # summed as bm25s sums: in float32, in query order
-            out = out + vals[:, j].astype(np.float32)
+        out = np.zeros(n, dtype=np.float32)
+        order = np.argsort(j, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(j))])
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            # term j of every query that has one: summed as bm25s sums, in float32, in order
+            take = order[lo:hi]
+            out[cand[take]] = out[cand[take]] + vals[take]
         return out
 
 
