@@ -615,6 +615,7 @@ class CorpusLoader:
                     )
             for w in warnings:
                 log.warning(w)
+            built["checked"] = docs  # what the entry's documents decode to, as objects already
             return {
                 "documents": [spelled.get(id(d)) or document_to_dict(d) for d in docs],
                 "warnings": warnings,
@@ -640,8 +641,11 @@ class CorpusLoader:
             read=lambda: _read_documents(cache, key) if cache else None,
             write=store,
         )
+        checked = built.pop("checked", None)  # computed here: not decoded from the entry again
         return (
-            [document_from_dict(d) for d in entry["documents"]],
+            list(checked)
+            if checked is not None
+            else [document_from_dict(d) for d in entry["documents"]],
             dict(entry.get("ingest") or {}),
             tuple(entry.get("warnings", ())),
         )
