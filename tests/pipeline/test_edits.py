@@ -202,3 +202,44 @@ def test_retrieve_seconds_leave_out_the_indexing_a_run_triggers(tmp_path, monkey
     assert pipe.timings["bm25/index_seconds"] >= 1.0
     assert result.seconds["bm25"] < 1.0  # 80 queries over 300 chunks: milliseconds
     assert result.seconds["bm25"] >= 0.0
+
+
+def test_an_edit_reports_what_it_recomputed_in_the_run_metrics(tmp_path):
+    """metrics.json (``evaluate``'s metrics) says what an edit of one record recomputed: the
+    records file parsed whole (its documents counted, not only the file), one document checked,
+    one chunk updated in each index, every query's row carried or searched; the metrics equal a
+    run from scratch on the edited corpus."""
+    from rag_lab.evaluate import evaluate
+
+    docs, queries = corpus(seed=11)
+    data = tmp_path / "data"
+    write_corpus(data, docs, queries)
+
+    def run(cache: Path, where: str) -> dict:
+        overrides = [
+            "dataset=beir",
+            f"dataset.path={data}",
+            "embedder=hashing",
+            "retrievers=[bm25,dense]",
+            "fusion=rrf",
+            "tracking=none",
+            f"cache.dir={cache}",
+        ]
+        return evaluate(compose_evaluate(overrides, tmp_path / where))
+
+    cold = run(tmp_path / "cache", "cold")
+    assert cold["cache/corpus/n_parsed_documents"] == len(docs)
+    docs["d42"] = "w3 w7 w399 " + docs["d42"]
+    write_corpus(data, docs, queries)
+    edited = run(tmp_path / "cache", "edit")
+    assert edited["cache/corpus/n_parsed_files"] == 1
+    assert edited["cache/corpus/n_parsed_documents"] == len(docs)  # one JSON-lines file, whole
+    assert edited["cache/corpus/n_checked_documents"] == 1
+    assert edited["bm25/updated_chunks"] == edited["dense/updated_chunks"] == 1
+    for name in ("bm25", "dense"):
+        done = edited[f"cache/{name}/n_carried"] + edited[f"cache/{name}/n_searched"]
+        assert done == edited["n_queries"]
+    assert edited["cache/bm25/n_carried"] > 0 and edited["cache/dense/n_carried"] > 0
+    scratch = run(tmp_path / "scratch_cache", "scratch")
+    for key in ("ndcg_at_10", "recall_at_100", "mrr_at_10", "map_at_100"):
+        assert round(edited[key], 4) == round(scratch[key], 4)
