@@ -472,6 +472,61 @@ def _line_records(path: Path, parsed: ParsedFile) -> tuple[list[str], list[str]]
     return digests, ids
 
 
+# what ``_new_records`` reads: each document in order (its id; the parsed document where its
+# line is new, else None), where the new ones were read, each file's line records, the new
+# records per file
+NewRecords = tuple[
+    list[tuple[str, Document | None]], dict[str, str], dict[str, Any], list[ParsedFile]
+]
+
+
+def _new_records(
+    sources: Sequence[Path],
+    root: Path,
+    parsers: Sequence[RecordLines],
+    known_lines: Mapping[str, tuple[list[str], list[str]]],
+) -> NewRecords | None:
+    """The records files' documents in order, the lines ``known_lines`` (a corpus note's
+    records) holds by digest standing for their documents, the others parsed alone; ``None``
+    where the whole read must decide (a line that does not parse or decode, an empty text)."""
+    order: list[tuple[str, Document | None]] = []
+    where: dict[str, str] = {}
+    records: dict[str, Any] = {}
+    parsed_files: list[ParsedFile] = []
+    for path, own in zip(sources, parsers):
+        read = _record_lines(path)
+        if read is None:
+            return None
+        lines, digests = read
+        known = dict(zip(*known_lines[str(path)]))
+        ids: list[str] = []
+        fresh: list[tuple[str, Document]] = []
+        t0 = time.perf_counter()
+        for number, (line, digest) in enumerate(zip(lines, digests), 1):
+            if digest in known:
+                ids.append(known[digest])
+                if known[digest]:
+                    order.append((known[digest], None))
+                continue
+            try:
+                doc = own.parse_record(path, root, number, line.decode("utf-8"))
+            except (DataError, UnicodeDecodeError):
+                return None  # the whole read reports it as it does
+            if doc is None:
+                ids.append("")
+                continue
+            if not doc.text.strip():
+                return None
+            ids.append(doc.doc_id)
+            order.append((doc.doc_id, doc))
+            where[doc.doc_id] = f"{path}:{number}"
+            fresh.append((where[doc.doc_id], doc))
+        records[str(path)] = (digests, ids)
+        if fresh:
+            parsed_files.append(ParsedFile(str(path), tuple(fresh), time.perf_counter() - t0))
+    return order, where, records, parsed_files
+
+
 def _no_diff() -> ChunkDiff | None:
     return None
 
@@ -567,8 +622,11 @@ class CorpusLoader:
         def chunk() -> tuple[tuple[Chunk, ...], Mapping[str, Any]]:
             if cache is not None and not left_out:
                 built["prior"] = Lineage.read(cache, note_key)
+                counted = Counter(self.counts)
                 spliced = self._splice(sources, root, built["prior"], docs_key, built)
-                if spliced is not None:  # an edit of a few records: only those read again
+                if spliced is None:  # the whole read counts what it computes itself
+                    self.counts = counted
+                else:  # an edit of a few records: only those read again
                     kept, report, built["chunk_digests"], built["records"] = spliced
                     built.update(parse=time.perf_counter() - t0, chunk=0.0, ingest=report)
                     return kept, report
@@ -682,41 +740,10 @@ class CorpusLoader:
         held: dict[str, list[Chunk]] = {}
         for c in held_chunks:
             held.setdefault(c.doc_id, []).append(c)
-        order: list[tuple[str, Document | None]] = []  # each document, new ones parsed
-        where: dict[str, str] = {}
-        records: dict[str, Any] = {}
-        parsed_files: list[ParsedFile] = []
-        for path, own in zip(sources, parsers):
-            read = _record_lines(path)
-            if read is None:
-                return None
-            lines, digests = read
-            known = dict(zip(*prior.records[str(path)]))
-            ids: list[str] = []
-            fresh: list[tuple[str, Document]] = []
-            t0 = time.perf_counter()
-            for number, (line, digest) in enumerate(zip(lines, digests), 1):
-                if digest in known:
-                    ids.append(known[digest])
-                    if known[digest]:
-                        order.append((known[digest], None))
-                    continue
-                try:
-                    doc = own.parse_record(path, root, number, line.decode("utf-8"))
-                except (DataError, UnicodeDecodeError):
-                    return None  # the whole read reports it as it does
-                if doc is None:
-                    ids.append("")
-                    continue
-                if not doc.text.strip():
-                    return None
-                ids.append(doc.doc_id)
-                order.append((doc.doc_id, doc))
-                where[doc.doc_id] = f"{path}:{number}"
-                fresh.append((where[doc.doc_id], doc))
-            records[str(path)] = (digests, ids)
-            if fresh:
-                parsed_files.append(ParsedFile(str(path), tuple(fresh), time.perf_counter() - t0))
+        read = _new_records(sources, root, parsers, prior.records)
+        if read is None:
+            return None
+        order, where, records, parsed_files = read
         every = [i for i, _ in order]
         if len(set(every)) != len(every):
             return None
@@ -760,28 +787,45 @@ class CorpusLoader:
         self.counts["parsed_files"] += len(parsed_files)
         self.counts["parsed_documents"] += len(new_docs)
         ingest = {**held_ingest, "totals": totals, "documents": doc_rows}
-        if (  # the documents entry, as its edit of the one the note names
-            prior.documents_key
-            and prior.docs_depth < MAX_DELTA_CHAIN
-            and all(i in prior.doc_digests for i, d in order if d is None)
-            and cache.path("documents", prior.documents_key, "json.gz").is_file()
-        ):
-            for d in new_docs:
-                parsed_digests.setdefault(d.doc_id, document_digest(d))
-            entry = {
-                "documents": [document_to_dict(d) for d in completed],
-                "warnings": [],
-                "ingest": ingest,
-                "format": 3,
-                "base": prior.documents_key,
-                "ids": every,
-            }
-            cache.put_json("documents", docs_key, entry)
-            doc_digests = {
-                i: prior.doc_digests[i] if d is None else parsed_digests[i] for i, d in order
-            }
-            built["documents"] = (docs_key, doc_digests, prior.docs_depth + 1)
+        self._documents_edit(prior, docs_key, order, completed, parsed_digests, ingest, built)
         return tuple(chunks), ingest, digests_out, records
+
+    def _documents_edit(
+        self,
+        prior: Lineage,
+        docs_key: str,
+        order: Sequence[tuple[str, Document | None]],
+        completed: Sequence[Document],
+        parsed_digests: dict[str, str],
+        ingest: Mapping[str, Any],
+        built: dict[str, Any],
+    ) -> None:
+        """Write the documents entry ``docs_key`` of a spliced read as its edit of the one the
+        note names (``completed``: the new documents; ``order``: every document) and record it
+        for the note (``built["documents"]``); nothing when that entry is gone or too deep."""
+        cache = self.cache
+        if (
+            cache is None
+            or not prior.documents_key
+            or prior.docs_depth >= MAX_DELTA_CHAIN
+            or not all(i in prior.doc_digests for i, d in order if d is None)
+            or not cache.path("documents", prior.documents_key, "json.gz").is_file()
+        ):
+            return
+        for _, d in order:
+            if d is not None:
+                parsed_digests.setdefault(d.doc_id, document_digest(d))
+        entry = {
+            "documents": [document_to_dict(d) for d in completed],
+            "warnings": [],
+            "ingest": ingest,
+            "format": 3,
+            "base": prior.documents_key,
+            "ids": [i for i, _ in order],
+        }
+        cache.put_json("documents", docs_key, entry)
+        digests = {i: prior.doc_digests[i] if d is None else parsed_digests[i] for i, d in order}
+        built["documents"] = (docs_key, digests, prior.docs_depth + 1)
 
     def _documents(
         self,
