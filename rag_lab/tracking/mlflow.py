@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from rag_lab.tracking.traces import TraceRecord
 
 log = logging.getLogger(__name__)
+# the stores MLflow opens through SQLAlchemy (and checks the schema revision of)
+SQL_SCHEMES = frozenset({"sqlite", "postgresql", "mysql", "mssql"})
 
 # MLflow's limits (mlflow.utils.validation; checked against it in tests/tracking)
 MAX_PARAM_LEN = 6000  # MAX_PARAM_VAL_LENGTH
@@ -465,10 +467,12 @@ class MlflowTracker:
         across file descriptions: taking it twice in one process deadlocks)."""
         import mlflow
 
+        from rag_lab.tracking.sqlite_template import remember_schema_head, seed
+
+        if self.uri.split(":", 1)[0].split("+")[0] in SQL_SCHEMES:  # no SQL imports for http
+            remember_schema_head()  # before the store opens: its schema check
         db = sqlite_path(self.uri)
         if db is not None:
-            from rag_lab.tracking.sqlite_template import seed
-
             seed(db)
         mlflow.set_tracking_uri(self.uri)
         exp = mlflow.get_experiment_by_name(self.experiment)
