@@ -34,17 +34,17 @@ V2 = Path(__file__).resolve().parents[3] / "datasets" / "judge_meta" / "v2"
 # per-kind accuracy of the default lexical judge as measured (docs/results/judges.md; n = 18 per
 # kind on dev, 16 on test), kinds not listed at 1.0; and the AUROC of its faithfulness
 MEASURED = {
-    ("en", "dev"): {"faithful": 15 / 18, "changed_value": 16 / 18},
+    ("en", "dev"): {"faithful": 17 / 18, "changed_value": 16 / 18, "invented_step": 17 / 18},
     ("en", "test"): {
-        "faithful": 0.6875,
-        "changed_value": 0.6875,
+        "changed_value": 0.5,
         "invented_step": 0.875,
         "swapped_entity": 0.9375,
+        "added_sentence": 0.9375,
     },
-    ("zh", "dev"): {"faithful": 16 / 18, "changed_value": 16 / 18},
-    ("zh", "test"): {"faithful": 0.625, "swapped_entity": 0.875, "changed_value": 0.9375},
+    ("zh", "dev"): {"swapped_entity": 17 / 18, "changed_value": 16 / 18},
+    ("zh", "test"): {"faithful": 0.9375, "swapped_entity": 0.875, "invented_step": 0.9375},
 }
-AUROC = {("en", "dev"): 0.89, ("en", "test"): 0.78, ("zh", "dev"): 0.92, ("zh", "test"): 0.80}
+AUROC = {("en", "dev"): 0.94, ("en", "test"): 0.92, ("zh", "dev"): 0.98, ("zh", "test"): 0.94}
 TARGET = {"en": 0.97, "zh": 0.95}
 
 
