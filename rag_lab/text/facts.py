@@ -1057,6 +1057,13 @@ def _names(text: str) -> list[Fact]:
             continue
         dotted = raw[m.end() : m.end() + 1] == "."  # "Univ." ~ "University"
         out.append(Fact("name", word, _name_pattern(m.group(0), dotted)))
+    # a disease named by a lower-case word ("coeliac disease" for "Crohn's disease"): its
+    # qualifier must stand in the contexts (any ending: "coeliac" ~ "coeliacs")
+    for m in _DISEASE.finditer(raw):
+        word = m.group(1).casefold()
+        if word not in STOPWORDS and word not in _GENERIC_QUALIFIERS:
+            pattern = rf"(?<![a-z]){re.escape(word[:-1])}"
+            out.append(Fact("name", f"{word} {m.group(2)}", pattern))
     if zh:
         tags = _pos_tags(raw)
         for k, (w, tag, known) in enumerate(tags):
@@ -1121,6 +1128,12 @@ def _names(text: str) -> list[Fact]:
     return out
 
 
+_DISEASE = re.compile(r"(?<![A-Za-z'’-])([a-z]{4,})\s(disease|syndrome)\b")
+# qualifiers of a disease that are no name: how severe, where, how long
+_GENERIC_QUALIFIERS = frozenset(
+    "serious severe mild chronic acute common rare other similar related underlying infectious "
+    "inflammatory advanced early late human".split()
+)
 _MAKER = re.compile(
     r"(?:^|(?<=[，。；：、“（\s]))((?:(?!的)[\u4e00-\u9fff]){2,4})的(?=[A-Z][A-Za-z]*[\s\dA-Z])"
 )

@@ -401,3 +401,19 @@ def test_yes_is_no_claim_and_names_are_not_read_into_prepositions_or_conjunction
     ctx = ["岑朗天，香港作家、大学兼职讲师。", "田泽湖车站由秋田新干线和田泽湖线使用。"]
     res = judge.judge("", ctx, "岑朗天是香港作家，也在大学兼职讲课。秋田新干线和田泽湖线都停这里。")
     assert res.details["unsupported_facts"] == []
+
+
+def test_a_lower_case_disease_name_is_a_name():
+    judge = LexicalJudge(paraphrase_model=None)
+    ctx = ["Lymphokine-secreting cells were frequent in children with Crohn's disease."]
+    ok = judge.judge("", ctx, "Secreting cells were frequent in children with Crohn's disease.")
+    assert ok.details["unsupported_facts"] == []
+    bad = judge.judge("", ctx, "Secreting cells were frequent in children with coeliac disease.")
+    assert [f["fact"] for f in bad.details["unsupported_facts"]] == ["coeliac disease"]
+    # a generic qualifier is no name
+    assert (
+        judge.judge("", ctx, "The cells were frequent in severe disease.").details[
+            "unsupported_facts"
+        ]
+        == []
+    )

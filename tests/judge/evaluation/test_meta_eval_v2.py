@@ -38,13 +38,12 @@ MEASURED = {
     ("en", "test"): {
         "changed_value": 0.5,
         "invented_step": 0.875,
-        "swapped_entity": 0.9375,
         "added_sentence": 0.9375,
     },
     ("zh", "dev"): {"swapped_entity": 17 / 18, "changed_value": 16 / 18},
     ("zh", "test"): {"faithful": 0.9375, "swapped_entity": 0.875, "invented_step": 0.9375},
 }
-AUROC = {("en", "dev"): 0.94, ("en", "test"): 0.92, ("zh", "dev"): 0.98, ("zh", "test"): 0.94}
+AUROC = {("en", "dev"): 0.94, ("en", "test"): 0.93, ("zh", "dev"): 0.98, ("zh", "test"): 0.94}
 TARGET = {"en": 0.97, "zh": 0.95}
 
 
