@@ -202,3 +202,104 @@ def test_transactions_store_what_the_public_calls_store(
             assert got[qid][part] == want[qid][part], (qid, part)
     for t in fast.values():
         assert t.info.trace_metadata["mlflow.sourceRun"] == run.info.run_id
+
+
+TRACE_TABLES = (
+    "trace_info",
+    "trace_tags",
+    "trace_request_metadata",
+    "assessments",
+    "spans",
+    "span_metrics",
+    "trace_metrics",
+    "entity_associations",
+)
+
+
+def _rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, public: bool) -> dict:
+    """Three hand-made traces written by ``MlflowRun.log_traces`` into a fresh sqlite store
+    (through the transactions, or ``public``: MLflow's start_trace / log_spans one by one), the
+    ids drawn in the same order on both paths; every row of MLflow's trace tables, without what
+    is this store's own (its folder, the run id, the assessments' ids and creation times)."""
+    import itertools
+    import secrets
+    import sqlite3
+
+    from rag_lab.tracking import mlflow as tracking
+    from rag_lab.tracking.traces import AssessmentRecord, SpanRecord, TraceRecord
+
+    t = 1_700_000_000_000_000_000
+    docs = [{"id": "c1", "page_content": "torque 12 Nm", "metadata": {"doc_uri": "d1", "rank": 1}}]
+    records = [
+        TraceRecord(
+            f"q{i}",
+            {"query_id": f"q{i}", "category": "numeric", "split": "test"},
+            (
+                SpanRecord(
+                    "rag_lab query",
+                    "CHAIN",
+                    t,
+                    t + 9_000_000,
+                    {"query": "q"},
+                    {"documents": ["d1"]},
+                ),
+                SpanRecord(
+                    "bm25",
+                    "RETRIEVER",
+                    t,
+                    t + 4_000_000,
+                    {"query": "q"},
+                    docs,
+                    {"rag_lab.batch_queries": 3},
+                ),
+                SpanRecord(
+                    "fusion",
+                    "CHAIN",
+                    t + 5_000_000,
+                    t + 9_000_000,
+                    {"n_candidates": 1},
+                    [{"id": "c1", "score": 0.5}],
+                ),
+            ),
+            (
+                AssessmentRecord("hit_at_5", i % 2 == 0, "CODE", "rag_lab.metrics@0"),
+                AssessmentRecord("faithfulness", 0.25 * i, "LLM_JUDGE", "lexical@0+ab"),
+            ),
+        )
+        for i in range(3)
+    ]
+    folder = tmp_path / ("public" if public else "batched")
+    run = tracking.MlflowTracker(uri=f"sqlite:///{folder}/mlflow.db", experiment="t").start_run("r")
+    counter = itertools.count()
+    monkeypatch.setattr(secrets, "token_hex", lambda n=32: f"{next(counter):0{2 * n}x}")
+    monkeypatch.setattr(tracking, "TRACES_PER_TRANSACTION", 2)  # several transactions
+    if public:
+        monkeypatch.setattr(tracking, "_in_transactions", lambda *a, **k: None)
+    assert len(run.log_traces(records)) == 3
+    monkeypatch.undo()
+    own = ("assessment_id", "created_timestamp", "last_updated_timestamp")
+    out = {}
+    with sqlite3.connect(folder / "mlflow.db") as db:
+        for table in TRACE_TABLES:
+            cols = [c[1] for c in db.execute(f"pragma table_info({table})")]
+            keep = [i for i, c in enumerate(cols) if c not in own]
+            rows = db.execute(f"select * from {table}").fetchall()
+            out[table] = sorted(
+                tuple(
+                    str(r[i]).replace(run.run_id, "RUN").replace(str(folder), "DIR") for i in keep
+                )
+                for r in rows
+            )
+    return out
+
+
+def test_transactions_write_the_rows_the_public_calls_write(tmp_path, monkeypatch):
+    """The transactions (one flush for all of a transaction's trace infos, one log_spans for
+    its spans) leave exactly the rows of MLflow's own start_trace / log_spans in every trace
+    table: the same trace infos, tags, metadata, assessments and span contents."""
+    batched = _rows(tmp_path, monkeypatch, public=False)
+    public = _rows(tmp_path, monkeypatch, public=True)
+    assert len(batched["trace_info"]) == 3 and len(batched["spans"]) == 9
+    assert len(batched["assessments"]) == 6
+    for table in TRACE_TABLES:
+        assert batched[table] == public[table], table
