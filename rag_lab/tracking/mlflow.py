@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_lab.metrics.names import HEADLINE, higher_is_better, logged_keys, metric_key
+from rag_lab.tracking import span_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -372,6 +373,7 @@ def _in_transactions(
         or not all(hasattr(store, name) for name in _ONE_TRANSACTION)
     ):
         return None
+    rows = span_rows.applies(store)  # spans written as log_spans writes them (span_rows)
     batch = copy.copy(store)  # its own attributes: other threads keep the store's sessions
     batch.get_experiment = functools.lru_cache(maxsize=None)(store.get_experiment)
     by_trace: dict[str, list[Any]] = {}
@@ -399,8 +401,9 @@ def _in_transactions(
                 session.flush()
                 batch.ManagedSessionMaker = same_session
                 mine = [sp for info in part for sp in by_trace.get(info.trace_id, [])]
-                for chunk in _batches(mine, SPANS_PER_CALL):
-                    batch._log_spans_once(exp_id, list(chunk))
+                if not (rows and span_rows.write_spans(session, exp_id, mine)):
+                    for chunk in _batches(mine, SPANS_PER_CALL):
+                        batch._log_spans_once(exp_id, list(chunk))
         except (TypeError, AttributeError) as exc:  # MLflow's internals moved
             if n:
                 raise
