@@ -359,7 +359,8 @@ def _in_transactions(
     session per transaction and whose ``get_experiment`` is read once; the trace infos' own
     ``flush`` calls wait (:class:`_Deferred`), so one unit of work inserts all of a
     transaction's trace infos, tags, metadata and assessments (a flush per trace was ~half of
-    ``start_trace``'s CPU), and one ``_log_spans_once`` writes its spans. Guarded: a store
+    ``start_trace``'s CPU), and its spans go as rows (:func:`span_rows.write_spans`, where
+    it applies) or through one ``_log_spans_once``. Guarded: a store
     without those members, or whose methods no longer take these arguments (``TypeError``,
     ``AttributeError`` in the first transaction, rolled back) returns ``None`` and the caller
     writes trace by trace through the public calls (``tests/tracking/test_traces.py`` checks
@@ -816,7 +817,8 @@ class MlflowRun:
         assessments, and the spans go in batches of :data:`SPANS_PER_CALL`, one transaction each.
 
         On a sqlite store the traces and spans go :data:`TRACES_PER_TRANSACTION` traces a
-        transaction (:func:`_in_transactions`: a commit per 25 traces, not per trace); elsewhere
+        transaction (:func:`_in_transactions`: a commit and a flush per 25 traces, not per trace,
+        the spans as rows where :mod:`rag_lab.tracking.span_rows` applies); elsewhere
         (a server, or a store whose internals moved) the store's lock (:func:`store_lock`) is
         taken per call, not for the whole batch, so the run's other writes (from another
         thread: ``rag_lab.tracking.evaluation.start_query_traces``) go in between. ``stop()``
