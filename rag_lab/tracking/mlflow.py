@@ -402,7 +402,8 @@ def _in_transactions(
                 session.flush()
                 batch.ManagedSessionMaker = same_session
                 mine = [sp for info in part for sp in by_trace.get(info.trace_id, [])]
-                if not (rows and span_rows.write_spans(session, exp_id, mine)):
+                direct = rows and all(span_rows.finished(info) for info in part)
+                if not (direct and span_rows.write_spans(session, exp_id, mine)):
                     for chunk in _batches(mine, SPANS_PER_CALL):
                         batch._log_spans_once(exp_id, list(chunk))
         except (TypeError, AttributeError) as exc:  # MLflow's internals moved

@@ -59,13 +59,25 @@ def applies(store: Any) -> bool:
     return not rollups_enabled()
 
 
+def finished(info: Any) -> bool:
+    """Whether ``log_spans`` would leave ``info`` (a ``TraceInfo`` given to ``start_trace``) as
+    it is: a final state and both previews (else it sets them from the root span)."""
+    state = getattr(info.state, "value", info.state)
+    return (
+        state not in ("IN_PROGRESS", "STATE_UNSPECIFIED")
+        and info.request_preview is not None
+        and info.response_preview is not None
+    )
+
+
 def _plain(attributes: dict[str, Any], read: tuple[str, ...], skip: tuple[str, ...] = ()) -> bool:
     return not any(key.startswith(read) and not key.startswith(skip) for key in attributes)
 
 
 def write_spans(session: Any, exp_id: str, spans: Sequence[Any]) -> bool:
     """Insert ``spans`` (MLflow ``Span`` entities of traces started in ``session``'s
-    transaction, experiment ``exp_id``) as ``log_spans`` would (module docstring); ``False``,
+    transaction, experiment ``exp_id``, each :func:`finished`) as ``log_spans`` would (module
+    docstring); ``False``,
     with nothing written, where it would do more (the caller then calls it)."""
     from mlflow.store.tracking.dbmodels.models import SqlSpan, SqlTraceInfo, SqlTraceTag
     from mlflow.tracing.constant import SpansLocation, TraceTagKey

@@ -372,3 +372,22 @@ def test_a_store_failing_mid_way_costs_the_traces_not_the_run(
     assert "disk I/O error" in run.data.tags["traces_error"] and "traces" not in run.data.tags
     assert "MLflow traces not all written" in caplog.text
     assert len(traces) == 2 and all(len(t.data.spans) == 4 for t in traces.values())
+
+
+def test_spans_go_as_rows_only_for_traces_log_spans_would_not_update():
+    """A trace still in progress, or without a preview, gets its state or preview from
+    log_spans' root span: its spans go through log_spans, not as rows."""
+    from types import SimpleNamespace
+
+    from mlflow.entities import TraceState
+
+    from rag_lab.tracking.span_rows import finished
+
+    def info(state, request="{}", response="{}"):
+        return SimpleNamespace(state=state, request_preview=request, response_preview=response)
+
+    assert finished(info(TraceState.OK)) and finished(info(TraceState.ERROR))
+    assert not finished(info(TraceState.IN_PROGRESS))
+    assert not finished(info(TraceState.STATE_UNSPECIFIED))
+    assert not finished(info(TraceState.OK, request=None))
+    assert not finished(info(TraceState.OK, response=None))
