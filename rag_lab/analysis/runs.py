@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from rag_lab._deprecated import upgrade_targets
 from rag_lab.analysis.stats import paired_bootstrap_ci
 from rag_lab.errors import ConfigError
 from rag_lab.io import run_folder as outputs
+from rag_lab.io.yaml_text import load_own
 from rag_lab.metrics.names import HEADLINE
 from rag_lab.types import Chunk, Qrels, Query
 
@@ -124,9 +124,7 @@ def read_run_folder(folder: Path, ref: str | None = None) -> RunView:
     except Exception as exc:  # pyarrow's errors: a truncated or foreign file
         raise ConfigError(f"{table_file}: cannot read the per-query table ({exc})") from None
     config_file = folder / outputs.CONFIG_FILE
-    config = (
-        yaml.safe_load(config_file.read_text(encoding="utf-8")) if config_file.is_file() else None
-    )
+    config = load_own(config_file.read_text(encoding="utf-8")) if config_file.is_file() else None
     if isinstance(config, dict):  # a run of an earlier release may name moved classes
         config = upgrade_targets(config)
     fp_file = folder / outputs.FINGERPRINT_FILE

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+import orjson
 
 try:
     import fcntl
@@ -124,6 +125,26 @@ NAMESPACES = (
     "judge",
     "adapters",  # a foreign component's per-query output (rag_lab/retrievers/_adapter.py)
 )
+
+
+def _plain_dumps(value: Any) -> bytes:
+    """A ``plain`` entry's JSON through orjson; through ``json.dumps`` (as before) where orjson
+    would not write what ``json.loads`` reads back: a NaN or infinity (orjson: ``null``), keys
+    that are not strings, what it refuses."""
+    try:
+        data = orjson.dumps(value)
+    except TypeError:
+        data = b"null"
+    return json.dumps(value, ensure_ascii=False).encode() if b"null" in data else data
+
+
+def _plain_loads(data: bytes) -> Any:
+    """A ``plain`` entry (``StageCache.put_json``), through orjson; one written before entries
+    were plain (``json.dumps``: a NaN latency is ``NaN``) through ``json.loads``."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _file_id(path: Path) -> tuple[int, int, int] | None:
@@ -329,12 +350,14 @@ class StageCache:
             self.bytes_read[namespace] += size
 
     # -- JSON (documents, chunks, runs): gzip-compressed ------------------------------------
-    def get_json(self, namespace: str, key: str) -> Any | None:
+    def get_json(self, namespace: str, key: str, plain: bool = False) -> Any | None:
+        """The entry, or ``None`` (a miss). ``plain``: one ``put_json`` wrote ``plain``."""
         p = self.path(namespace, key, "json.gz")
         if self.bypassed:
             return None
         try:  # one decompress call: GzipFile's streaming reads cost ~1.5x (13 MB chunk set)
-            value = json.loads(gzip.decompress(p.read_bytes()))
+            data = gzip.decompress(p.read_bytes())
+            value = _plain_loads(data) if plain else json.loads(data)
         except FileNotFoundError:
             self._count(namespace, None)
             return None
@@ -374,10 +397,15 @@ class StageCache:
             _DECODED.popitem(last=False)
         return value
 
-    def put_json(self, namespace: str, key: str, value: Any) -> None:
+    def put_json(self, namespace: str, key: str, value: Any, plain: bool = False) -> None:
+        """Write the entry. ``plain``: ``value`` holds only strings, finite floats, integers of
+        64 bits, lists and mappings with string keys (a run: query and chunk ids, scores,
+        latencies): written through orjson and compressed faster (a 300-query run: ~0.1 s of an
+        edit's retrieval -> ~0.04 s); ``get_json(..., plain=True)`` reads it."""
         p = self.path(namespace, key, "json.gz")
-        data = json.dumps(value, ensure_ascii=False).encode()
-        if self._write(p, lambda fh: fh.write(gzip.compress(data, compresslevel=3, mtime=0))):
+        data = _plain_dumps(value) if plain else json.dumps(value, ensure_ascii=False).encode()
+        level = 1 if plain else 3
+        if self._write(p, lambda fh: fh.write(gzip.compress(data, compresslevel=level, mtime=0))):
             self._count(namespace, p, write=True)
 
     # -- notes (what a corpus was last built as: rag_lab.pipeline.edits) -------------------------

@@ -21,6 +21,14 @@ class Chunker(Protocol):
     def chunk(self, documents: Sequence[Document]) -> list[Chunk]: ...
 
 
+@runtime_checkable
+class PerDocument(Protocol):
+    """A chunker whose chunks of a document depend on that document alone (``per_document``
+    is ``True``): an edit chunks the documents it changed and keeps the others' chunks."""
+
+    per_document: bool
+
+
 def chunk_metadata(doc: Document, sec: Section | None) -> dict[str, Any]:
     """A chunk's metadata: the document's, then the section's (page, kind, section_type,
     confidence...) and its heading path as ``section_path``."""
@@ -58,6 +66,8 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
 
 class SpanChunker:
     """Base for chunkers defined by character spans: subclasses implement ``spans(doc)``."""
+
+    per_document = True  # spans of one document at a time (``PerDocument``)
 
     def spans(self, doc: Document) -> Iterable[tuple[int, int]]:
         raise NotImplementedError

@@ -6,7 +6,8 @@ the path, exit status 2, instead of Hydra's traceback (exit 1).
 Hydra makes the folder and saves the configs in ``hydra.core.utils.run_job`` before the task
 function runs, so outside :func:`rag_lab.errors.user_errors`. :func:`guard_run_dir` patches two
 module functions (idempotent): ``hydra.core.utils._save_config`` (same signature, same text:
-``OmegaConf.to_yaml`` of the config, written with :func:`rag_lab.io.atomic.write_atomic`) and
+``OmegaConf.to_yaml``'s text of the config (``rag_lab.io.yaml_text.config_yaml``: libyaml
+where it writes the same), written with :func:`rag_lab.io.atomic.write_atomic`) and
 ``hydra._internal.utils.run_and_report`` (what ``@hydra.main`` runs the whole job in; a disk
 error escaping it becomes :func:`rag_lab.errors.fail`'s one line)."""
 
@@ -33,9 +34,9 @@ def guard_run_dir() -> None:
 
         @functools.wraps(save)
         def save_config(cfg: Any, filename: str, output_dir: Path) -> None:
-            from omegaconf import OmegaConf
+            from rag_lab.io.yaml_text import config_yaml
 
-            write_atomic(Path(output_dir) / filename, OmegaConf.to_yaml(cfg))
+            write_atomic(Path(output_dir) / filename, config_yaml(cfg))
 
         setattr(save_config, _PATCHED, True)
         utils._save_config = save_config

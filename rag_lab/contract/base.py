@@ -78,3 +78,13 @@ class DocumentWise(Protocol):
     def finish(
         self, done: Sequence[tuple[Document, Sequence[Problem]]], where: Mapping[str, str]
     ) -> Checked: ...
+
+
+@runtime_checkable
+class Separable(Protocol):
+    """A ``DocumentWise`` contract that says whether what its ``finish`` checks across documents
+    (a repeated identity) can involve a completed document: ``standalone(doc)`` is ``True``
+    when it cannot, so an edit that changes only such documents, in a corpus without problems,
+    keeps every other document's completion and problems as they were."""
+
+    def standalone(self, doc: Document) -> bool: ...

@@ -203,6 +203,13 @@ class SchemaContract:
             meta.setdefault(name, None)
         return replace(doc, metadata=meta, sections=sections)
 
+    def standalone(self, doc: Document) -> bool:
+        """``finish`` compares a completed document with others only by its identity, and only
+        when every identity field has a value (``rag_lab.contract.base.Separable``)."""
+        return not self.identity or any(
+            self._value(doc, doc.metadata, f) in _MISSING for f in self.identity
+        )
+
     def complete(self, doc: Document, where: str) -> tuple[Document, list[Problem]]:
         problems: list[Problem] = []
         return self._complete(doc, where, problems), problems

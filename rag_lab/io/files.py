@@ -159,28 +159,36 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, record)`` for each non-blank line; a malformed line raises
     ``DataError`` naming ``file:line``."""
     for lineno, line in read_lines(path):
-        if not line.strip():
-            continue
+        rec = jsonl_record(path, lineno, line)
+        if rec is not None:
+            yield lineno, rec
+
+
+def jsonl_record(path: Path, lineno: int, line: str) -> dict[str, Any] | None:
+    """Line ``lineno`` of a JSON-lines file as its record (``read_jsonl``'s reading of one
+    line); ``None`` for a blank line; a malformed one raises ``DataError`` naming ``file:line``."""
+    if not line.strip():
+        return None
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"{path}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno})"
+        ) from None
+    except (ValueError, RecursionError) as exc:  # a 5000-digit number, [[[[... nesting
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise DataError(f"{path}:{lineno}: unreadable JSON ({reason})") from None
+    if not isinstance(rec, dict):
+        raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
+    if _SURROGATE_ESCAPE.search(line):
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
+            json.dumps(rec, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
             raise DataError(
-                f"{path}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno})"
+                f"{path}:{lineno}: an unpaired UTF-16 surrogate escape (\\ud800-\\udfff) "
+                "is not text"
             ) from None
-        except (ValueError, RecursionError) as exc:  # a 5000-digit number, [[[[... nesting
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise DataError(f"{path}:{lineno}: unreadable JSON ({reason})") from None
-        if not isinstance(rec, dict):
-            raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
-        if _SURROGATE_ESCAPE.search(line):
-            try:
-                json.dumps(rec, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                raise DataError(
-                    f"{path}:{lineno}: an unpaired UTF-16 surrogate escape (\\ud800-\\udfff) "
-                    "is not text"
-                ) from None
-        yield lineno, rec
+    return rec
 
 
 def require_key(rec: dict[str, Any], key: str, path: Path, lineno: int) -> Any:

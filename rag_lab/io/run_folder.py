@@ -176,17 +176,14 @@ def write_config(out_dir: Path, resolved: Mapping[str, Any]) -> Path:
     """``config_resolved.yaml``: ``OmegaConf.to_yaml`` of the resolved config; one of plain
     YAML values only is dumped as that function dumps it, without building a config of it
     first (~10 ms a job)."""
-    import yaml
     from omegaconf import OmegaConf
-    from omegaconf._utils import get_omega_conf_dumper
+
+    from rag_lab.io.yaml_text import omegaconf_yaml
 
     path = out_dir / CONFIG_FILE
     data = dict(resolved)
     if _plain(data):  # the yaml.dump call of OmegaConf.to_yaml
-        dumper = get_omega_conf_dumper()
-        text = yaml.dump(
-            data, default_flow_style=False, allow_unicode=True, sort_keys=False, Dumper=dumper
-        )
+        text = omegaconf_yaml(data)
     else:
         text = OmegaConf.to_yaml(data)
     write_atomic(path, text)

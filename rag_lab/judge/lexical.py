@@ -9,7 +9,9 @@ version code, clause id, name and the unit of a rate ("per second", 每小时) (
 — occurs in the contexts; a number moreover in a context sentence that shares a word with the answer
 sentence ("12 climbers" is not supported by a "12 May" elsewhere), and every number, date, code or
 clause id *for what it qualifies* (``bind_values``, ``rag_lab.text.binding``): "at least 12 votes"
-is unsupported by a context where 12 counts the members and the votes number 11; and (c) every
+is unsupported by a context where 12 counts the members and the votes number 11, nor a value
+whose clause is mostly the claim of a context sentence stating another value of its kind
+(``misplaced``); and (c) every
 instruction it gives (``check_actions``, ``rag_lab.text.actions``: "restart the drive and replace
 the cooling fan", 重启 / 更换 / 检查 …) is given by the contexts — its verb (or one of its group)
 and its object in one context sentence, or its clause a paraphrase of a context sentence
@@ -82,10 +84,12 @@ from rag_lab.text import ContentTerms, TermSupport, has_cjk, split_sentences
 from rag_lab.text.actions import actions, supported
 from rag_lab.text.binding import (
     VALUE_KINDS,
+    ContextSentence,
     Slot,
     bound,
     context_slots,
     displaced,
+    misplaced,
     slots,
     stated_values,
 )
@@ -379,8 +383,8 @@ class LexicalJudge:
             facts += [f for f in slot_names(sentence, ctx.raw) if f not in facts]
         function = function_words(sentence)  # 如果, 比: as "if", "than" are stopwords
         terms = [t for t in terms if t not in function]
-        if not terms and not facts:
-            return None
+        if not facts and all(t in ANSWER_WORDS for t in terms):
+            return None  # no terms, or a bare "Yes." / "No.": the answer to the question, no claim
         # a number must occur in a context sentence that shares a word with this sentence: "12
         # climbers" is not supported by "12 May" elsewhere in the contexts
         words = [t for t in terms if not _NUMERIC.fullmatch(t)]
@@ -408,7 +412,9 @@ class LexicalJudge:
                 # contexts state a rival ("E120 means low oil pressure" when E102 does)
                 if displaced(slot, ctx.slots, stated):
                     missing.append(slot.fact)
-            elif not ctx.given(slot.fact) and not bound(slot, ctx.slots, stated):
+            elif not ctx.given(slot.fact) and (
+                not bound(slot, ctx.slots, stated) or misplaced(slot, ctx.claims, stated)
+            ):
                 # a value found in the contexts must be stated there for what it qualifies
                 # here ("12 votes" is not supported by "12 members" next to "11 votes")
                 missing.append(slot.fact)
@@ -447,6 +453,10 @@ class LexicalJudge:
         }
 
 
+# words that answer a yes/no question; a sentence of nothing else ("Yes.", "No, it does not.")
+# makes no claim the contexts could support (what follows it does)
+ANSWER_WORDS = frozenset(("yes", "no", "not", "不是", "不", "没有"))
+
 _ABBREVIATION = re.compile(r"(?:\b(?:vs|e\.g|i\.e|al|etc|approx|fig|figs|no|nos|ca)|\d)\.$", re.I)
 
 
@@ -476,6 +486,7 @@ class _Context:
     facts_text: str
     local: list[tuple[TermSupport, str]]
     slots: list[Slot]
+    claims: list[ContextSentence]
     premise_facts: str
     question: list[str]
 
@@ -490,6 +501,7 @@ class _Context:
             normalise_facts_text(joined),
             [(TermSupport(c, terms), normalise_facts_text(c)) for c in sentences],
             context_slots(sentences),
+            [ContextSentence.read(c) for c in sentences],
             normalise_facts_text(question) if question.strip() else "",
             [question] if question.strip() else [],
         )

@@ -150,16 +150,40 @@ def score(
 
 
 def category_means(table: pd.DataFrame) -> dict[str, float]:
-    """``by_category/<category>/<column>`` means of every metric column of a per-query table."""
+    """``by_category/<category>/<column>`` means of every metric column of a per-query table
+    (NaN skipped; a column without a value in a category has no key there).
+
+    The same numbers, in the same order, as ``grp[c].dropna().mean()`` for each category of
+    ``table.groupby("category")`` and each column (``tests/metrics/test_category_means.py``), a
+    tenth of its time: one numpy slice per cell instead of a pandas Series (it was a tenth of a
+    warm multirun job's CPU)."""
+    import numpy as np
+    import pandas as pd
+
     out: dict[str, float] = {}
     if "category" not in table or not table["category"].notna().any():
         return out
     cols = [c for c in table.columns if c not in ID_COLUMNS]
-    for cat, grp in table.groupby("category"):
+    values = {c: table[c].to_numpy() for c in cols}
+    for cat, rows in table.groupby("category").indices.items():  # sorted, NaN category left out
         for c in cols:
-            vals = grp[c].dropna()
+            vals = values[c][rows]
+            kind = vals.dtype.kind
+            if kind == "f":
+                vals = vals[~np.isnan(vals)]
+                total = vals.sum(dtype=vals.dtype)  # as pandas' nanmean: in the column's dtype
+            elif kind in "iu":
+                total = vals.sum(dtype=np.float64)
+            elif kind == "b":
+                total = vals.sum(dtype=np.int64)
+            else:  # object (None and numbers): pandas' own mean
+                kept = pd.Series(vals).dropna()
+                if len(kept):
+                    out[f"by_category/{cat}/{c}"] = float(kept.mean())
+                continue
             if len(vals):
-                out[f"by_category/{cat}/{c}"] = float(vals.mean())
+                count = vals.dtype.type(len(vals)) if kind == "f" else np.float64(len(vals))
+                out[f"by_category/{cat}/{c}"] = float(total / count)
     return out
 
 

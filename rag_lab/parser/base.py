@@ -56,6 +56,16 @@ class Plain(Protocol):
 
 
 @runtime_checkable
+class RecordLines(Protocol):
+    """A parser of files that hold one record per line (JSON lines): ``parse_record`` reads
+    line ``lineno`` (its text ``line``) alone, exactly as reading the whole file reads it, and
+    returns its document (``None`` for a blank line). An edit of a few records re-parses those
+    records only (``rag_lab.pipeline.corpus``)."""
+
+    def parse_record(self, path: Path, root: Path, lineno: int, line: str) -> Document | None: ...
+
+
+@runtime_checkable
 class Selective(Protocol):
     """A parser that, as configured, reads only some files of its suffixes: ``unread(path)`` is
     why it leaves ``path`` out (``None``: it reads it). The corpus read counts such files with

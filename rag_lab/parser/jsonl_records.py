@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from rag_lab.errors import DataError
-from rag_lab.io.files import read_jsonl, require_key
+from rag_lab.io.files import jsonl_record, read_jsonl, require_key
 from rag_lab.parser._records import FieldMap, source_of
 from rag_lab.types import Document
 
@@ -48,7 +49,21 @@ class JsonlRecordsParser:
         A record that has none of the text fields is an error (wrong ``text_fields``); one whose
         text fields are present but empty or null gives a document with empty text, which
         the corpus read (``rag_lab.pipeline.corpus``) skips or refuses (``dataset.on_empty``)."""
-        fields = FieldMap(
+        fields = self._fields()
+        source = source_of(path, root)
+        for lineno, rec in read_jsonl(path):
+            yield lineno, self._document(fields, rec, source, path, lineno)
+
+    def parse_record(self, path: Path, root: Path, lineno: int, line: str) -> Document | None:
+        """Line ``lineno`` (``line``, its text) of the file alone, as ``parse_lines`` reads it:
+        its document, ``None`` for a blank line (``rag_lab.parser.base.RecordLines``)."""
+        rec = jsonl_record(path, lineno, line)
+        if rec is None:
+            return None
+        return self._document(self._fields(), rec, source_of(path, root), path, lineno)
+
+    def _fields(self) -> FieldMap:
+        return FieldMap(
             self.id_field,
             self.text_fields,
             self.title_field,
@@ -56,15 +71,17 @@ class JsonlRecordsParser:
             reserved=(self.metadata_field,) if self.metadata_field else (),
             keep_empty=True,  # a JSON null or "" is a value the record chose to carry
         )
-        source = source_of(path, root)
-        for lineno, rec in read_jsonl(path):
-            doc_id = str(require_key(rec, self.id_field, path, lineno))
-            if not any(f in rec for f in self.text_fields):
-                raise DataError(
-                    f"{path}:{lineno}: record {doc_id!r} has none of the text fields "
-                    f"{list(self.text_fields)}"
-                )
-            extra = rec.get(self.metadata_field) if self.metadata_field else None
-            if extra is not None and not isinstance(extra, dict):
-                raise DataError(f"{path}:{lineno}: {self.metadata_field!r} must be an object")
-            yield lineno, fields.document(doc_id, rec, source, extra)
+
+    def _document(
+        self, fields: FieldMap, rec: dict[str, Any], source: str, path: Path, lineno: int
+    ) -> Document:
+        doc_id = str(require_key(rec, self.id_field, path, lineno))
+        if not any(f in rec for f in self.text_fields):
+            raise DataError(
+                f"{path}:{lineno}: record {doc_id!r} has none of the text fields "
+                f"{list(self.text_fields)}"
+            )
+        extra = rec.get(self.metadata_field) if self.metadata_field else None
+        if extra is not None and not isinstance(extra, dict):
+            raise DataError(f"{path}:{lineno}: {self.metadata_field!r} must be an object")
+        return fields.document(doc_id, rec, source, extra)

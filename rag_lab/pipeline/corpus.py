@@ -15,6 +15,7 @@ logged (tests and notebooks).
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import logging
@@ -29,8 +30,15 @@ import orjson
 
 from rag_lab._version import __version__
 from rag_lab.cache import StageCache, keys, memo
-from rag_lab.chunker.base import Chunker
-from rag_lab.contract.base import Checked, ChunkTagging, Contract, DocumentWise, Problem
+from rag_lab.chunker.base import Chunker, PerDocument
+from rag_lab.contract.base import (
+    Checked,
+    ChunkTagging,
+    Contract,
+    DocumentWise,
+    Problem,
+    Separable,
+)
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.io.files import fingerprint_files
 from rag_lab.parser.base import (
@@ -40,10 +48,12 @@ from rag_lab.parser.base import (
     ParsedFile,
     Parser,
     Plain,
+    RecordLines,
     Selective,
     parse_file,
 )
 from rag_lab.pipeline.edits import MAX_CHANGED_SHARE, ChunkDiff, Lineage, chunk_digest
+from rag_lab.pipeline.ingest import COUNTED as COUNTED_STATS
 from rag_lab.pipeline.ingest import ingest_report
 from rag_lab.protocols import Identified
 from rag_lab.runtime import progress
@@ -267,6 +277,9 @@ def _entry(cache: StageCache | None, namespace: str, key: str) -> dict[str, Any]
     return raw
 
 
+# the ingest totals (n_<name>) that come with a corpus warning: a corpus with any is read whole
+_WARNED = ("skipped_files", "unread_files", "skipped_links", "empty_documents", "contract_problems")
+
 # the corpus read's counters (CorpusLoader.counts; metrics.json: cache/corpus/n_<name>)
 COUNTS = ("parsed_files", "parsed_documents", "checked_documents", "tagged_chunks")
 
@@ -431,6 +444,89 @@ def _differ(
     return diff
 
 
+def _record_lines(path: Path) -> tuple[list[bytes], list[str]] | None:
+    """The lines of a records file as ``read_lines`` numbers them, and a digest of each;
+    ``None`` where its line breaks or a byte order mark could make them differ (a ``\\r``)."""
+    data = path.read_bytes()
+    if b"\r" in data or data.startswith(codecs.BOM_UTF8):
+        return None
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:  # the last line's break ends it, it starts no other
+        lines.pop()
+    return lines, [hashlib.blake2b(line, digest_size=12).hexdigest() for line in lines]
+
+
+def _line_records(path: Path, parsed: ParsedFile) -> tuple[list[str], list[str]] | None:
+    """Per line of a records file parsed whole: its digest and the id of the document it holds
+    (``""``: none); ``None`` when a document's ``file:line`` does not name one of its lines."""
+    read = _record_lines(path)
+    if read is None:
+        return None
+    lines, digests = read
+    ids = [""] * len(lines)
+    for where, doc in parsed.documents:
+        head, _, number = where.rpartition(":")
+        if head != str(path) or not number.isdigit() or not 1 <= int(number) <= len(lines):
+            return None
+        ids[int(number) - 1] = doc.doc_id
+    return digests, ids
+
+
+# what ``_new_records`` reads: each document in order (its id; the parsed document where its
+# line is new, else None), where the new ones were read, each file's line records, the new
+# records per file
+NewRecords = tuple[
+    list[tuple[str, Document | None]], dict[str, str], dict[str, Any], list[ParsedFile]
+]
+
+
+def _new_records(
+    sources: Sequence[Path],
+    root: Path,
+    parsers: Sequence[RecordLines],
+    known_lines: Mapping[str, tuple[list[str], list[str]]],
+) -> NewRecords | None:
+    """The records files' documents in order, the lines ``known_lines`` (a corpus note's
+    records) holds by digest standing for their documents, the others parsed alone; ``None``
+    where the whole read must decide (a line that does not parse or decode, an empty text)."""
+    order: list[tuple[str, Document | None]] = []
+    where: dict[str, str] = {}
+    records: dict[str, Any] = {}
+    parsed_files: list[ParsedFile] = []
+    for path, own in zip(sources, parsers):
+        read = _record_lines(path)
+        if read is None:
+            return None
+        lines, digests = read
+        known = dict(zip(*known_lines[str(path)]))
+        ids: list[str] = []
+        fresh: list[tuple[str, Document]] = []
+        t0 = time.perf_counter()
+        for number, (line, digest) in enumerate(zip(lines, digests), 1):
+            if digest in known:
+                ids.append(known[digest])
+                if known[digest]:
+                    order.append((known[digest], None))
+                continue
+            try:
+                doc = own.parse_record(path, root, number, line.decode("utf-8"))
+            except (DataError, UnicodeDecodeError):
+                return None  # the whole read reports it as it does
+            if doc is None:
+                ids.append("")
+                continue
+            if not doc.text.strip():
+                return None
+            ids.append(doc.doc_id)
+            order.append((doc.doc_id, doc))
+            where[doc.doc_id] = f"{path}:{number}"
+            fresh.append((where[doc.doc_id], doc))
+        records[str(path)] = (digests, ids)
+        if fresh:
+            parsed_files.append(ParsedFile(str(path), tuple(fresh), time.perf_counter() - t0))
+    return order, where, records, parsed_files
+
+
 def _no_diff() -> ChunkDiff | None:
     return None
 
@@ -469,6 +565,8 @@ class CorpusLoader:
     # what the last load computed rather than read back (COUNTS): files parsed and the
     # documents they held, documents the contract completed, chunks it tagged
     counts: Counter[str] = field(default_factory=Counter, init=False)
+    # per records file parsed whole by the last load: its lines' digests and documents
+    _records: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict, init=False)
 
     def lineage_key(self, root: Path, on_empty: str) -> str:
         """The note of the corpus under ``root`` as this loader reads and chunks it."""
@@ -519,10 +617,24 @@ class CorpusLoader:
         cache = self.cache
         note_key = self.lineage_key(root, on_empty) if cache is not None else ""
 
+        self._records = {}
+
         def chunk() -> tuple[tuple[Chunk, ...], Mapping[str, Any]]:
+            if cache is not None and not left_out:
+                built["prior"] = Lineage.read(cache, note_key)
+                counted = Counter(self.counts)
+                spliced = self._splice(sources, root, built["prior"], docs_key, built)
+                if spliced is None:  # the whole read counts what it computes itself
+                    self.counts = counted
+                else:  # an edit of a few records: only those read again
+                    kept, report, built["chunk_digests"], built["records"] = spliced
+                    built.update(parse=time.perf_counter() - t0, chunk=0.0, ingest=report)
+                    return kept, report
             docs, ingest, warnings = self._documents(
                 sources, root, docs_key, on_empty, left_out, built, note_key
             )
+            if self._records and len(self._records) == len(sources):
+                built["records"] = dict(self._records)
             t1 = time.perf_counter()
             chunks = tuple(self.chunker.chunk(docs))
             if isinstance(self.contract, ChunkTagging):  # entity tags of the chunk's own text
@@ -538,14 +650,18 @@ class CorpusLoader:
             if "prior" not in built:
                 built["prior"] = Lineage.read(cache, note_key)
             prior = built["prior"]
-            digests = built["digests"] = _chunk_digests(value[0], built.get("documents"))
+            digests = built["digests"] = built.get("chunk_digests") or _chunk_digests(
+                value[0], built.get("documents")
+            )
             entry, depth = _chunks_entry(cache, value, digests, prior, chunks_key)
             cache.put_json("chunks", chunks_key, entry)
             docs = built.get("documents")  # (key, digests, depth) of a documents entry written
             if docs is None and prior is not None and prior.documents_key == docs_key:
                 docs = (prior.documents_key, prior.doc_digests, prior.docs_depth)
             docs = docs or ("", {}, 0)
-            Lineage(chunks_key, digests, depth, *docs).write(cache, note_key)
+            records = built.get("records") or {}
+            note = Lineage(chunks_key, digests, depth, docs[0], docs[1], docs[2], records)
+            note.write(cache, note_key)
 
         chunks, ingest = memo(
             cache,
@@ -572,6 +688,145 @@ class CorpusLoader:
             diff or _no_diff,
         )
 
+    def _splice(
+        self,
+        sources: Sequence[Path],
+        root: Path,
+        prior: Lineage | None,
+        docs_key: str,
+        built: dict[str, Any],
+    ) -> tuple[tuple[Chunk, ...], dict[str, Any], dict[str, str], dict[str, Any]] | None:
+        """An edit of a few records in records files (JSON lines), worked out from the chunk set
+        the corpus' note names (``prior``): each line whose digest the note holds keeps its
+        document's chunks and ingest row; only the other lines are parsed (``RecordLines``),
+        completed, chunked and tagged. Returns the chunks, the ingest report, a digest per chunk
+        and the files' line records for the note, and writes the documents entry ``docs_key``
+        as its edit of the note's (``built["documents"]``); ``None`` (the whole read runs instead)
+        unless every file is a records file the note describes, the corpus had no warnings
+        (empty documents, refused or unread files, contract problems), the chunker chunks one
+        document at a time (``PerDocument``), the contract (if any) can say that nothing it
+        checks across documents involves the new ones (``Separable``), and the new records
+        are well-formed, non-empty and give no problems or repeated ids."""
+        cache = self.cache
+        contract = self.contract
+        if cache is None or prior is None or not prior.records:
+            return None
+        if [str(p) for p in sources] != list(prior.records):
+            return None
+        if not (isinstance(self.chunker, PerDocument) and self.chunker.per_document):
+            return None
+        if contract is not None and not (
+            isinstance(contract, DocumentWise) and isinstance(contract, Separable)
+        ):
+            return None
+        parsers: list[RecordLines] = []
+        for path in sources:
+            own = getattr(self.parser, "parsers", {}).get(path.suffix.lower(), self.parser)
+            if path.suffix.lower() not in self.parser.suffixes or not isinstance(own, RecordLines):
+                return None
+            if isinstance(self.parser, Selective) and self.parser.unread(path):
+                return None
+            parsers.append(own)
+        base = cache.get_decoded("chunks", prior.chunks_key, chunk_entry_in(cache))
+        if base is None:
+            cache.misses["chunks"] -= 1  # a look for the earlier set, not this stage's entry
+            return None
+        cache.hits["chunks"] -= 1
+        held_chunks, held_ingest = base
+        totals = dict(held_ingest.get("totals") or {})
+        if any(totals.get(f"n_{k}") for k in _WARNED) or not held_ingest.get("documents"):
+            return None
+        rows = {r["doc_id"]: r for r in held_ingest["documents"]}
+        held: dict[str, list[Chunk]] = {}
+        for c in held_chunks:
+            held.setdefault(c.doc_id, []).append(c)
+        read = _new_records(sources, root, parsers, prior.records)
+        if read is None:
+            return None
+        order, where, records, parsed_files = read
+        every = [i for i, _ in order]
+        if len(set(every)) != len(every):
+            return None
+        if any(i not in held or i not in rows for i, d in order if d is None):
+            return None
+        new_docs = [d for _, d in order if d is not None]
+        completed = list(new_docs)
+        parsed_digests: dict[str, str] = {}
+        if contract is not None and new_docs:
+            assert isinstance(contract, Separable)
+            checked = self._check(contract, new_docs, where, parsed_digests)
+            if checked.problems or not all(contract.standalone(d) for d in checked.documents):
+                return None
+            completed = list(checked.documents)
+        new_chunks = tuple(self.chunker.chunk(completed))
+        if isinstance(contract, ChunkTagging) and new_chunks:
+            new_chunks = self._tag(contract, new_chunks)
+        by_doc: dict[str, list[Chunk]] = {}
+        for c in new_chunks:
+            by_doc.setdefault(c.doc_id, []).append(c)
+        chunks: list[Chunk] = []
+        digests_out: dict[str, str] = {}
+        for doc_id, doc in order:
+            if doc is None:
+                for c in held[doc_id]:
+                    if c.chunk_id not in prior.digests:
+                        return None
+                    digests_out[c.chunk_id] = prior.digests[c.chunk_id]
+                chunks += held[doc_id]
+            else:
+                for c in by_doc.get(doc_id, []):
+                    digests_out[c.chunk_id] = chunk_digest(c)
+                chunks += by_doc.get(doc_id, [])
+        fresh_rows = ingest_report(
+            ParsedCorpus(tuple(new_docs), files=tuple(parsed_files)), completed, ()
+        )["documents"]
+        rows.update((r["doc_id"], r) for r in fresh_rows)
+        doc_rows = [rows[i] for i in every]
+        for key in COUNTED_STATS:
+            totals[f"n_{key}"] = sum(int(r.get(key, 0)) for r in doc_rows)
+        self.counts["parsed_files"] += len(parsed_files)
+        self.counts["parsed_documents"] += len(new_docs)
+        ingest = {**held_ingest, "totals": totals, "documents": doc_rows}
+        self._documents_edit(prior, docs_key, order, completed, parsed_digests, ingest, built)
+        return tuple(chunks), ingest, digests_out, records
+
+    def _documents_edit(
+        self,
+        prior: Lineage,
+        docs_key: str,
+        order: Sequence[tuple[str, Document | None]],
+        completed: Sequence[Document],
+        parsed_digests: dict[str, str],
+        ingest: Mapping[str, Any],
+        built: dict[str, Any],
+    ) -> None:
+        """Write the documents entry ``docs_key`` of a spliced read as its edit of the one the
+        note names (``completed``: the new documents; ``order``: every document) and record it
+        for the note (``built["documents"]``); nothing when that entry is gone or too deep."""
+        cache = self.cache
+        if (
+            cache is None
+            or not prior.documents_key
+            or prior.docs_depth >= MAX_DELTA_CHAIN
+            or not all(i in prior.doc_digests for i, d in order if d is None)
+            or not cache.path("documents", prior.documents_key, "json.gz").is_file()
+        ):
+            return
+        for _, d in order:
+            if d is not None:
+                parsed_digests.setdefault(d.doc_id, document_digest(d))
+        entry = {
+            "documents": [document_to_dict(d) for d in completed],
+            "warnings": [],
+            "ingest": ingest,
+            "format": 3,
+            "base": prior.documents_key,
+            "ids": [i for i, _ in order],
+        }
+        cache.put_json("documents", docs_key, entry)
+        digests = {i: prior.doc_digests[i] if d is None else parsed_digests[i] for i, d in order}
+        built["documents"] = (docs_key, digests, prior.docs_depth + 1)
+
     def _documents(
         self,
         sources: Sequence[Path],
@@ -587,6 +842,9 @@ class CorpusLoader:
         its edit of the corpus' previous documents entry and records it for the note."""
         built = {} if built is None else built
         digests: dict[str, str] = {}
+        # the entry's form of each completed document read from its row (by object): not
+        # converted back again
+        spelled: dict[int, dict[str, Any]] = {}
 
         def parse() -> dict[str, Any]:
             corpus = read_corpus(
@@ -602,7 +860,7 @@ class CorpusLoader:
             problems: tuple[Any, ...] = ()
             if self.contract is not None:
                 where = {d.doc_id: w for f in corpus.files for w, d in f.documents}
-                checked = self._check(self.contract, docs, where, digests)
+                checked = self._check(self.contract, docs, where, digests, spelled)
                 docs, problems = list(checked.documents), checked.problems
                 if problems:
                     warnings.append(
@@ -612,8 +870,9 @@ class CorpusLoader:
                     )
             for w in warnings:
                 log.warning(w)
+            built["checked"] = docs  # what the entry's documents decode to, as objects already
             return {
-                "documents": [document_to_dict(d) for d in docs],
+                "documents": [spelled.get(id(d)) or document_to_dict(d) for d in docs],
                 "warnings": warnings,
                 "ingest": ingest_report(corpus, docs, problems),
             }
@@ -637,8 +896,11 @@ class CorpusLoader:
             read=lambda: _read_documents(cache, key) if cache else None,
             write=store,
         )
+        checked = built.pop("checked", None)  # computed here: not decoded from the entry again
         return (
-            [document_from_dict(d) for d in entry["documents"]],
+            list(checked)
+            if checked is not None
+            else [document_from_dict(d) for d in entry["documents"]],
             dict(entry.get("ingest") or {}),
             tuple(entry.get("warnings", ())),
         )
@@ -649,10 +911,13 @@ class CorpusLoader:
         docs: Sequence[Document],
         where: Mapping[str, str],
         digests_out: dict[str, str] | None = None,
+        spelled: dict[int, dict[str, Any]] | None = None,
     ) -> Checked:
         """``contract.check``; for a ``DocumentWise`` contract each document's completion is read
         from its row of a per-document table (the contract's config and the document's content)
-        when an earlier read stored it: an edit completes the documents it changed."""
+        when an earlier read stored it: an edit completes the documents it changed. ``spelled``
+        receives each completed document's ``document_to_dict`` form, by object id."""
+        spelled = {} if spelled is None else spelled
         cache = self.cache
         if cache is None or not isinstance(contract, DocumentWise):
             self.counts["checked_documents"] += len(docs)
@@ -671,11 +936,13 @@ class CorpusLoader:
                 row = orjson.loads(raw)
                 own = [Problem(doc.doc_id, src, f, m) for f, m in row["problems"]]
                 done.append((document_from_dict(row["doc"]), own))
+                spelled[id(done[-1][0])] = row["doc"]
                 continue
             completed, own = contract.complete(doc, src)
             done.append((completed, own))
+            spelled[id(completed)] = document_to_dict(completed)
             value = {
-                "doc": document_to_dict(completed),
+                "doc": spelled[id(completed)],
                 "problems": [[p.field, p.message] for p in own],
             }
             fresh[digest] = orjson.dumps(value, default=str)
@@ -715,7 +982,10 @@ class CorpusLoader:
                 out.append(tagged[i])
             else:
                 tags = orjson.loads(found[digests[i]])
-                out.append(replace(c, metadata={**c.metadata, "entity_tags": tags}))
+                if c.metadata.get("entity_tags") == tags:  # the chunk's text adds none (most)
+                    out.append(c)
+                else:
+                    out.append(replace(c, metadata={**c.metadata, "entity_tags": tags}))
         return tuple(out)
 
     def _parse_file(self, root: Path) -> Callable[[Path], ParsedFile]:
@@ -736,6 +1006,9 @@ class CorpusLoader:
                 parsed = parse_file(self.parser, path, root)
                 self.counts["parsed_files"] += 1
                 self.counts["parsed_documents"] += len(parsed.documents)
+                lines = _line_records(path, parsed) if isinstance(own, RecordLines) else None
+                if cache is not None and lines is not None:
+                    self._records[str(path)] = lines
                 return parsed
             config = by_suffix.get(path.suffix.lower(), parser_cfg)
             key = keys.parsed_file_key(config, fingerprint_files([path], root=root))

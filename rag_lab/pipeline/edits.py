@@ -54,7 +54,7 @@ class Lineage:
     """The note of one corpus: its last chunk set's key and a digest per chunk id, how many
     chunks entries in a row its entry is read through (``depth``); and the same of its last
     documents entry (a digest per document id of the parsed document, when the read computed
-    them)."""
+    them); and, per records file, a digest per line with the document it holds."""
 
     chunks_key: str
     digests: Mapping[str, str]
@@ -62,6 +62,9 @@ class Lineage:
     documents_key: str = ""
     doc_digests: Mapping[str, str] = field(default_factory=dict)
     docs_depth: int = 0
+    # per records file (its path), a digest per line and the id of the document each line
+    # holds ("": none): what an edit of a few records re-parses (rag_lab.pipeline.corpus)
+    records: Mapping[str, tuple[list[str], list[str]]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, cache: StageCache, key: str) -> Lineage | None:
@@ -76,6 +79,11 @@ class Lineage:
                 str(raw.get("documents_key", "")),
                 dict(zip(raw.get("doc_ids", []), raw.get("doc_digests", []), strict=True)),
                 int(raw.get("docs_depth", 0)),
+                {
+                    str(p): (list(d), list(i))
+                    for p, (d, i) in (raw.get("records") or {}).items()
+                    if len(d) == len(i)
+                },
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -90,6 +98,7 @@ class Lineage:
             "doc_ids": list(self.doc_digests),
             "doc_digests": list(self.doc_digests.values()),
             "docs_depth": self.docs_depth,
+            "records": {p: [d, i] for p, (d, i) in self.records.items()},
         }
         cache.put_note(key, value)
 

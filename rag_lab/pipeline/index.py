@@ -53,6 +53,9 @@ class Indexes:
         self.diff: Callable[[], ChunkDiff | None] = lambda: None
         # per retriever updated in place, the chunks key of the index it was updated from
         self.updated_from: dict[str, str] = {}
+        # seconds spent indexing in this process, all retrievers together: a retriever indexed
+        # lazily inside a run reports it as index_seconds, not again as retrieve time
+        self.spent = 0.0
 
     def set_corpus(
         self,
@@ -105,6 +108,7 @@ class Indexes:
                 write=store,
             )
         self.seconds[f"{name}/index_seconds"] = time.perf_counter() - t0
+        self.spent += self.seconds[f"{name}/index_seconds"]
         self._indexed.add(name)
         stats = retriever.stats if isinstance(retriever, Measured) else {}
         log.info(

@@ -14,7 +14,7 @@ from rag_lab.parser.base import ParsedCorpus
 from rag_lab.types import Document
 
 # document stats summed into the totals (absent stats count 0)
-_COUNTED = (
+COUNTED = (
     "pages",
     "text_layer_pages",
     "ocr_pages",
@@ -47,7 +47,7 @@ def ingest_report(
         # the file relative to the corpus folder (as parsers record it), else where it was read
         src = doc.metadata.get("source") or source.get(doc.doc_id, "")
         row: dict[str, Any] = {"doc_id": doc.doc_id, "source": str(src)}
-        row.update({k: doc.stats[k] for k in _COUNTED if k in doc.stats})
+        row.update({k: doc.stats[k] for k in COUNTED if k in doc.stats})
         row["sections"] = int(doc.stats.get("sections", len(doc.sections)))
         for key in (
             "ocr_confidence",
@@ -69,7 +69,7 @@ def ingest_report(
         "n_contract_problems": len(problems),
         "parse_seconds": round(sum(f.seconds for f in corpus.files), 6),
     }
-    for key in _COUNTED:
+    for key in COUNTED:
         totals[f"n_{key}"] = sum(int(r.get(key, 0)) for r in rows)
     return {
         "totals": totals,

@@ -262,7 +262,7 @@ class QuerySide:
         wanted = min(latency_queries, len(queries))
 
         def read() -> RetrieverRun | None:
-            entry = cache.get_json("runs", key)
+            entry = cache.get_json("runs", key, plain=True)
             if entry is None:
                 return None
             if len(entry["latency_ms"]) < wanted:  # too few queries timed: through the rows
@@ -274,7 +274,8 @@ class QuerySide:
             return self._rows(name, queries, k, latency_queries, cache)
 
         def store(value: RetrieverRun) -> None:
-            cache.put_json("runs", key, {"run": value[0], "latency_ms": value[1]})
+            # ids, scores and latencies: plain JSON (orjson), ~4x faster to write and read
+            cache.put_json("runs", key, {"run": value[0], "latency_ms": value[1]}, plain=True)
 
         return cache.memo("runs", key, search, read=read, write=store)
 

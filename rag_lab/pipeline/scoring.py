@@ -89,8 +89,10 @@ def _with_routing(
     table: pd.DataFrame,
     k: int,
 ) -> tuple[dict[str, float], pd.DataFrame]:
-    """Routing accuracy and per-source hit rates (``rag_lab.metrics.routing``); each query's
-    ``route``, ``sources`` (searched) and ``expected_sources`` (comma-joined) as columns."""
+    """Routing accuracy and per-source hit rates (``rag_lab.metrics.routing``: the router's
+    choice, level 0); each query's ``route``, ``sources`` (what its returned run was searched in:
+    with a fallback chain, the answering level's, ``SourcesPipeline.searched_at``) and
+    ``expected_sources`` (comma-joined) as columns."""
     chunk_doc = {cid: c.doc_id for cid, c in pipe.all_chunks.items()}
     expected = expected_sources(data.queries, data.qrels, pipe.doc_sources())
     routed = {q: r.sources for q, r in result.routes.items()}
@@ -104,10 +106,16 @@ def _with_routing(
         metrics[f"sources/{source.name}/n_documents"] = float(len(docs))
         metrics[f"sources/{source.name}/n_chunks"] = float(len(source.pipeline.chunks))
     qids = table["query_id"]
-    routes = result.routes
+    routes, levels = result.routes, result.fallback_level
     table = table.assign(
         route=qids.map(lambda q: routes[q].route if q in routes else ""),
-        sources=qids.map(lambda q: ",".join(routes[q].sources) if q in routes else ""),
+        sources=qids.map(
+            lambda q: (
+                ",".join(pipe.searched_at(levels.get(q, 0), routes[q].sources))
+                if q in routes
+                else ""
+            )
+        ),
         expected_sources=qids.map(lambda q: ",".join(expected.get(q, ()))),
     )
     return metrics, table

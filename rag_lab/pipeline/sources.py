@@ -237,6 +237,11 @@ class SourcesPipeline(Pipeline):
         """Document id → the source holding it."""
         return {c.doc_id: s.name for s in self.sources for c in s.pipeline.chunks.values()}
 
+    def searched_at(self, level: int, routed: tuple[str, ...]) -> tuple[str, ...]:
+        """What a query's returned run was searched in, given the fallback ``level`` that answered
+        it and its ``routed`` sources: without a chain, always the routed sources."""
+        return routed
+
     @property
     def timings(self) -> dict[str, float]:
         """The corpus and index timings summed over the sources (the main corpus is loaded but
@@ -424,6 +429,18 @@ class RoutedFallbackPipeline(FallbackPipeline, SourcesPipeline):
         # the cache key of the union: its sources' keys (none when one is uncached)
         key = hashlib.sha256("+".join(keys).encode()).hexdigest()[:32] if all(keys) else ""
         return chunks, key
+
+    def searched_at(self, level: int, routed: tuple[str, ...]) -> tuple[str, ...]:
+        """Level 0: the routed sources; a level without its own corpus: every source; a level
+        with one: ``fallback:<level>``; refused (no level answered): nothing."""
+        if level == 0:
+            return routed
+        if level > len(self.levels):
+            return ()
+        chosen = self.levels[level - 1]
+        if chosen.corpus is None:
+            return tuple(s.name for s in self.sources)
+        return (f"fallback:{chosen.name}",)
 
     def clashes(self, chunks: Mapping[str, Chunk]) -> list[str]:
         searched = self.searched_corpus()[0]

@@ -43,7 +43,10 @@ OWN_LOGGERS = ("rag_lab", "__main__")
 
 
 def _width(text: str) -> int:
-    """Display width in terminal cells (a CJK character takes two)."""
+    """Display width in terminal cells (a CJK character takes two). Printable ASCII is one cell
+    a character, as ``wcswidth`` says, without importing wcwidth (~0.1 s of every run's table)."""
+    if text.isascii() and text.isprintable():
+        return len(text)
     from wcwidth import wcswidth
 
     w = wcswidth(text)

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from rag_lab.analysis.stats import align, holm, paired_bootstrap_ci, randomization_test
 from rag_lab.io.atomic import write_atomic
 from rag_lab.io.run_folder import read_metrics
+from rag_lab.io.yaml_text import load_own
 
 # HEADLINE: the metrics.json keys shown next to the ranked one (those present in any trial)
 from rag_lab.metrics.names import HEADLINE, meets_floors
@@ -591,7 +591,7 @@ def load_trials(sweep_dir: Path) -> list[Trial]:
     )
     for job in sorted(done, key=lambda p: (len(p.name), p.name)):
         overrides_file = job / ".hydra" / "overrides.yaml"
-        overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.exists() else []
+        overrides = load_own(overrides_file.read_text()) if overrides_file.exists() else []
         params = parse_overrides(overrides)  # typed: fusion.k=60 is 60, not "60"
         metrics = read_metrics(job / "metrics.json")  # null (undefined) read as NaN
         if (job / "mlflow_run_id").exists():

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from rag_lab.analysis.runs import as_float, load_run, with_labels
 from rag_lab.analysis.stats import align
 from rag_lab.errors import ConfigError
 from rag_lab.io.atomic import write_atomic
+from rag_lab.io.yaml_text import load_own
 from rag_lab.metrics.names import higher_is_better, metric_key
 from rag_lab.report import html as h
 from rag_lab.report.figures import png_data_uri
@@ -41,7 +41,7 @@ def sweep_metric(sweep_dir: Path) -> str:
     """The sweep's ``optimized_metric`` (logged key) from Hydra's ``multirun.yaml``."""
     path = sweep_dir / "multirun.yaml"
     if path.is_file():
-        cfg = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        cfg = load_own(path.read_text(encoding="utf-8")) or {}
         if cfg.get("optimized_metric"):
             return metric_key(str(cfg["optimized_metric"]))
     return DEFAULT_METRIC

@@ -135,12 +135,11 @@ class _TermCounts:
         n_docs, n_vocab = len(self.lengths), len(self.vocab)
         avg_len = self.lengths.mean()
         df = np.bincount(self.term, minlength=n_vocab)
-        doc_frequencies = dict(enumerate(df.tolist()))
         idf_of = scoring._select_idf_scorer(engine.idf_method)
         engine.nonoccurrence_array = None
         if engine.method in engine.methods_requiring_nonoccurrence:
             engine.nonoccurrence_array = scoring._build_nonoccurrence_array(
-                doc_frequencies=doc_frequencies,
+                doc_frequencies=dict(enumerate(df.tolist())),
                 n_docs=n_docs,
                 compute_idf_fn=idf_of,
                 calculate_tfc_fn=scoring._select_tfc_scorer(engine.method),
@@ -151,7 +150,7 @@ class _TermCounts:
                 delta=engine.delta,
                 dtype=engine.dtype,
             )
-        idf = scoring._build_idf_array(doc_frequencies, n_docs, idf_of, dtype=engine.dtype)
+        idf = _idf_array(df, n_docs, idf_of, engine.dtype)
         self.idf, self.avg_len = idf, float(avg_len)
         tfc = scoring._select_tfc_scorer(engine.method)(
             tf_array=self.count,
@@ -225,7 +224,9 @@ class _TermCounts:
         chunk = np.concatenate([new_of_old[self.chunk[take]], new_rows[fresh.chunk]])
         term = np.concatenate([self.term[take], fresh.term])
         count = np.concatenate([self.count[take], fresh.count])
-        order = np.lexsort((term, chunk))
+        # each chunk's triples come from one side, sorted by term there: a stable sort by chunk
+        # alone gives the (chunk, term) order (about 3x faster than a lexsort of both)
+        order = np.argsort(chunk, kind="stable")
         chunk, term, count = chunk[order], term[order], count[order]
         lengths = np.zeros(len(src), dtype=np.int64)
         lengths[kept] = self.lengths[src[kept]]
@@ -242,6 +243,18 @@ class _TermCounts:
             [chunk.astype(np.int32), renumber[term].astype(np.int32), count],
         )
         return out, was
+
+
+def _idf_array(df: np.ndarray, n_docs: int, idf_of: Any, dtype: Any) -> np.ndarray:
+    """bm25s' ``_build_idf_array`` over document frequencies ``df`` (one per term), the scorer
+    called once per distinct frequency rather than once per term (SciFact: ~30k terms, a few
+    hundred frequencies): the same values, each cast to ``dtype`` as bm25s casts it."""
+    distinct, where = np.unique(df, return_inverse=True)
+    table = np.zeros(len(distinct), dtype=dtype)
+    for i, d in enumerate(distinct.tolist()):
+        if d != 0:
+            table[i] = idf_of(d, N=n_docs)
+    return table[where.reshape(-1)]
 
 
 class _Edit:
@@ -262,7 +275,7 @@ class _Edit:
         idf = old.idf
         if idf is None:  # restored from disk: computed as index_into computes it
             idf_of = scoring._select_idf_scorer(method)
-            idf = scoring._build_idf_array(dict(enumerate(df.tolist())), n_docs, idf_of)
+            idf = _idf_array(df, n_docs, idf_of, "float32")
         aligned = np.where(was >= 0, idf[np.maximum(was, 0)], 0.0)
         return cls(float(old.lengths.mean()) if n_docs else 0.0, aligned, method)
 
@@ -273,55 +286,92 @@ class _Edit:
     def carry(
         self, retriever: BM25Retriever, queries: Mapping[str, str], rows: Mapping[str, Row], k: int
     ) -> dict[str, Row]:
-        from bm25s import scoring
-
         terms = retriever._terms
         if self.method != "lucene" or terms is None or terms.idf is None or self.avg_len <= 0:
             return {}
         n_vocab = len(terms.vocab)
         keys = terms.chunk.astype(np.int64) * n_vocab + terms.term
         pos = {c: i for i, c in enumerate(retriever._ids)}
-        tfc_of = scoring._select_tfc_scorer(self.method)
         idf = terms.idf
         # per term, new idf / old idf (terms new to the corpus: no unchanged chunk holds them)
         rho = np.where(self.old_idf > 0, idf / np.where(self.old_idf > 0, self.old_idf, 1), 1.0)
         length = max(1.0, terms.avg_len / self.avg_len)
         depth = retriever.row_depth(k)
         qids = list(rows)
-        out: dict[str, Row] = {}
+        # every query's candidates (its row's unchanged chunks, then the new ones) and term ids
+        cands: list[list[str]] = []
+        at: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
         for qid, tokens in zip(qids, retriever.tokenizer([queries[q] for q in qids])):
+            cands.append([c for c in rows[qid][0] if c not in self.stale] + self.fresh)
+            at.append(np.fromiter((pos[c] for c in cands[-1]), np.int64, len(cands[-1])))
+            ids.append(np.fromiter((terms.vocab[t] for t in tokens if t in terms.vocab), np.int64))
+        scores = self._scores(retriever, at, ids, keys)
+        out: dict[str, Row] = {}
+        start = 0
+        for qid, mine, where, own in zip(qids, cands, at, ids):
             row, floor = rows[qid]
-            cands = [c for c in row if c not in self.stale] + self.fresh
-            at = np.fromiter((pos[c] for c in cands), np.int64, len(cands))
-            ids = np.fromiter((terms.vocab[t] for t in tokens if t in terms.vocab), np.int64)
-            scores = np.zeros(len(cands), dtype=np.float32)
-            if len(ids) and len(cands):
-                want = at[:, None] * n_vocab + ids[None, :]
-                found = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-                hit = keys[found] == want
-                tf = np.where(hit, terms.count[found], 0).astype(np.float32)
-                tfc = tfc_of(
-                    tf_array=tf,
-                    l_d=terms.lengths[at][:, None],
-                    l_avg=terms.avg_len,
-                    k1=retriever.k1,
-                    b=retriever.b,
-                    delta=None,
-                )
-                vals = np.where(hit, (idf[ids][None, :] * tfc).astype(np.float32), 0)
-                for j in range(len(ids)):  # summed as bm25s sums: in float32, in query order
-                    scores = scores + vals[:, j].astype(np.float32)
-            rise = length * max(1.0, float(rho[ids].max()) if len(ids) else 1.0)
-            bound = floor * rise * (1 + (4 * len(ids) + 16) * 2.0**-23) if floor > 0 else 0.0
-            order = sorted(range(len(cands)), key=lambda i: (-float(scores[i]), int(at[i])))
-            above = [i for i in order if scores[i] > bound and scores[i] > 0]
+            got = scores[start : start + len(mine)]
+            start += len(mine)
+            rise = length * max(1.0, float(rho[own].max()) if len(own) else 1.0)
+            bound = floor * rise * (1 + (4 * len(own) + 16) * 2.0**-23) if floor > 0 else 0.0
+            order = np.lexsort((where, -got))  # score, then position: as a search ranks
+            above = order[((got > bound) & (got > 0))[order]]
             if floor > 0 and len(above) < k:
                 continue  # the top may lie outside what the row knows: searched
             kept = above[:depth]
-            taken = set(kept)
-            dropped = [float(scores[i]) for i in order if i not in taken]
-            new_floor = max([bound, 0.0, *dropped])
-            out[qid] = ({cands[i]: float(scores[i]) for i in kept}, new_floor)
+            rest = np.ones(len(mine), dtype=bool)
+            rest[kept] = False
+            new_floor = max(bound, 0.0, float(got[rest].max()) if rest.any() else 0.0)
+            out[qid] = ({mine[i]: float(got[i]) for i in kept.tolist()}, new_floor)
+        return out
+
+    @staticmethod
+    def _scores(
+        retriever: BM25Retriever, at: Sequence[np.ndarray], ids: Sequence[np.ndarray], keys: Any
+    ) -> np.ndarray:
+        """Every query's candidates (chunk rows ``at``) scored for its terms (``ids``, in query
+        order) exactly as a search scores them: all (candidate, term) pairs of all queries in one
+        pass, each value in float32, then summed term by term in query order."""
+        from bm25s import scoring
+
+        terms = retriever._terms
+        assert terms is not None and terms.idf is not None
+        sizes = np.fromiter(map(len, at), np.int64, len(at))
+        widths = np.fromiter(map(len, ids), np.int64, len(ids))
+        n = int(sizes.sum())
+        if not n or not widths.any():
+            return np.zeros(n, dtype=np.float32)
+        rows = np.concatenate(at)
+        # pair p: candidate cand[p] (of query q) and the j-th term of q
+        of_query = np.repeat(np.arange(len(at)), sizes)
+        per_cand = widths[of_query]
+        cand = np.repeat(np.arange(n), per_cand)
+        first = np.concatenate([[0], np.cumsum(per_cand)[:-1]])
+        j = np.arange(len(cand)) - np.repeat(first, per_cand)
+        term_start = np.concatenate([[0], np.cumsum(widths)[:-1]])
+        term = np.concatenate(ids)[np.repeat(term_start[of_query], per_cand) + j]
+        row = rows[cand]
+        want = row * len(terms.vocab) + term
+        found = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+        hit = keys[found] == want
+        tf = np.where(hit, terms.count[found], 0).astype(np.float32)
+        tfc = scoring._select_tfc_scorer("lucene")(
+            tf_array=tf,
+            l_d=terms.lengths[row],
+            l_avg=terms.avg_len,
+            k1=retriever.k1,
+            b=retriever.b,
+            delta=None,
+        )
+        vals = np.where(hit, (terms.idf[term] * tfc).astype(np.float32), 0)
+        out = np.zeros(n, dtype=np.float32)
+        order = np.argsort(j, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(j))])
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            # term j of every query that has one: summed as bm25s sums, in float32, in order
+            take = order[lo:hi]
+            out[cand[take]] = out[cand[take]] + vals[take]
         return out
 
 

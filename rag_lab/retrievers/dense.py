@@ -78,6 +78,18 @@ def _reserve(index: Any, rows: int) -> None:
         flat.codes.resize(held)
 
 
+def _stored_rows(index: Any) -> np.ndarray:
+    """A flat index's vectors as an array: a view of its own storage (a memory-mapped index
+    file's pages read where they lie), not ``reconstruct_n``'s copy of the whole matrix."""
+    import faiss
+
+    get_xb = getattr(index, "get_xb", None)
+    if get_xb is None:
+        return np.asarray(index.reconstruct_n(0, index.ntotal))
+    flat = faiss.rev_swig_ptr(get_xb(), index.ntotal * index.d)
+    return np.asarray(flat).reshape(index.ntotal, index.d)
+
+
 class DenseRetriever:
     """Args:
         embedder: the query/document encoder.
@@ -413,7 +425,7 @@ class DenseRetriever:
         matrix = np.empty((len(chunks), old.d), dtype=np.float32)
         kept = source >= 0
         if kept.any():
-            matrix[kept] = old.reconstruct_n(0, old.ntotal)[source[kept]]
+            matrix[kept] = _stored_rows(old)[source[kept]]
         matrix[~kept] = vecs
         t1 = time.perf_counter()
         self._ids = [c.chunk_id for c in chunks]

@@ -394,7 +394,8 @@ _DATES = (
         "ymd",
     ),
     # 5月24日, 5月 (not 5个月)
-    (re.compile(r"(?<![\d年])()(\d{1,2})\s?月(?:\s?(\d{1,2})\s?[日号])?"), "ymd"),
+    # (also after a word ending in 年: 同年5月10日, 当年5月)
+    (re.compile(r"(?<!\d)(?<!\d年)(?<!\d\s年)()(\d{1,2})\s?月(?:\s?(\d{1,2})\s?[日号])?"), "ymd"),
     # may 24th, 2018 / may 24 / may 2018
     (
         re.compile(
@@ -434,7 +435,8 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 # run of 1-3 digits followed by groups of exactly three, no decimal point on either side
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\d]|[.,]\d)")
 _NAME_EN = re.compile(
-    r"(?<![A-Za-z0-9'’-])(?:[A-Z][a-z]{0,2}['’][A-Z][A-Za-z]+|[A-Z][A-Za-z]+|[a-z]+[A-Z][A-Za-z]*"
+    r"(?<![A-Za-z0-9'’-])(?:[A-Z]{2,}-[A-Z]{1,3}(?![A-Za-z0-9-])"  # HLA-DR: one name, not HLA
+    r"|[A-Z][a-z]{0,2}['’][A-Z][A-Za-z]+|[A-Z][A-Za-z]+|[a-z]+[A-Z][A-Za-z]*"
     r"|[a-z]{1,3}-[A-Z][A-Za-z]*)(?![A-Za-z0-9]|-\d)"  # c-Myc, c-Maf: a gene's or protein's name
 )
 # a sentence's first word is a name too when it looks like one: "Moderna's", "Thomas Telford",
@@ -448,7 +450,8 @@ _NAME_TAGS = frozenset(("nr", "ns", "nt", "nz", "nrt", "nrfg"))
 _STARTERS = STOPWORDS | frozenset(
     (
         "after before during since while although though however also both each every all some "
-        "many most another other his her him he she my last next first according unlike like"
+        "many most another other his her him he she my last next first according unlike like "
+        "without within despite through throughout upon across along among toward towards beyond"
     ).split()
 )
 # acronyms of common nouns, which a context may paraphrase ("IPO" vs "went public", "CEO" vs
@@ -515,11 +518,90 @@ def normalise_facts_text(text: str, context: bool = True) -> str:
     numerals that state a number written in digits (``chinese_numerals``; ``context``: also 首 +
     a measure word as 第1, which only a context gets, so that "首次" supports an answer's
     "第一次" while an answer's "首个" is no fact)."""
+    if context:
+        text = _context_forms(text)
     norm = _THOUSANDS.sub("", normalise_text(fold_surface(text)))
     norm = _SPACED_THOUSANDS.sub(lambda m: m.group(0).replace(" ", ""), norm)
     if "分之" in norm:
         norm = _ZH_FRACTION.sub(_percentage, norm)
-    return chinese_numerals(norm, first=context)
+    norm = chinese_numerals(norm, first=context)
+    return _shared_units(norm, lists=context)
+
+
+# forms a context writes a value in that an answer writes plainly (``_context_forms``): a
+# footnote digit glued to a year before the next sentence ("since 1992.1 Such"), a code with the
+# prefix h of "human" ("hIL-10": human IL-10; mRNA-1273 is no m + RNA-1273), a percentage spelt
+# out ("Seventy-five percent") or stated as a bare number after "percentage" ("this percentage
+# rose to 32")
+_FOOTNOTE_YEAR = re.compile(r"(?<![\d.])((?:1[5-9]|20)\d\d)\.\d{1,2}(?=\s+[A-Z])")
+_PREFIXED_CODE = re.compile(r"(?<![A-Za-z0-9-])h([A-Z]{2,}-?\d+[A-Za-z]?)(?![A-Za-z0-9])")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_SPELLED_PERCENT = re.compile(
+    rf"(?<![A-Za-z-])(?:({'|'.join(_TENS)})(?:[\s-]({'|'.join(_WORDS_EN[1:10])}))?"
+    rf"|({'|'.join(_WORDS_EN[1:])}))(?=\s(?:percent|per\scent)\b)",
+    re.IGNORECASE,
+)
+_PERCENTAGE_TO = re.compile(
+    r"\b(percentage\b[^.;:,()]{0,40}?\b(?:to|was|of|reached|is)\s)(\d+(?:\.\d+)?)"
+    r"(?!\d|\.\d|\s?(?:%|percent|per\scent))",
+    re.IGNORECASE,
+)
+
+
+def _context_forms(text: str) -> str:
+    """A context's raw text with the forms of ``_FOOTNOTE_YEAR`` … written as an answer would:
+    the footnote digit dropped, the bare code added after the prefixed one ("hIL-10 IL-10"),
+    the percentage in digits with its sign."""
+    text = _FOOTNOTE_YEAR.sub(r"\1.", text)
+    text = _PREFIXED_CODE.sub(lambda m: f"{m.group(0)} {m.group(1)}", text)
+
+    def spelled(m: re.Match[str]) -> str:
+        if m.group(3):
+            return str(SPELLED[m.group(3).lower()])
+        tens = (_TENS.index(m.group(1).lower()) + 2) * 10
+        return str(tens + (SPELLED[m.group(2).lower()] if m.group(2) else 0))
+
+    text = _SPELLED_PERCENT.sub(spelled, text)
+    return _PERCENTAGE_TO.sub(r"\1\2%", text)
+
+
+# a unit or magnitude stated once for two values ("25.9 ± 3.3 kg", "45.1 (SD 8.5) years",
+# "19.5和18.5亿年", "20-40 years"): the first value gets it too (``_shared_units``)
+_VALUE = r"(\d+(?:\.\d+)?)"
+_UNIT_AFTER = rf"(\s?(?:{_MAGNITUDE})(?:{_END}))?(\s?(?:{_UNIT})(?:{_END}))?"
+_PLUS_MINUS = re.compile(rf"(?<![\d.a-z]){_VALUE}(\s?(?:±|\+/-|\+-)\s?){_VALUE}{_UNIT_AFTER}")
+_PARENTHESIS = re.compile(
+    rf"(?<![\d.a-z]){_VALUE}(\s?\((?:(?:sd|se|sem|iqr|range|95%\s?ci|ci)[\s:=,]*)?"
+    rf"\d+(?:\.\d+)?(?:\s?(?:-|–|to|,)\s?\d+(?:\.\d+)?)?\)\s?){_UNIT_AFTER}"
+)
+_RANGE = re.compile(rf"(?<![\d.a-z]){_VALUE}(\s?(?:至|到|to|-|–|~)\s?){_VALUE}{_UNIT_AFTER}")
+_LIST = re.compile(
+    rf"(?<![\d.a-z]){_VALUE}(\s?(?:和|与|或|至|到|、|and|or|to|-|–|~)\s?){_VALUE}{_UNIT_AFTER}"
+)
+
+
+def _shared_units(norm: str, lists: bool = True) -> str:
+    """``norm`` with a unit or magnitude stated after the second of two values joined by ±, a
+    range mark (78至90座, "20-40 years") or after a value's parenthetical statistic also written
+    after the first value; ``lists`` (a context's text): also after the first of two values
+    joined by a list word ("25.9 and 25.2 kg/m²"; an answer's list may leave the unit to the
+    last value only when the context gives the others none)."""
+
+    def pair(m: re.Match[str]) -> str:  # groups: value, joint, value, magnitude, unit
+        suffix = (m.group(4) or "") + (m.group(5) or "")
+        if not suffix:
+            return m.group(0)
+        # spaced: "20 years - 40 years" (a number after "s-" would read as a code's)
+        return f"{m.group(1)} {suffix.strip()} {m.group(2).strip()} {m.group(3)}{suffix}"
+
+    def statistic(m: re.Match[str]) -> str:  # groups: value, (statistic), magnitude, unit
+        suffix = (m.group(3) or "") + (m.group(4) or "")
+        if not suffix:
+            return m.group(0)
+        return f"{m.group(1)} {suffix.strip()}{m.group(2)}{suffix.strip()}"
+
+    norm = _PLUS_MINUS.sub(pair, _PARENTHESIS.sub(statistic, norm))
+    return (_LIST if lists else _RANGE).sub(pair, norm)
 
 
 # a Chinese fraction states a share: 百分之七十 is 70%, 四分之一 25% (not "4分", four minutes)
@@ -601,6 +683,8 @@ _ZH_FIRST = re.compile(
     + "".join(sorted(CLASSIFIERS - {"首", "人"}))
     + "])"
 )
+# 首度 / 首回 ("for the first time") is 第一次 too
+_ZH_FIRST_TIME = re.compile("(?<![零〇一二两三四五六七八九十百千万亿])首[度回]")
 # a lone 一 is a number only before a unit of measurement (一小时), not before these
 _ZH_ONE_NOT_BEFORE = frozenset((None, *CLASSIFIERS, "d", "week", "month", "year", "次"))
 # a lone 两 before a measure word (两人, 两个, 两座) is often "the two" / "both" in an answer ("两人
@@ -657,6 +741,7 @@ def chinese_numerals(norm: str, first: bool = False) -> str:
     if not _HAN_NUMERAL.search(norm):  # fast path
         return norm
     if first:
+        norm = _ZH_FIRST_TIME.sub("第一次", norm)
         norm = _ZH_FIRST.sub("第一", norm)
     blocked = {i for m in _ZH_NOT_NUMBERS.finditer(norm) for i in range(m.start(), m.end())}
 
@@ -972,6 +1057,13 @@ def _names(text: str) -> list[Fact]:
             continue
         dotted = raw[m.end() : m.end() + 1] == "."  # "Univ." ~ "University"
         out.append(Fact("name", word, _name_pattern(m.group(0), dotted)))
+    # a disease named by a lower-case word ("coeliac disease" for "Crohn's disease"): its
+    # qualifier must stand in the contexts (any ending: "coeliac" ~ "coeliacs")
+    for m in _DISEASE.finditer(raw):
+        word = m.group(1).casefold()
+        if word not in STOPWORDS and word not in _GENERIC_QUALIFIERS:
+            pattern = rf"(?<![a-z]){re.escape(word[:-1])}"
+            out.append(Fact("name", f"{word} {m.group(2)}", pattern))
     if zh:
         tags = _pos_tags(raw)
         for k, (w, tag, known) in enumerate(tags):
@@ -981,6 +1073,7 @@ def _names(text: str) -> list[Fact]:
                 w in _ORG_SUFFIXES
                 and _HAN.fullmatch(prev)
                 and tags[k - 1][1] != "r"  # 哪家 + 公司, 这家 + 公司: no name
+                and tags[k - 1][1] not in _FUNCTION_TAGS  # 也在 + 大学: no name
                 and not _QUESTION.search(prev)
             ):
                 w = prev + w  # 南方 + 航空, 长江三峡 + 集团: an organisation's name
@@ -993,6 +1086,7 @@ def _names(text: str) -> list[Fact]:
                 pass  # the short form of an institution's name: 上交所, 深交所
             elif (
                 _fragment(w, known, prev)
+                or _conjunction_fragment(w, prev, "".join(t[0] for t in tags[k + 1 : k + 3]))
                 or _common(w)
                 or not (
                     len(w) >= 2
@@ -1034,6 +1128,12 @@ def _names(text: str) -> list[Fact]:
     return out
 
 
+_DISEASE = re.compile(r"(?<![A-Za-z'’-])([a-z]{4,})\s(disease|syndrome)\b")
+# qualifiers of a disease that are no name: how severe, where, how long
+_GENERIC_QUALIFIERS = frozenset(
+    "serious severe mild chronic acute common rare other similar related underlying infectious "
+    "inflammatory advanced early late human".split()
+)
 _MAKER = re.compile(
     r"(?:^|(?<=[，。；：、“（\s]))((?:(?!的)[\u4e00-\u9fff]){2,4})的(?=[A-Z][A-Za-z]*[\s\dA-Z])"
 )
@@ -1177,6 +1277,16 @@ def _fragment(w: str, known: bool, prev: str) -> bool:
         or prev in _DEGREE_ADVERBS
         or (not known and (w[0] in _MEASURE_CHARS or w[-1] in _MEASURE_CHARS + _DIMENSIONS))
     )
+
+
+def _conjunction_fragment(w: str, prev: str, after: str) -> bool:
+    """A name jieba cut across a conjunction: it starts with 和 / 与 / 及 after a Han word, and
+    its other characters with the words after it open a longer name (秋田新干线和田泽湖线: 和田
+    is 和 + 田泽湖)."""
+    if len(w) < 2 or w[0] not in "和与及" or not _HAN.fullmatch(prev or "-"):
+        return False
+    rest = _pos_tags(w[1:] + after)
+    return bool(rest) and rest[0][1] in _NAME_TAGS and len(rest[0][0]) > len(w) - 1
 
 
 _APPROXIMATIONS = ("左右", "以上", "以下", "上下", "前后", "之间", "以内")

@@ -452,13 +452,22 @@ class PendingTraces:
     def finish(self) -> int:
         """Wait for the writes; tag the run with ``traces`` (the count), ``trace_seconds`` (from
         the start of the writes to their end, overlapping the job's other work) and
-        ``trace_cpu_seconds`` (the writing thread's CPU); raise what the writes raised. Returns
-        the count."""
+        ``trace_cpu_seconds`` (the writing thread's CPU). Returns the count. Writes that failed
+        (a store that broke off mid-way) cost the traces, not the run: a warning, the run
+        tagged ``traces_error`` (the traces of the transactions committed before stay whole),
+        the count ``-1``; the run, its metrics and files end as they would without traces."""
         import time
 
         self._thread.join()
-        if self.error is not None:
+        if self.error is not None and not isinstance(self.error, Exception):
             raise self.error
+        if self.error is not None:
+            log.warning(
+                "MLflow traces not all written (%s); the run, its metrics and files are complete",
+                _one_line(self.error),
+            )
+            self.run.set_tags({"traces_error": _one_line(self.error)})
+            return -1
         seconds = time.perf_counter() - self._t0
         self.run.set_tags(
             {

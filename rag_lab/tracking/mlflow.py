@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_lab.metrics.names import HEADLINE, higher_is_better, logged_keys, metric_key
+from rag_lab.tracking import span_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from rag_lab.tracking.traces import TraceRecord
 
 log = logging.getLogger(__name__)
+# the stores MLflow opens through SQLAlchemy (and checks the schema revision of)
+SQL_SCHEMES = frozenset({"sqlite", "postgresql", "mysql", "mssql"})
 
 # MLflow's limits (mlflow.utils.validation; checked against it in tests/tracking)
 MAX_PARAM_LEN = 6000  # MAX_PARAM_VAL_LENGTH
@@ -316,6 +319,21 @@ def _trace_entities(
     return infos, spans
 
 
+class _Deferred:
+    """A session whose ``flush`` does nothing: ``_in_transactions`` flushes once for all the
+    trace infos it started (MLflow's ``start_trace`` flushes each to catch a trace that exists
+    already; these ids are fresh, and a clash still fails the transaction's own flush)."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def flush(self, objects: Any = None) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
 # the SqlAlchemyStore members _in_transactions uses (MLflow 3.17's own code of start_trace and
 # log_spans, minus their per-call session and retry)
 _ONE_TRANSACTION = ("_start_trace_once", "_log_spans_once", "ManagedSessionMaker", "get_experiment")
@@ -340,7 +358,11 @@ def _in_transactions(
     of its CPU). This runs the store's own per-trace code (``_start_trace_once``,
     ``_log_spans_once``: the same rows, tags, metadata, assessments and rollup markers as
     ``start_trace`` / ``log_spans``) on a shallow copy of the store whose sessions are one
-    session per transaction and whose ``get_experiment`` is read once. Guarded: a store
+    session per transaction and whose ``get_experiment`` is read once; the trace infos' own
+    ``flush`` calls wait (:class:`_Deferred`), so one unit of work inserts all of a
+    transaction's trace infos, tags, metadata and assessments (a flush per trace was ~half of
+    ``start_trace``'s CPU), and its spans go as rows (:func:`span_rows.write_spans`, where
+    it applies) or through one ``_log_spans_once``. Guarded: a store
     without those members, or whose methods no longer take these arguments (``TypeError``,
     ``AttributeError`` in the first transaction, rolled back) returns ``None`` and the caller
     writes trace by trace through the public calls (``tests/tracking/test_traces.py`` checks
@@ -354,6 +376,7 @@ def _in_transactions(
         or not all(hasattr(store, name) for name in _ONE_TRANSACTION)
     ):
         return None
+    rows = span_rows.applies(store)  # spans written as log_spans writes them (span_rows)
     batch = copy.copy(store)  # its own attributes: other threads keep the store's sessions
     batch.get_experiment = functools.lru_cache(maxsize=None)(store.get_experiment)
     by_trace: dict[str, list[Any]] = {}
@@ -365,17 +388,26 @@ def _in_transactions(
             break
         try:
             with lock(), store.ManagedSessionMaker(read_only=False) as session:
+                late = _Deferred(session)
+
+                @contextmanager
+                def deferred(*args: Any, _s: Any = late, **kwargs: Any) -> Iterator[Any]:
+                    yield _s
 
                 @contextmanager
                 def same_session(*args: Any, _s: Any = session, **kwargs: Any) -> Iterator[Any]:
                     yield _s
 
-                batch.ManagedSessionMaker = same_session
+                batch.ManagedSessionMaker = deferred
                 for info in part:
                     batch._start_trace_once(info)
+                session.flush()
+                batch.ManagedSessionMaker = same_session
                 mine = [sp for info in part for sp in by_trace.get(info.trace_id, [])]
-                for chunk in _batches(mine, SPANS_PER_CALL):
-                    batch._log_spans_once(exp_id, list(chunk))
+                direct = rows and all(span_rows.finished(info) for info in part)
+                if not (direct and span_rows.write_spans(session, exp_id, mine)):
+                    for chunk in _batches(mine, SPANS_PER_CALL):
+                        batch._log_spans_once(exp_id, list(chunk))
         except (TypeError, AttributeError) as exc:  # MLflow's internals moved
             if n:
                 raise
@@ -465,10 +497,12 @@ class MlflowTracker:
         across file descriptions: taking it twice in one process deadlocks)."""
         import mlflow
 
+        from rag_lab.tracking.sqlite_template import remember_schema_head, seed
+
+        if self.uri.split(":", 1)[0].split("+")[0] in SQL_SCHEMES:  # no SQL imports for http
+            remember_schema_head()  # before the store opens: its schema check
         db = sqlite_path(self.uri)
         if db is not None:
-            from rag_lab.tracking.sqlite_template import seed
-
             seed(db)
         mlflow.set_tracking_uri(self.uri)
         exp = mlflow.get_experiment_by_name(self.experiment)
@@ -788,7 +822,8 @@ class MlflowRun:
         assessments, and the spans go in batches of :data:`SPANS_PER_CALL`, one transaction each.
 
         On a sqlite store the traces and spans go :data:`TRACES_PER_TRANSACTION` traces a
-        transaction (:func:`_in_transactions`: a commit per 25 traces, not per trace); elsewhere
+        transaction (:func:`_in_transactions`: a commit and a flush per 25 traces, not per trace,
+        the spans as rows where :mod:`rag_lab.tracking.span_rows` applies); elsewhere
         (a server, or a store whose internals moved) the store's lock (:func:`store_lock`) is
         taken per call, not for the whole batch, so the run's other writes (from another
         thread: ``rag_lab.tracking.evaluation.start_query_traces``) go in between. ``stop()``

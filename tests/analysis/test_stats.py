@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats as sps
 
 from rag_lab.analysis.stats import (
     align,
@@ -24,6 +23,8 @@ def test_constant_sample_gives_degenerate_ci() -> None:
 
 
 def test_ci_matches_scipy_percentile_bootstrap() -> None:
+    from scipy import stats as sps  # in the test: scipy.stats costs ~1.5 CPU-s to import
+
     x = np.random.default_rng(1).gamma(2.0, 0.2, size=80)
     mean, low, high = paired_bootstrap_ci(x, n_resamples=20000, seed=3)
     ref = sps.bootstrap(
@@ -42,6 +43,8 @@ def test_ci_matches_scipy_percentile_bootstrap() -> None:
 
 
 def test_diff_ci_matches_scipy_paired_bootstrap() -> None:
+    from scipy import stats as sps  # in the test: scipy.stats costs ~1.5 CPU-s to import
+
     rng = np.random.default_rng(2)
     base = rng.random(60)
     a, b = base + rng.normal(0.05, 0.1, 60), base
@@ -74,6 +77,8 @@ def test_ci_coverage_on_normal_samples() -> None:
 
 
 def test_randomization_matches_scipy_permutation_test() -> None:
+    from scipy import stats as sps  # in the test: scipy.stats costs ~1.5 CPU-s to import
+
     rng = np.random.default_rng(8)
     base = rng.random(40)
     a, b = base + rng.normal(0.015, 0.1, 40), base

@@ -45,6 +45,25 @@ def test_roundtrip_counters_and_inventory(tmp_path):
     assert clear(tmp_path, ["runs"]) > 0 and "runs" not in inventory(tmp_path)
 
 
+def test_plain_entries_read_back_what_json_reads(tmp_path):
+    """A ``plain`` entry (a run) goes through orjson, falling back to ``json.dumps`` where orjson
+    would write something else (NaN as null); entries written before (``json.dumps``) read."""
+    c = StageCache(tmp_path / "c")
+    run = {"run": {"q1": {"d1#0": 12.5, "d2#0": 0.1 + 0.2}}, "latency_ms": [1.25, 3.0]}
+    c.put_json("runs", "a" * 32, run, plain=True)
+    raw = gzip.decompress(c.path("runs", "a" * 32, "json.gz").read_bytes())
+    assert b" " not in raw  # orjson's spelling, not json.dumps'
+    assert c.get_json("runs", "a" * 32, plain=True) == run
+    odd = {"run": {"q1": {"d1#0": float("inf")}}, "latency_ms": [float("nan")]}
+    c.put_json("runs", "b" * 32, odd, plain=True)
+    back = c.get_json("runs", "b" * 32, plain=True)
+    assert back["run"]["q1"]["d1#0"] == float("inf") and np.isnan(back["latency_ms"][0])
+    p = c.path("runs", "c" * 32, "json.gz")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(gzip.compress(json.dumps(odd).encode()))  # an entry of rag_lab <= 0.5
+    assert np.isnan(c.get_json("runs", "c" * 32, plain=True)["latency_ms"][0])
+
+
 def test_failed_write_leaves_no_entry_and_corrupt_entry_is_a_miss(tmp_path):
     c = StageCache(tmp_path)
 
@@ -175,10 +194,10 @@ def test_killed_run_resumes_with_identical_metrics(tmp_path, toy_copy, monkeypat
     uncached = run(tmp_path, toy_copy, "cache.dir=null")
     real_put = cache_mod.StageCache.put_json
 
-    def dying_put(self, namespace, key, value):
+    def dying_put(self, namespace, key, value, **kw):
         if namespace == "runs":
             raise KeyboardInterrupt("killed while writing a run")
-        return real_put(self, namespace, key, value)
+        return real_put(self, namespace, key, value, **kw)
 
     monkeypatch.setattr(cache_mod.StageCache, "put_json", dying_put)
     with pytest.raises(KeyboardInterrupt):

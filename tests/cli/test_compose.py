@@ -173,3 +173,38 @@ def test_an_interpolated_default_still_follows_its_choice(tmp_path):
         (1, 10),
         (100, 1000),
     ]
+
+
+def test_yaml_parsed_through_libyaml_is_what_hydra_parses(tmp_path):
+    """Config files are parsed with libyaml under OmegaConf's loader (``_yaml_config``): CRLF
+    lines and a ``# @package`` header, OmegaConf's floats (``1e3``), dates kept as strings, a
+    non-ASCII value compose as plain Hydra composes them; a file Hydra refuses (a duplicate key,
+    bad YAML) is refused with Hydra's own message."""
+    conf = _app(tmp_path)
+    (conf / "model" / "crlf.yaml").write_bytes(
+        "# @package _global_\r\nmodel:\r\n  size: 1e3\r\n"
+        "  day: 2020-01-01\r\n  name: 温度\r\n".encode()
+    )
+    (conf / "model" / "dup.yaml").write_text("size: 1\nsize: 2\n")
+    (conf / "model" / "bad.yaml").write_text("size: [1\n")
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from hydra import compose, initialize_config_dir
+        from omegaconf import OmegaConf
+        if sys.argv[1] == "patched":
+            from rag_lab.cli._compose import speed_up_compositions
+            speed_up_compositions()
+        with initialize_config_dir(config_dir={str(conf)!r}, version_base="1.3"):
+            print(OmegaConf.to_yaml(compose("app", overrides=["model=crlf"])))
+            for bad in ("dup", "bad"):
+                try:
+                    compose("app", overrides=["model=" + bad])
+                except Exception as exc:
+                    print(type(exc).__name__, exc)
+        """
+    )
+    patched = _python(code, "patched")
+    assert patched == _python(code, "plain")
+    assert "size: 1000.0" in patched and "day: '2020-01-01'" in patched and "温度" in patched
+    assert "found duplicate key size" in patched and "ParserError" in patched  # Hydra's words

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rag_lab.errors import ConfigError, DataError, exit_status, user_errors
-from tests.cli.helpers import error_line, rag_lab
+from tests.cli.helpers import cli, error_line
 
 PACKAGE = Path(__file__).resolve().parents[2] / "rag_lab"
 
@@ -51,7 +51,7 @@ def test_exit_status_runs_a_command_in_process(capsys):
 
 
 def test_a_hydra_task_reports_through_the_decorator(tmp_path):
-    proc = rag_lab(
+    proc = cli(
         "evaluate",
         "dataset=beir",
         f"dataset.path={tmp_path / 'nope'}",

@@ -383,3 +383,37 @@ def test_a_degree_sign_ends_the_sentence_its_unit_closes(judge):
     ctx = ["For J02, open the back cover.", "For J05, pull the duplex tray out."]
     res = judge.judge("q", ctx, "The fuser reaches 200 °C. For J05, pull the duplex tray out.")
     assert res.details["n_claims"] == 2
+
+
+def test_yes_is_no_claim_and_names_are_not_read_into_prepositions_or_conjunctions():
+    judge = LexicalJudge(paraphrase_model=None)
+    ctx = ["The 2017 revision led to an earlier diagnosis of multiple sclerosis in most patients."]
+    answer = "Yes. The 2017 revision led to an earlier diagnosis in most patients."
+    res = judge.judge("", ctx, answer)
+    assert res.faithfulness == 1.0 and res.details["faithful"]
+    # "Without" opening a sentence is no name; HLA-DR is one name (HLA-DQ is not in the context)
+    ctx = ["In the absence of CD4 T cell help, CD8 T cells lowered HLA-DR."]
+    res = judge.judge("", ctx, "Without CD4 T cell help, CD8 T cells lowered HLA-DR.")
+    assert res.details["unsupported_facts"] == []
+    res = judge.judge("", ctx, "Without CD4 T cell help, CD8 T cells lowered HLA-DQ.")
+    assert [f["fact"] for f in res.details["unsupported_facts"]] == ["hla-dq"]
+    # 也在 + 大学 is no organisation; 秋田新干线和田泽湖线 holds no 和田
+    ctx = ["岑朗天，香港作家、大学兼职讲师。", "田泽湖车站由秋田新干线和田泽湖线使用。"]
+    res = judge.judge("", ctx, "岑朗天是香港作家，也在大学兼职讲课。秋田新干线和田泽湖线都停这里。")
+    assert res.details["unsupported_facts"] == []
+
+
+def test_a_lower_case_disease_name_is_a_name():
+    judge = LexicalJudge(paraphrase_model=None)
+    ctx = ["Lymphokine-secreting cells were frequent in children with Crohn's disease."]
+    ok = judge.judge("", ctx, "Secreting cells were frequent in children with Crohn's disease.")
+    assert ok.details["unsupported_facts"] == []
+    bad = judge.judge("", ctx, "Secreting cells were frequent in children with coeliac disease.")
+    assert [f["fact"] for f in bad.details["unsupported_facts"]] == ["coeliac disease"]
+    # a generic qualifier is no name
+    assert (
+        judge.judge("", ctx, "The cells were frequent in severe disease.").details[
+            "unsupported_facts"
+        ]
+        == []
+    )

@@ -178,3 +178,103 @@ def test_an_edited_chunk_set_is_stored_as_its_edit_and_read_back_whole(tmp_path)
         data, tmp_path / "s2", None, "chunker=fixed_size", "chunker.size=20", "chunker.overlap=5"
     )
     assert list(rechunked.chunks.values()) == list(expected.chunks.values())
+
+
+def test_retrieve_seconds_leave_out_the_indexing_a_run_triggers(tmp_path, monkeypatch):
+    """A retriever indexed lazily inside ``run`` reports that time once, as its
+    ``index_seconds``: the run's retrieval seconds (``retrieve_seconds``) do not hold it again
+    (the stage work that bench_edit.py sums counted it twice)."""
+    import time
+
+    docs, queries = corpus(seed=5)
+    data = tmp_path / "data"
+    write_corpus(data, docs, queries)
+    pipe = pipeline(data, tmp_path, None)
+    bm25 = pipe.retrievers["bm25"]
+    index = bm25.index
+
+    def slow_index(chunks):  # type: ignore[no-untyped-def]
+        time.sleep(1.0)
+        index(chunks)
+
+    monkeypatch.setattr(bm25, "index", slow_index)
+    result = pipe.run(queries, 10)
+    assert pipe.timings["bm25/index_seconds"] >= 1.0
+    assert result.seconds["bm25"] < 1.0  # 80 queries over 300 chunks: milliseconds
+    assert result.seconds["bm25"] >= 0.0
+
+
+def test_an_edit_reports_what_it_recomputed_in_the_run_metrics(tmp_path):
+    """metrics.json (``evaluate``'s metrics) says what an edit of one record recomputed: one
+    record of the JSON-lines file parsed (documents counted, not only files), one document
+    checked and tagged, one chunk updated in each index, every query's row carried or searched;
+    the metrics equal a run from scratch on the edited corpus."""
+    from rag_lab.evaluate import evaluate
+
+    docs, queries = corpus(seed=11)
+    data = tmp_path / "data"
+    write_corpus(data, docs, queries)
+
+    def run(cache: Path, where: str) -> dict:
+        overrides = [
+            "dataset=beir",
+            f"dataset.path={data}",
+            "embedder=hashing",
+            "retrievers=[bm25,dense]",
+            "fusion=rrf",
+            "tracking=none",
+            f"cache.dir={cache}",
+        ]
+        return evaluate(compose_evaluate(overrides, tmp_path / where))
+
+    cold = run(tmp_path / "cache", "cold")
+    assert cold["cache/corpus/n_parsed_documents"] == len(docs)
+    docs["d42"] = "w3 w7 w399 " + docs["d42"]
+    write_corpus(data, docs, queries)
+    edited = run(tmp_path / "cache", "edit")
+    assert edited["cache/corpus/n_parsed_files"] == 1
+    assert edited["cache/corpus/n_parsed_documents"] == 1  # the edited record, not its file
+    assert edited["cache/corpus/n_checked_documents"] == 1
+    assert edited["cache/corpus/n_tagged_chunks"] == 1
+    assert edited["bm25/updated_chunks"] == edited["dense/updated_chunks"] == 1
+    for name in ("bm25", "dense"):
+        done = edited[f"cache/{name}/n_carried"] + edited[f"cache/{name}/n_searched"]
+        assert done == edited["n_queries"]
+    assert edited["cache/bm25/n_carried"] > 0 and edited["cache/dense/n_carried"] > 0
+    scratch = run(tmp_path / "scratch_cache", "scratch")
+    for key in ("ndcg_at_10", "recall_at_100", "mrr_at_10", "map_at_100"):
+        assert round(edited[key], 4) == round(scratch[key], 4)
+
+
+def test_an_edit_of_a_few_records_parses_those_records_only(tmp_path):
+    """An edited, an added and a removed record of a JSON-lines file: only the two new records
+    are parsed, and the chunks equal a read from scratch. What the record splice cannot vouch
+    for is read whole as before: a repeated id is refused naming both lines, a file with
+    CR LF line breaks is parsed whole."""
+    from rag_lab.errors import DataError
+
+    docs, queries = corpus(seed=13)
+    data, cache = tmp_path / "data", tmp_path / "cache"
+    write_corpus(data, docs, queries)
+    pipeline(data, tmp_path, cache)
+    docs["d7"] = "w9 w8 " + docs["d7"]
+    del docs["d100"]
+    docs["d901"] = "w1 w2 w3"
+    write_corpus(data, docs, queries)
+    edited = pipeline(data, tmp_path, cache)
+    assert edited.corpus_counts["cache/corpus/n_parsed_documents"] == 2
+    assert edited.corpus_counts["cache/corpus/n_checked_documents"] == 2
+    scratch = pipeline(data, tmp_path / "s", None)
+    assert list(edited.chunks.values()) == list(scratch.chunks.values())
+
+    corpus_file = data / "corpus.jsonl"
+    lines = corpus_file.read_text().splitlines()
+    twice = [*lines, lines[3].replace(docs["d3"], "w5 w6")]  # d3's id again, other text
+    corpus_file.write_text("\n".join(twice) + "\n")
+    with pytest.raises(DataError, match="duplicate document id 'd3'"):
+        pipeline(data, tmp_path, cache)
+
+    lines[5] = lines[5].replace(docs["d5"], "w11 " + docs["d5"])
+    corpus_file.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    crlf = pipeline(data, tmp_path, cache)
+    assert crlf.corpus_counts["cache/corpus/n_parsed_documents"] == len(docs)

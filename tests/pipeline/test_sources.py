@@ -249,6 +249,24 @@ def test_the_fallback_chain_runs_after_the_routed_merge(small_sample, tmp_path):
         if level == 0:
             assert {owner[d] for d in docs} <= set(result.routes[qid].sources), qid
     assert set(loaded.levels[1].pipeline.chunks) == set(loaded.searched_corpus()[0])
+    # per_query's `sources` column names what the answering level searched; `route` stays the
+    # router's choice (what the routing metrics score)
+    every = ",".join(s.name for s in loaded.sources)
+    names = [lv.name for lv in loaded.levels]
+    assert names == ["standards", "bm25_unfiltered"]
+    seen = set()
+    for qid, row in table.iterrows():
+        level = int(row["fallback_level"])
+        seen.add(level)
+        assert row["route"] == result.routes[qid].route
+        want = {
+            0: ",".join(result.routes[qid].sources),
+            1: "fallback:standards",
+            2: every,
+            3: "",
+        }[level]
+        assert row["sources"] == want, qid
+    assert {0, 2} <= seen
 
 
 def _data(cfg):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import ENV, error_line, rag_lab
+from tests.cli.helpers import ENV, cli, error_line, rag_lab
 from tests.compose import TOY_OVERRIDES
 
 BM25 = [*TOY_OVERRIDES, "retrievers=[bm25]", "evaluation.latency_queries=2"]
@@ -81,17 +81,20 @@ def test_evaluate_with_a_dead_server_fails_in_one_line_before_any_work(tmp_path)
     assert elapsed < 30  # interpreter start and imports; the probe is 2 s at most
 
 
-def test_on_error_local_falls_back_to_the_local_store_with_a_warning(tmp_path):
+def test_on_error_local_falls_back_to_the_local_store_with_a_warning(
+    tmp_path, restore_tracking_uri
+):
+    # in process (tests/cli/helpers.py: cli): the warning and the store it names are what this
+    # checks; a fresh interpreter proves nothing more (the dead-server refusal above runs one)
     uri = dead_uri()
     exp = tmp_path / "exp"
-    proc = rag_lab(
+    proc = cli(
         "evaluate",
         *BM25,
         f"tracking.uri={uri}",
         "tracking.on_error=local",
         f"hydra.run.dir={tmp_path / 'run'}",
         f"paths.experiments={exp}",
-        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     warning = [ln for ln in proc.stderr.splitlines() if "no MLflow server answers" in ln]
@@ -162,17 +165,18 @@ def test_four_parallel_jobs_on_a_fresh_sqlite_store_all_keep_their_runs(tmp_path
 # ------------------------------------------------------------------ artifacts follow the store
 
 
-def test_artifacts_follow_a_sqlite_store_elsewhere_not_the_working_dir(tmp_path):
+def test_artifacts_follow_a_sqlite_store_elsewhere_not_the_working_dir(
+    tmp_path, monkeypatch, restore_tracking_uri
+):
     a, b = tmp_path / "a", tmp_path / "b"
     b.mkdir()
-    proc = rag_lab(
+    monkeypatch.chdir(b)  # in process: the working directory is this process's
+    proc = cli(
         "evaluate",
         *BM25,
         f"tracking.uri=sqlite:///{a / 'mlflow.db'}",
         f"hydra.run.dir={tmp_path / 'run'}",
         f"cache.dir={tmp_path / 'cache'}",
-        cwd=b,
-        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     # was: b/experiments/mlartifacts/<run>/artifacts/... (paths.experiments follows the cwd)

@@ -133,3 +133,21 @@ def test_invalid_backend():
 def test_bm25s_empty_query_batch(toy_chunks, english):
     assert build(toy_chunks, english, backend="rank_bm25").retrieve({}, k=5) == {}
     assert build(toy_chunks, english).retrieve({}, k=5) == {}
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire", "bm25l", "bm25+"])
+def test_idf_per_distinct_frequency_equals_bm25s_per_term(method):
+    """``_idf_array`` calls the idf scorer once per distinct document frequency: the very
+    float32 values of bm25s' per-term loop (an index built either way scores the same)."""
+    import numpy as np
+    from bm25s import scoring
+
+    from rag_lab.retrievers.bm25 import _idf_array
+
+    rng = np.random.default_rng(0)
+    df = rng.zipf(1.5, 20000).clip(0, 5000)
+    df[:7] = 0  # terms no chunk holds any more
+    idf_of = scoring._select_idf_scorer(method)
+    want = scoring._build_idf_array(dict(enumerate(df.tolist())), 5183, idf_of, dtype="float32")
+    got = _idf_array(df, 5183, idf_of, "float32")
+    assert got.dtype == want.dtype and np.array_equal(got, want)

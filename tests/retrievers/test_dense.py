@@ -139,3 +139,22 @@ def test_identity_names_what_defines_the_vectors(embedder):
     assert not np.array_equal(
         no_ngrams.encode_documents(["pumps"]), embedder.encode_documents(["pumps"])
     )
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_stored_rows_are_the_flat_index_vectors(tmp_path, mapped):
+    """An update reads the old vectors as a view of the flat index's storage (a memory-mapped
+    index file too): the rows ``reconstruct_n`` copies."""
+    import faiss
+
+    from rag_lab.retrievers.dense import _stored_rows
+
+    vecs = np.random.default_rng(1).standard_normal((37, 16)).astype(np.float32)
+    index = faiss.IndexFlatIP(16)
+    index.add(vecs)
+    if mapped:
+        faiss.write_index(index, str(tmp_path / "index.faiss"))
+        index = faiss.read_index(str(tmp_path / "index.faiss"), faiss.IO_FLAG_MMAP_IFC)
+    rows = _stored_rows(index)
+    assert rows.dtype == np.float32 and rows.shape == (37, 16)
+    assert np.array_equal(rows, index.reconstruct_n(0, 37)) and np.array_equal(rows, vecs)

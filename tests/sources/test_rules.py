@@ -71,3 +71,28 @@ def test_shipped_rules_route_the_samples_categories():
     assert router.route("油站开不了多久就热得冒烟", {}, SOURCES).route == DEFAULT_ROUTE
     both = router.route("SV0424 编码器线屏蔽应该怎么接地 保护接地", {}, SOURCES)
     assert both.sources == tuple(SOURCES)
+
+
+@pytest.mark.parametrize(
+    ("text", "history"),
+    [
+        ("可编程逻辑控制器输入输出模块指示灯全灭，以前是怎么修好的", True),
+        ("人机界面触摸没反应，之前是怎么处理的", True),
+        ("HX-200 E102 以前是怎么修好的", True),
+        ("这台泵之前也出过 E102 吗", True),
+        ("三号线输送带变频器过电流跳闸的维修记录", True),
+        ("How did we fix E102 last time?", True),
+        ("previously reported faults on the CV-20", True),
+        # "before X" (a version, an action), not "previously"
+        ("SV7 固件 3.2 之前 SV0432 过压阈值是多少", False),
+        ("AC-75 控制器固件1.7及以前，E1020 还包含哪种情况", False),
+        ("检修 HX-200 之前怎么释放蓄能器压力，预充压力是多少", False),
+        ("固件 3.2 之前它的过压阈值是多少", False),
+        ("What was the SV0432 threshold in the previous firmware?", False),
+    ],
+)
+def test_the_shipped_history_rule_takes_previously_not_before_a_version(text, history):
+    shipped = yaml.safe_load((Path(CONFIG_DIR) / "sources" / "rules.yaml").read_text("utf-8"))
+    rules = {"history": shipped["rules"]["history"]}
+    router = RuleRouter(rules, default=["manuals"], ignore_case=shipped["ignore_case"])
+    assert (router.route(text, {}, SOURCES).route == "history") is history

@@ -202,3 +202,192 @@ def test_transactions_store_what_the_public_calls_store(
             assert got[qid][part] == want[qid][part], (qid, part)
     for t in fast.values():
         assert t.info.trace_metadata["mlflow.sourceRun"] == run.info.run_id
+
+
+TRACE_TABLES = (
+    "trace_info",
+    "trace_tags",
+    "trace_request_metadata",
+    "assessments",
+    "spans",
+    "span_metrics",
+    "trace_metrics",
+    "entity_associations",
+)
+
+
+def _rows(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    public: bool,
+    attributes: dict | None = None,
+    spans_written: list | None = None,
+) -> dict:
+    """Three hand-made traces written by ``MlflowRun.log_traces`` into a fresh sqlite store
+    (through the transactions, or ``public``: MLflow's start_trace / log_spans one by one), the
+    ids drawn in the same order on both paths; every row of MLflow's trace tables, without what
+    is this store's own (its folder, the run id, the assessments' ids and creation times).
+    ``attributes``: on the fusion span; ``spans_written`` collects what each
+    ``span_rows.write_spans`` call returned."""
+    import itertools
+    import secrets
+    import sqlite3
+
+    from rag_lab.tracking import mlflow as tracking
+    from rag_lab.tracking import span_rows
+    from rag_lab.tracking.traces import AssessmentRecord, SpanRecord, TraceRecord
+
+    t = 1_700_000_000_000_000_000
+    docs = [
+        {"id": "c1", "page_content": "扭矩 torque 12 Nm", "metadata": {"doc_uri": "d1", "rank": 1}}
+    ]
+    records = [
+        TraceRecord(
+            f"q{i}",
+            {"query_id": f"q{i}", "category": "numeric", "split": "test"},
+            (
+                SpanRecord(
+                    "rag_lab query",
+                    "CHAIN",
+                    t,
+                    t + 9_000_000,
+                    {"query": "q"},
+                    {"documents": ["d1"]},
+                ),
+                SpanRecord(
+                    "bm25",
+                    "RETRIEVER",
+                    t,
+                    t + 4_000_000,
+                    {"query": "q"},
+                    docs,
+                    {"rag_lab.batch_queries": 3},
+                ),
+                SpanRecord(
+                    "fusion",
+                    "CHAIN",
+                    t + 5_000_000,
+                    t + 9_000_000,
+                    {"n_candidates": 1},
+                    [{"id": "c1", "score": 0.5}],
+                    attributes or {},
+                ),
+            ),
+            (
+                AssessmentRecord("hit_at_5", i % 2 == 0, "CODE", "rag_lab.metrics@0"),
+                AssessmentRecord("faithfulness", 0.25 * i, "LLM_JUDGE", "lexical@0+ab"),
+            ),
+        )
+        for i in range(3)
+    ]
+    folder = tmp_path / ("public" if public else "batched")
+    run = tracking.MlflowTracker(uri=f"sqlite:///{folder}/mlflow.db", experiment="t").start_run("r")
+    counter = itertools.count()
+    monkeypatch.setattr(secrets, "token_hex", lambda n=32: f"{next(counter):0{2 * n}x}")
+    monkeypatch.setattr(tracking, "TRACES_PER_TRANSACTION", 2)  # several transactions
+    if public:
+        monkeypatch.setattr(tracking, "_in_transactions", lambda *a, **k: None)
+    if spans_written is not None:
+        write = span_rows.write_spans
+        monkeypatch.setattr(
+            span_rows,
+            "write_spans",
+            lambda *a: spans_written.append(write(*a)) or spans_written[-1],
+        )
+    assert len(run.log_traces(records)) == 3
+    monkeypatch.undo()
+    own = ("assessment_id", "created_timestamp", "last_updated_timestamp")
+    out = {}
+    with sqlite3.connect(folder / "mlflow.db") as db:
+        for table in TRACE_TABLES:
+            cols = [c[1] for c in db.execute(f"pragma table_info({table})")]
+            keep = [i for i, c in enumerate(cols) if c not in own]
+            rows = db.execute(f"select * from {table}").fetchall()
+            out[table] = sorted(
+                tuple(
+                    str(r[i]).replace(run.run_id, "RUN").replace(str(folder), "DIR") for i in keep
+                )
+                for r in rows
+            )
+    return out
+
+
+@pytest.mark.parametrize(
+    ("attributes", "version", "direct"),
+    [
+        ({}, None, True),  # spans written as rows (rag_lab.tracking.span_rows)
+        ({"mlflow.chat.tokenUsage": {"input_tokens": 3}}, None, False),  # log_spans reads it
+        ({}, "3.18.0", False),  # an MLflow whose log_spans span_rows has not read
+    ],
+)
+def test_transactions_write_the_rows_the_public_calls_write(
+    tmp_path, monkeypatch, attributes, version, direct
+):
+    """The transactions (one flush for all of a transaction's trace infos; the spans as rows
+    where span_rows applies, else MLflow's log_spans) leave exactly the rows of MLflow's own
+    start_trace / log_spans in every trace table: the same trace infos, tags, metadata,
+    assessments and span contents."""
+    if version is not None:
+        monkeypatch.setattr(mlflow, "__version__", version)
+    written: list = []
+    batched = _rows(tmp_path / "a", monkeypatch, False, attributes, written)
+    if version is not None:
+        monkeypatch.setattr(mlflow, "__version__", version)
+    public = _rows(tmp_path / "b", monkeypatch, True, attributes)
+    assert len(batched["trace_info"]) == 3 and len(batched["spans"]) == 9
+    assert len(batched["assessments"]) == 6
+    assert written == ([True, True] if direct else [False] * 2 if version is None else [])
+    for table in TRACE_TABLES:
+        assert batched[table] == public[table], table
+
+
+def test_a_store_failing_mid_way_costs_the_traces_not_the_run(
+    tmp_path, restore_tracking_uri, monkeypatch, caplog
+):
+    """The store breaks off in the second transaction of traces: the run still ends FINISHED
+    with its metrics, a warning says so and the run is tagged traces_error; the first
+    transaction's traces are whole (every span), the failed one left nothing."""
+    from sqlalchemy.exc import OperationalError
+
+    from rag_lab.tracking import mlflow as tracking
+    from rag_lab.tracking import span_rows
+
+    write, calls = span_rows.write_spans, []
+
+    def breaks(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OperationalError("INSERT INTO spans", {}, Exception("disk I/O error"))
+        return write(*args)
+
+    monkeypatch.setattr(span_rows, "write_spans", breaks)
+    monkeypatch.setattr(tracking, "TRACES_PER_TRANSACTION", 2)
+    cfg = compose_evaluate([*TOY_OVERRIDES, "retrievers=[bm25,dense]"], tmp_path)
+    with caplog.at_level("WARNING"):
+        metrics = evaluate(cfg)
+    run, traces = _traces(cfg)
+    assert run.info.status == "FINISHED" and run.data.metrics["ndcg_at_10"] == pytest.approx(
+        metrics["ndcg_at_10"]
+    )
+    assert "disk I/O error" in run.data.tags["traces_error"] and "traces" not in run.data.tags
+    assert "MLflow traces not all written" in caplog.text
+    assert len(traces) == 2 and all(len(t.data.spans) == 4 for t in traces.values())
+
+
+def test_spans_go_as_rows_only_for_traces_log_spans_would_not_update():
+    """A trace still in progress, or without a preview, gets its state or preview from
+    log_spans' root span: its spans go through log_spans, not as rows."""
+    from types import SimpleNamespace
+
+    from mlflow.entities import TraceState
+
+    from rag_lab.tracking.span_rows import finished
+
+    def info(state, request="{}", response="{}"):
+        return SimpleNamespace(state=state, request_preview=request, response_preview=response)
+
+    assert finished(info(TraceState.OK)) and finished(info(TraceState.ERROR))
+    assert not finished(info(TraceState.IN_PROGRESS))
+    assert not finished(info(TraceState.STATE_UNSPECIFIED))
+    assert not finished(info(TraceState.OK, request=None))
+    assert not finished(info(TraceState.OK, response=None))

@@ -11,9 +11,11 @@ from omegaconf import OmegaConf
 
 from rag_lab.dataset import BeirDataset
 from rag_lab.dataset.base import SplitAware
-from rag_lab.train.common import training_args_common, write_summary
 from tests.compose import TOY
 from tests.train.test_train import compose_train
+
+# rag_lab.train.common is imported in the tests that use it: it imports transformers' Trainer
+# stack (~3.5 CPU-s), which every xdist worker paid at collection, needed or not
 
 
 @pytest.mark.parametrize("task, decay", [("embedder", 0.0), ("reranker", 0.01)])
@@ -22,6 +24,8 @@ def test_configured_weight_decay_reaches_the_training_arguments(task, decay, tmp
     every run trained with transformers' default 0)."""
     from sentence_transformers import SentenceTransformerTrainingArguments
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
+
+    from rag_lab.train.common import training_args_common
 
     arguments = {
         "embedder": SentenceTransformerTrainingArguments,
@@ -68,6 +72,8 @@ class FakeRun:
 
 
 def test_summary_is_written_and_logged_with_mlflow_safe_keys(tmp_path):
+    from rag_lab.train.common import write_summary
+
     summary = {"steps": 3, "dev/ndcg@10_first_stage": 0.5, "dev_history": [{"step": 0.0}]}
     meta = tmp_path / "meta.json"
     meta.write_text("{}")
@@ -83,6 +89,7 @@ def test_precision_reaches_the_training_arguments_and_a_typo_is_refused(tmp_path
     from sentence_transformers import SentenceTransformerTrainingArguments
 
     from rag_lab.errors import ConfigError
+    from rag_lab.train.common import training_args_common
 
     cfg = compose_train("embedder", [], tmp_path)
     assert cfg.train.precision == "bf16"
