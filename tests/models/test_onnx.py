@@ -27,15 +27,6 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    """A private model cache, so the test sees the export being made."""
-    with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("rag_lab_home")
-        mp.setenv("RAG_LAB_HOME", str(path))
-        yield path
-
-
-@pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> str:
     """A 1-layer random BERT saved as a plain transformers folder (sentence-transformers adds
     mean pooling)."""

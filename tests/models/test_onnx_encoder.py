@@ -32,15 +32,6 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    """A private model cache, so the first load builds the export."""
-    with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("rag_lab_home")
-        mp.setenv("RAG_LAB_HOME", str(path))
-        yield path
-
-
-@pytest.fixture(scope="module")
 def tiny_st(tmp_path_factory) -> str:
     """A 2-layer random BERT saved as a sentence-transformers folder (modules.json: Transformer,
     mean Pooling, Normalize; tokenizer.json)."""
