@@ -21,7 +21,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-MLFLOW_VERSIONS = ("3.17.",)  # the versions whose log_spans this mirrors (read in their source)
+# the versions whose log_spans this mirrors (read in their source: 3.18 adds to _log_spans_once a
+# refusal of spans for another experiment's trace and streams the rows it re-reads; neither changes
+# the rows written for traces just started in the run's own experiment)
+MLFLOW_VERSIONS = ("3.17.", "3.18.")
 
 
 # resource attributes log_spans does not copy into the trace's tags

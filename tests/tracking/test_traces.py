@@ -317,7 +317,7 @@ def _rows(
     [
         ({}, None, True),  # spans written as rows (rag_lab.tracking.span_rows)
         ({"mlflow.chat.tokenUsage": {"input_tokens": 3}}, None, False),  # log_spans reads it
-        ({}, "3.18.0", False),  # an MLflow whose log_spans span_rows has not read
+        ({}, "3.99.0", False),  # an MLflow whose log_spans span_rows has not read
     ],
 )
 def test_transactions_write_the_rows_the_public_calls_write(
