@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, wait
@@ -666,8 +665,10 @@ class StepWorkers:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        from rag_lab.runtime import threads
+
         ctx = multiprocessing.get_context("fork")
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        cpus = threads.usable_cpus()
         self.running = ctx.Value("i", 0)
         self.pool = ProcessPoolExecutor(
             max_workers=n,

@@ -303,13 +303,13 @@ def session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
 
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    from rag_lab.runtime import threads as shared_threads
+
     if threads is None:
-        env = os.environ.get("OMP_NUM_THREADS", "")
-        threads = int(env) if env.isdigit() and int(env) > 0 else None
+        threads = shared_threads.omp_threads()
     if threads:
         opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1  # one graph at a time: parallelism is inside the MatMuls
-    from rag_lab.runtime import threads as shared_threads
 
     if shared_threads.in_worker():
         # beside sibling workers (a sweep's, the walk's) idle pool threads must sleep, not spin:

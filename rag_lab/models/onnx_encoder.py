@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -226,10 +225,6 @@ class OnnxTextEncoder:
 def lanes() -> int:
     """Texts encoded at once by default: ``OMP_NUM_THREADS`` when set (a sweep worker's share of
     the cores, ``rag_lab.runtime.threads``), else the CPUs this process may run on."""
-    env = os.environ.get("OMP_NUM_THREADS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        return max(1, os.cpu_count() or 1)
+    from rag_lab.runtime import threads
+
+    return threads.omp_threads() or threads.usable_cpus()

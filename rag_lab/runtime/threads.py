@@ -29,6 +29,21 @@ _shared: tuple[Any, Any, int] | None = None  # (running workers, its lock, CPUs)
 _current = 0  # the thread count last set here
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def omp_threads() -> int | None:
+    """``OMP_NUM_THREADS`` as a positive count (in a worker, its share of the cores:
+    :func:`limit`); ``None`` when unset or not a positive integer."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    return int(env) if env.isdigit() and int(env) > 0 else None
+
+
 def limit(threads: int) -> None:
     """At most ``threads`` threads for OpenMP / BLAS pools, torch and faiss in this process
     (environment variables for libraries loaded later, threadpoolctl for those loaded)."""

@@ -75,18 +75,10 @@ SAID_SLOTS = 64  # distinct error lines a sweep's workers print once each
 log = logging.getLogger("hydra_plugins.rag_lab_launcher")
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS, Windows
-        return max(1, os.cpu_count() or 1)
-
-
 def worker_count(workers: Any, n_jobs: int) -> int:
     """``workers`` (an int >= 1 or ``"auto"``) as a process count for ``n_jobs`` jobs."""
     if workers in (None, "auto"):
-        n = usable_cpus() if sys.platform.startswith("linux") else 1
+        n = threads.usable_cpus() if sys.platform.startswith("linux") else 1
     elif isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         from rag_lab.validate import OptionError
 
@@ -163,7 +155,7 @@ def _after_fork(w: int, shared: Any) -> None:
     store = sys.modules.get("rag_lab.cache.store")
     if store is not None:
         store._OPEN.clear()  # their SQLite connections are the parent's: a job opens its own
-    threads.share(running, lock, usable_cpus())
+    threads.share(running, lock, threads.usable_cpus())
 
 
 def _said_before(said: Any, lock: Any, message: str) -> bool:

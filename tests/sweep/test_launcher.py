@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_lab.sweep.launcher import blocks, take, usable_cpus, worker_count
+from rag_lab.runtime.threads import usable_cpus
+from rag_lab.sweep.launcher import blocks, take, worker_count
 from rag_lab.validate import OptionError
 from tests.sweep.test_sweep_cli import ENV, sweep, sweep_command
 
