@@ -202,6 +202,7 @@ class ContextSentence:
     values: tuple[Fact, ...]
 
     @classmethod
+    @lru_cache(maxsize=8192)  # noqa: B019 (the class only: a chunk's sentences come back per query)
     def read(cls, sentence: str) -> ContextSentence:
         norm = normalise_facts_text(sentence)
         words = frozenset(w for w, _, _ in _words(norm, function_words(sentence)) if w != "|")

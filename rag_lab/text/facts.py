@@ -512,12 +512,14 @@ def _is_clause(text: str, m: re.Match[str], legal: bool) -> bool:
     return legal or not (_HAN.match(nxt) and nxt not in _CLAUSE_FOLLOWERS)
 
 
+@lru_cache(maxsize=8192)
 def normalise_facts_text(text: str, context: bool = True) -> str:
     """The form both sides are compared in: ``normalise_text`` of ``fold_surface``, thousands
     separators dropped (commas, and spaces between groups of three digits: "10 729"), Chinese
     numerals that state a number written in digits (``chinese_numerals``; ``context``: also 首 +
     a measure word as 第1, which only a context gets, so that "首次" supports an answer's
-    "第一次" while an answer's "首个" is no fact)."""
+    "第一次" while an answer's "首个" is no fact). Kept per text: a chunk's sentences come back
+    for many queries."""
     if context:
         text = _context_forms(text)
     norm = _THOUSANDS.sub("", normalise_text(fold_surface(text)))
@@ -1313,9 +1315,11 @@ _OOV_NAME_TAGS = frozenset(("nr", "ns", "nt", "nz", "nrt", "nrfg") + OOV_TAGS)
 _FUNCTION_TAGS = frozenset(("c", "p", "u", "uj", "ul", "uz", "ud", "ug", "uv", "y", "e"))
 
 
+@lru_cache(maxsize=8192)
 def function_words(text: str) -> frozenset[str]:
     """The Chinese words of ``text`` that jieba tags only as function words (``_FUNCTION_TAGS``);
-    empty for text without Han characters."""
+    empty for text without Han characters. Kept per text: the judge asks for each context
+    sentence's, and a chunk comes back for many queries."""
     raw = unicodedata.normalize("NFKC", text).strip()
     if _HAN.search(raw) is None:
         return frozenset()
@@ -1327,14 +1331,34 @@ def function_words(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=4096)
 def _pos_tags(text: str) -> tuple[tuple[str, str, bool], ...]:
-    """(word, jieba part-of-speech tag, whether jieba's dictionary has the word)."""
+    """(word, jieba part-of-speech tag, whether jieba's dictionary has the word).
+
+    jieba tags a text block by block — the runs of its ``posseg.re_han_internal`` (Han
+    characters, Latin letters, digits, ``+#&._``) and the pieces between them, each on its own
+    (``POSTokenizer.__cut_internal``) — so the tags of a text are its blocks' tags in order, and
+    a block is tagged once (``_block_tags``): the judge reads each context sentence, the joined
+    contexts and the same chunks for many queries, where most blocks repeat (the sample's
+    production_rag: a third of the characters are new)."""
+    import jieba.posseg
+
+    out: list[tuple[str, str, bool]] = []
+    for block in jieba.posseg.re_han_internal.split(text):
+        if block:  # an empty piece of the split yields no tag in jieba either
+            out.extend(_block_tags(block))
+    return tuple(out)
+
+
+@lru_cache(maxsize=65_536)
+def _block_tags(block: str) -> tuple[tuple[str, str, bool], ...]:
+    """``_pos_tags`` of one block of ``jieba.posseg.re_han_internal.split`` (jieba splits it
+    into that block alone: the same tags as inside a longer text)."""
     import jieba
     import jieba.posseg
 
     jieba.dt.check_initialized()
     # jieba.dt.FREQ also holds every prefix of a word, with frequency 0: those are not words
     freq = jieba.dt.FREQ
-    return tuple((p.word, p.flag, freq.get(p.word, 0) > 0) for p in jieba.posseg.cut(text))
+    return tuple((p.word, p.flag, freq.get(p.word, 0) > 0) for p in jieba.posseg.cut(block))
 
 
 def slot_names(text: str, context: str) -> list[Fact]:

@@ -28,6 +28,26 @@ def _segment_short(cut: Callable[[str], list[str]], text: str) -> tuple[str, ...
     return tuple(cut(text))
 
 
+@functools.lru_cache(maxsize=65_536)
+def _segment_block(cut: Callable[[str], list[str]], block: str) -> tuple[str, ...]:
+    return tuple(cut(block))
+
+
+def _segment_long(cut: Callable[[str], list[str]], text: str) -> list[str]:
+    """``cut(text)`` block by block: jieba segments each run of its ``re_han_default`` (Han
+    characters, Latin letters, digits, ``+#&._%-``) and each piece between them on its own, and
+    search mode adds sub-words word by word, so a text's words are its blocks' words in order.
+    A block is segmented once (``_segment_block``): a judge reads the same chunks joined
+    differently for many queries, most of their blocks seen before."""
+    import jieba
+
+    out: list[str] = []
+    for block in jieba.re_han_default.split(text):
+        if block:  # jieba skips the empty pieces of the split too
+            out.extend(_segment_block(cut, block))
+    return out
+
+
 class JiebaTokenizer:
     segments_chinese = True  # rag_lab.tokenizer.script: no warning on a Chinese corpus
 
@@ -62,7 +82,11 @@ class JiebaTokenizer:
         for text in texts:
             if self.lowercase:
                 text = text.lower()
-            words = _segment_short(self._cut, text) if len(text) <= _SHORT else self._cut(text)
+            words = (
+                _segment_short(self._cut, text)
+                if len(text) <= _SHORT
+                else _segment_long(self._cut, text)
+            )
             toks = [t for t in (w.strip() for w in words) if t and _KEEP.search(t)]
             if self._hyphenated is not None:
                 toks.extend(self._hyphenated.findall(text))

@@ -368,3 +368,35 @@ def test_hyphenated_gene_names_and_a_maker_glued_to_its_model():
     assert unsupported("在小米Mate 60上打开设置。", "华为Mate 60恢复出厂设置的步骤") == ["小米"]
     usb = facts("支持USB 3接口")
     assert ("name", "usb") in usb and ("name", "支持") not in usb  # a verb is no maker
+
+
+def _sample_texts() -> list[str]:
+    """The sample's tickets (Chinese and English, codes, numbers, units), joined as the judge
+    joins contexts and with the separators jieba treats specially (CRLF, runs of spaces)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "datasets/maintenance_kb/docs/tickets.jsonl"
+    texts = [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()]
+    return [*texts, "\n".join(texts[:6]), "\r\n".join(texts[3:9]), "  \r \n".join(texts[-4:])]
+
+
+def test_pos_tags_are_jiebas_own_block_by_block():
+    """Tagging block by block (each block once) gives jieba's tags of the whole text, word for
+    word, on the sample's tickets alone and joined; the second reading of a text is served from
+    the blocks already tagged."""
+    import jieba
+    import jieba.posseg
+
+    from rag_lab.text.facts import _block_tags, _pos_tags
+
+    jieba.dt.check_initialized()
+    texts = _sample_texts()
+    for text in texts:
+        expected = tuple(
+            (p.word, p.flag, jieba.dt.FREQ.get(p.word, 0) > 0) for p in jieba.posseg.cut(text)
+        )
+        assert _pos_tags(text) == expected
+    before = _block_tags.cache_info().misses
+    _pos_tags("\n".join(texts[:3]))  # its blocks were all seen in the tickets
+    assert _block_tags.cache_info().misses == before

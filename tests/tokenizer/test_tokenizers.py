@@ -65,3 +65,23 @@ def test_batch_contract(factory):
     assert out[0] == out[3]  # same analysis, case-insensitive
     assert out == tok(texts)  # deterministic
     assert [tok([t])[0] for t in texts] == out  # batching does not change the result
+
+
+def test_jieba_long_texts_segment_as_jieba_does():
+    """A text longer than a query is segmented block by block (each block once): the same terms
+    as jieba on the whole text, in both modes, on the sample's tickets joined together."""
+    import json
+    import re
+    from pathlib import Path
+
+    import jieba
+
+    path = Path(__file__).parents[2] / "datasets/maintenance_kb/docs/tickets.jsonl"
+    texts = [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()]
+    joined = ["\n".join(texts[:5]), "\r\n".join(texts[4:12]), "   ".join(texts[-3:])]
+    assert all(len(t) > 256 for t in joined)
+    for mode, cut in (("search", jieba.lcut_for_search), ("exact", jieba.lcut)):
+        tok = JiebaTokenizer(mode=mode, keep_hyphenated=False)
+        for text in joined:
+            words = [w.strip() for w in cut(text.lower())]
+            assert tok([text]) == [[w for w in words if w and re.search(r"\w", w)]]
