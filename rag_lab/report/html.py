@@ -9,6 +9,7 @@ script but the page's own inline one. Images are ``data:`` URIs; nothing is fetc
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -141,8 +142,12 @@ def has_evidence(chunk: Chunk, query: Query | None) -> bool:
     ``rag_lab.metrics.relevance``, without its relevant-document condition)."""
     if query is None or not query.evidence:
         return False
-    text = normalise_text(chunk.text)
-    return any(normalise_text(g) in text for g in query.evidence)
+    text = _normalised(chunk.text)
+    return any(_normalised(g) in text for g in query.evidence)
+
+
+# a run page asks for every query's retrieved and gold chunks: the same chunk texts many times
+_normalised = functools.lru_cache(maxsize=16_384)(normalise_text)
 
 
 def chunk_card(
