@@ -478,33 +478,42 @@ class _Context:
     """What one judgement compares answer sentences with: the contexts' term support and facts
     text, each context sentence's (``local``), the raw text (names found by their place), the
     values with their neighbours (``slots``), and the question as a premise (its facts text and
-    itself; empty when the question is no premise)."""
+    itself; empty when the question is no premise). ``local``, ``slots`` and ``claims`` are read
+    when a sentence first needs them (a number, a value to bind): an answer without one does not
+    pay for segmenting and tagging every context sentence."""
 
     raw: str
     sentences: list[str]
     support: TermSupport
     facts_text: str
-    local: list[tuple[TermSupport, str]]
-    slots: list[Slot]
-    claims: list[ContextSentence]
+    terms: ContentTerms
     premise_facts: str
     question: list[str]
 
     @classmethod
     def read(cls, contexts: Sequence[str], terms: ContentTerms, question: str) -> _Context:
         joined = "\n".join(contexts)
-        sentences = context_sentences(joined)
         return cls(
             joined,
-            sentences,
+            context_sentences(joined),
             TermSupport(joined, terms),
             normalise_facts_text(joined),
-            [(TermSupport(c, terms), normalise_facts_text(c)) for c in sentences],
-            context_slots(sentences),
-            [ContextSentence.read(c) for c in sentences],
+            terms,
             normalise_facts_text(question) if question.strip() else "",
             [question] if question.strip() else [],
         )
+
+    @cached_property
+    def local(self) -> list[tuple[TermSupport, str]]:
+        return [(TermSupport(c, self.terms), normalise_facts_text(c)) for c in self.sentences]
+
+    @cached_property
+    def slots(self) -> list[Slot]:
+        return context_slots(self.sentences)
+
+    @cached_property
+    def claims(self) -> list[ContextSentence]:
+        return [ContextSentence.read(c) for c in self.sentences]
 
     def given(self, fact: Fact) -> bool:
         """Whether the question states ``fact`` (then it is not demanded from the contexts)."""

@@ -33,7 +33,7 @@ read in ``normalise_facts_text`` form, so "10,729" and "10729", 三小时 and 3�
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -129,10 +129,10 @@ class Slot:
 def _words(norm: str, function: frozenset[str]) -> list[tuple[str, int, int]]:
     """Content words of a normalised text with their spans (jieba's cut: Latin words stemmed);
     a clause break is the word ``|``."""
-    import jieba
+    from rag_lab.tokenizer.jieba import exact_words
 
     out = []
-    for word, start, end in jieba.tokenize(norm):
+    for word, start, end in _spans(exact_words(norm)):
         w = word.strip()
         if w and _BREAK.fullmatch(w):
             out.append(("|", start, end))
@@ -150,6 +150,15 @@ def _words(norm: str, function: frozenset[str]) -> list[tuple[str, int, int]]:
             continue
         out.append((stem(w) if _LATIN.fullmatch(w) else w, start, end))
     return out
+
+
+def _spans(words: list[str]) -> Iterator[tuple[str, int, int]]:
+    """Each word with its span, as ``jieba.tokenize`` gives them (its words are ``jieba.lcut``'s,
+    one after the other)."""
+    start = 0
+    for word in words:
+        yield word, start, start + len(word)
+        start += len(word)
 
 
 @lru_cache(maxsize=8192)

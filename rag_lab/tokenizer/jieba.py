@@ -24,8 +24,8 @@ def _segment_short(cut: Callable[[str], list[str]], text: str) -> tuple[str, ...
     """A query's segmentation, kept for the few calls that follow: BM25 and a dense or hashing
     embedder segment the same query one after the other (jieba was a quarter of a served query's
     time, half of it the second segmentation). A handful of entries: repeats across queries are
-    not what this is for."""
-    return tuple(cut(text))
+    not what this is for. Its blocks come from the blocks' cache (``_segment``)."""
+    return tuple(_segment(cut, text))
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -33,12 +33,12 @@ def _segment_block(cut: Callable[[str], list[str]], block: str) -> tuple[str, ..
     return tuple(cut(block))
 
 
-def _segment_long(cut: Callable[[str], list[str]], text: str) -> list[str]:
-    """``cut(text)`` block by block: jieba segments each run of its ``re_han_default`` (Han
-    characters, Latin letters, digits, ``+#&._%-``) and each piece between them on its own, and
-    search mode adds sub-words word by word, so a text's words are its blocks' words in order.
-    A block is segmented once (``_segment_block``): a judge reads the same chunks joined
-    differently for many queries, most of their blocks seen before."""
+def _segment(cut: Callable[[str], list[str]], text: str) -> list[str]:
+    """``cut(text)`` block by block, for texts of any length: jieba segments each run of its
+    ``re_han_default`` (Han characters, Latin letters, digits, ``+#&._%-``) and each piece
+    between them on its own, and search mode adds sub-words word by word, so a text's words are
+    its blocks' words in order. A block is segmented once (``_segment_block``): a judge reads the
+    same chunks joined differently for many queries, most of their blocks seen before."""
     import jieba
 
     out: list[str] = []
@@ -46,6 +46,15 @@ def _segment_long(cut: Callable[[str], list[str]], text: str) -> list[str]:
         if block:  # jieba skips the empty pieces of the split too
             out.extend(_segment_block(cut, block))
     return out
+
+
+def exact_words(text: str) -> list[str]:
+    """``jieba.lcut(text)`` (exact mode, every character in one word, in order) through the
+    blocks ``JiebaTokenizer`` keeps: the lexical judge cuts the same context sentences for its
+    terms and for its values' neighbours."""
+    import jieba
+
+    return _segment(jieba.lcut, text)
 
 
 class JiebaTokenizer:
@@ -85,7 +94,7 @@ class JiebaTokenizer:
             words = (
                 _segment_short(self._cut, text)
                 if len(text) <= _SHORT
-                else _segment_long(self._cut, text)
+                else _segment(self._cut, text)
             )
             toks = [t for t in (w.strip() for w in words) if t and _KEEP.search(t)]
             if self._hyphenated is not None:
