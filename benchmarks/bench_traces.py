@@ -1,38 +1,57 @@
 """What a trace per query costs a warm ``rag-lab evaluate`` (issue 31): the sample with
-``tracking.traces=none`` against ``tracking.traces=all``, interleaved in one process after a
-warm-up run (stage cache filled, imports done), each run logging to the same sqlite MLflow store.
+``tracking.traces=none`` against ``tracking.traces=all``.
+
+The figure in the docs (``--cli``): the README's warm job exactly as a user types it, each run its
+own process, ``rag-lab evaluate paths.experiments=<warm> evaluation.latency_queries=0
+tracking.traces=none|all`` (default e5 embedder; ``<warm>`` a folder prepared by two runs first:
+stage cache, MLflow store and its tables), the two settings interleaved for ``--rounds`` rounds
+(the order alternating per round, so a drift in the machine's load falls on both), wall and CPU
+seconds (user + sys of the process, as ``/usr/bin/time``) per run, the per-round ratios
+``all / none`` and their median and range, with the load average, MLflow's version and the
+commit in the JSON written:
+
+    python benchmarks/bench_traces.py --cli --rounds 7 --out benchmarks/results/traces_cli.json
+
+In-process (the default): the same settings through ``rag_lab.evaluate.evaluate`` in one process
+after a warm-up run (imports done), the hashing embedder, each run logging to the same store:
 
     python benchmarks/bench_traces.py --repeats 3 --out benchmarks/results/traces.json
 
-Prints and writes the median wall time and process CPU time of each setting, their ratios, and
-the trace writing's own seconds (the run's ``trace_seconds`` tag: wall, from the start of the
-writes, which run in a background thread beside the job's other work, to their end) and CPU
-seconds (``trace_cpu_seconds``: the writing thread's)."""
+In-process, it prints and writes the median wall time and process CPU time of each setting, their
+ratios, and the trace writing's own seconds (the run's ``trace_seconds`` tag: wall, from the
+start of the writes, which run in a background thread beside the job's other work, to their end)
+and CPU seconds (``trace_cpu_seconds``: the writing thread's; in the ``--cli`` JSON too)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
+import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-from mlflow.tracking import MlflowClient
-from omegaconf import open_dict
-
-from rag_lab.evaluate import evaluate
-from rag_lab.paths import CONFIG_DIR
-
 BASE = ["dataset=sample", "embedder=hashing", "evaluation.html_report=false"]
+CLI = ["evaluate", "evaluation.latency_queries=0"]  # + paths.experiments=<warm>, tracking.traces
+SETTINGS = ("none", "all")
 
 
 def one(root: Path, n: int, traces: str) -> tuple[float, float, float, float]:
     """Wall and CPU seconds of one evaluate run and its trace_seconds and trace_cpu_seconds tags
     (0 without traces)."""
+    from hydra import compose, initialize_config_dir
+    from mlflow.tracking import MlflowClient
+    from omegaconf import open_dict
+
+    from rag_lab.evaluate import evaluate
+    from rag_lab.paths import CONFIG_DIR
+
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose("evaluate", overrides=[*BASE, f"tracking.traces={traces}"])
     with open_dict(cfg):
@@ -48,11 +67,127 @@ def one(root: Path, n: int, traces: str) -> tuple[float, float, float, float]:
     return wall, cpu, *writing
 
 
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _commit() -> str:
+    """HEAD's short hash, ``+changes`` when the tree has uncommitted changes to tracked files."""
+    here = Path(__file__).resolve().parent
+
+    def git(*a: str) -> str:
+        done = subprocess.run(["git", *a], cwd=here, capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def _run_tags(warm: Path, run_id: str) -> dict[str, str]:
+    """The run's trace tags, read from the sqlite store (no MLflow import here)."""
+    keys = ("traces", "trace_seconds", "trace_cpu_seconds", "traces_error")
+    with sqlite3.connect(warm / "mlflow.db") as db:
+        rows = db.execute(
+            f"select key, value from tags where run_uuid = ? and key in ({','.join('?' * 4)})",
+            (run_id, *keys),
+        ).fetchall()
+    return dict(rows)
+
+
+def cli_run(warm: Path, setting: str, extra: list[str], log: Path) -> dict:
+    """One ``rag-lab evaluate`` process on the warm folder: wall and CPU seconds, load, tags."""
+    cmd = [sys.executable, "-m", "rag_lab.cli", *CLI, f"paths.experiments={warm}", *extra]
+    cmd.append(f"tracking.traces={setting}")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    load = os.getloadavg()[0]
+    before = set((warm / "runs").glob("*/mlflow_run_id"))
+    cpu0, t0 = _children_cpu(), time.perf_counter()
+    with log.open("w") as fh:
+        done = subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
+    if done.returncode != 0:
+        sys.exit(f"rag-lab evaluate tracking.traces={setting} failed; see {log}")
+    new = sorted(set((warm / "runs").glob("*/mlflow_run_id")) - before)
+    tags = _run_tags(warm, new[-1].read_text().strip()) if new else {}
+    return {
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+        "tags": tags,
+    }
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {
+        "median": round(statistics.median(values), 4),
+        "min": round(min(values), 4),
+        "max": round(max(values), 4),
+    }
+
+
+def cli_main(rounds: int, extra: list[str], work: Path | None, out: Path | None) -> None:
+    """``--cli``: the module docstring's first command."""
+    root = work or Path(tempfile.mkdtemp(prefix="bench_traces_cli_"))
+    warm, logs = root / "warm", root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    for i in range(2):  # cold (stage cache, store), then warm once more (imports, page cache)
+        prep = cli_run(warm, "none", extra, logs / f"prepare_{i}.log")
+        print(f"prepare {i}: {prep['wall_s']:.2f} s (cpu {prep['cpu_s']:.2f} s)", file=sys.stderr)
+    runs: list[dict] = []
+    for n in range(1, rounds + 1):
+        order = SETTINGS if n % 2 else SETTINGS[::-1]
+        got = {}
+        for setting in order:
+            got[setting] = cli_run(warm, setting, extra, logs / f"round_{n}_{setting}.log")
+            r = got[setting]
+            print(
+                f"round {n} traces={setting}: {r['wall_s']:.2f} s (cpu {r['cpu_s']:.2f} s, "
+                f"load {r['load_before']:.2f}) {r['tags'].get('trace_cpu_seconds', '')}",
+                file=sys.stderr,
+            )
+        runs.append({"round": n, "order": list(order), **got})
+    wall_ratio = [r["all"]["wall_s"] / r["none"]["wall_s"] - 1 for r in runs]
+    cpu_ratio = [r["all"]["cpu_s"] / r["none"]["cpu_s"] - 1 for r in runs]
+    loads = [r[s]["load_before"] for r in runs for s in SETTINGS]
+    writing = [float(r["all"]["tags"].get("trace_cpu_seconds", "nan")) for r in runs]
+    result = {
+        "command": "rag-lab "
+        + " ".join([*CLI, "paths.experiments=<warm>", *extra])
+        + " tracking.traces=none|all",
+        "rounds": rounds,
+        "mlflow": version("mlflow"),
+        "commit": _commit(),
+        "cpu_count": os.cpu_count(),
+        "load_1min": _spread(loads),
+        "median_none_wall_s": round(statistics.median(r["none"]["wall_s"] for r in runs), 3),
+        "median_all_wall_s": round(statistics.median(r["all"]["wall_s"] for r in runs), 3),
+        "wall_added": _spread(wall_ratio),
+        "cpu_added": _spread(cpu_ratio),
+        "trace_cpu_seconds": _spread(writing),
+        "runs": runs,
+    }
+    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1) + "\n")
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--cli", action="store_true", help="the README's warm job, a process a run")
+    ap.add_argument("--rounds", type=int, default=7, help="--cli: interleaved none/all rounds")
+    ap.add_argument("--extra", action="append", default=[], help="--cli: an override for each run")
+    ap.add_argument("--work", type=Path, default=None, help="--cli: the folder (default: a temp)")
+    ap.add_argument("--repeats", type=int, default=3, help="in-process repeats")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    if args.cli:
+        cli_main(args.rounds, args.extra, args.work, args.out)
+        return
     root = Path(tempfile.mkdtemp(prefix="bench_traces_"))
     one(root, 0, "none")  # warm-up: caches, imports, the store's tables
     walls: dict[str, list[float]] = {"none": [], "all": []}
