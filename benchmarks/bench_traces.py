@@ -72,9 +72,9 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _commit() -> str:
-    """HEAD's short hash, ``+changes`` when the tree has uncommitted changes to tracked files."""
-    here = Path(__file__).resolve().parent
+def _commit(tree: Path) -> str:
+    """``tree``'s HEAD (short hash), ``+changes`` with uncommitted changes to tracked files."""
+    here = tree
 
     def git(*a: str) -> str:
         done = subprocess.run(["git", *a], cwd=here, capture_output=True, text=True, check=False)
@@ -95,11 +95,13 @@ def _run_tags(warm: Path, run_id: str) -> dict[str, str]:
     return dict(rows)
 
 
-def cli_run(warm: Path, setting: str, extra: list[str], log: Path) -> dict:
-    """One ``rag-lab evaluate`` process on the warm folder: wall and CPU seconds, load, tags."""
+def cli_run(warm: Path, setting: str, extra: list[str], log: Path, tree: Path) -> dict:
+    """One ``rag-lab evaluate`` process on the warm folder with rag_lab from ``tree`` (first on
+    ``PYTHONPATH``): wall and CPU seconds, load, the run's trace tags."""
     cmd = [sys.executable, "-m", "rag_lab.cli", *CLI, f"paths.experiments={warm}", *extra]
     cmd.append(f"tracking.traces={setting}")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    path = os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     load = os.getloadavg()[0]
     before = set((warm / "runs").glob("*/mlflow_run_id"))
     cpu0, t0 = _children_cpu(), time.perf_counter()
@@ -127,45 +129,63 @@ def _spread(values: list[float]) -> dict[str, float]:
     }
 
 
-def cli_main(rounds: int, extra: list[str], work: Path | None, out: Path | None) -> None:
-    """``--cli``: the module docstring's first command."""
+def _summary(runs: list[dict]) -> dict:
+    """One tree's rounds: medians, the per-round ratios ``all / none - 1`` (wall, CPU), the
+    writing thread's CPU."""
+    return {
+        "median_none_wall_s": round(statistics.median(r["none"]["wall_s"] for r in runs), 3),
+        "median_all_wall_s": round(statistics.median(r["all"]["wall_s"] for r in runs), 3),
+        "median_none_cpu_s": round(statistics.median(r["none"]["cpu_s"] for r in runs), 3),
+        "median_all_cpu_s": round(statistics.median(r["all"]["cpu_s"] for r in runs), 3),
+        "wall_added": _spread([r["all"]["wall_s"] / r["none"]["wall_s"] - 1 for r in runs]),
+        "cpu_added": _spread([r["all"]["cpu_s"] / r["none"]["cpu_s"] - 1 for r in runs]),
+        "trace_cpu_seconds": _spread(
+            [float(r["all"]["tags"].get("trace_cpu_seconds", "nan")) for r in runs]
+        ),
+    }
+
+
+def cli_main(
+    rounds: int, extra: list[str], work: Path | None, out: Path | None, trees: dict[str, Path]
+) -> None:
+    """``--cli``: the module docstring's first command, for each of ``trees`` (rag_lab source
+    trees by name; A/B: their runs interleaved in each round, the trees' order alternating)."""
     root = work or Path(tempfile.mkdtemp(prefix="bench_traces_cli_"))
     warm, logs = root / "warm", root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    for i in range(2):  # cold (stage cache, store), then warm once more (imports, page cache)
-        prep = cli_run(warm, "none", extra, logs / f"prepare_{i}.log")
-        print(f"prepare {i}: {prep['wall_s']:.2f} s (cpu {prep['cpu_s']:.2f} s)", file=sys.stderr)
-    runs: list[dict] = []
+    names = list(trees)
+    # cold (stage cache, store) with the first tree, then each warm once (imports, page cache)
+    for i, name in enumerate([names[0], *names]):
+        prep = cli_run(warm, "none", extra, logs / f"prepare_{i}_{name}.log", trees[name])
+        print(
+            f"prepare {name}: {prep['wall_s']:.2f} s (cpu {prep['cpu_s']:.2f} s)", file=sys.stderr
+        )
+    runs: dict[str, list[dict]] = {name: [] for name in names}
     for n in range(1, rounds + 1):
-        order = SETTINGS if n % 2 else SETTINGS[::-1]
-        got = {}
-        for setting in order:
-            got[setting] = cli_run(warm, setting, extra, logs / f"round_{n}_{setting}.log")
-            r = got[setting]
-            print(
-                f"round {n} traces={setting}: {r['wall_s']:.2f} s (cpu {r['cpu_s']:.2f} s, "
-                f"load {r['load_before']:.2f}) {r['tags'].get('trace_cpu_seconds', '')}",
-                file=sys.stderr,
-            )
-        runs.append({"round": n, "order": list(order), **got})
-    wall_ratio = [r["all"]["wall_s"] / r["none"]["wall_s"] - 1 for r in runs]
-    cpu_ratio = [r["all"]["cpu_s"] / r["none"]["cpu_s"] - 1 for r in runs]
-    loads = [r[s]["load_before"] for r in runs for s in SETTINGS]
-    writing = [float(r["all"]["tags"].get("trace_cpu_seconds", "nan")) for r in runs]
+        for name in names if n % 2 else names[::-1]:
+            order = SETTINGS if n % 2 else SETTINGS[::-1]
+            got = {}
+            for setting in order:
+                log = logs / f"round_{n}_{name}_{setting}.log"
+                got[setting] = r = cli_run(warm, setting, extra, log, trees[name])
+                print(
+                    f"round {n} {name} traces={setting}: {r['wall_s']:.2f} s (cpu "
+                    f"{r['cpu_s']:.2f} s, load {r['load_before']:.2f}) "
+                    f"{r['tags'].get('trace_cpu_seconds', '')}",
+                    file=sys.stderr,
+                )
+            runs[name].append({"round": n, "order": list(order), **got})
+    loads = [r[s]["load_before"] for rs in runs.values() for r in rs for s in SETTINGS]
     result = {
         "command": "rag-lab "
         + " ".join([*CLI, "paths.experiments=<warm>", *extra])
         + " tracking.traces=none|all",
         "rounds": rounds,
         "mlflow": version("mlflow"),
-        "commit": _commit(),
+        "commit": {name: _commit(tree) for name, tree in trees.items()},
         "cpu_count": os.cpu_count(),
         "load_1min": _spread(loads),
-        "median_none_wall_s": round(statistics.median(r["none"]["wall_s"] for r in runs), 3),
-        "median_all_wall_s": round(statistics.median(r["all"]["wall_s"] for r in runs), 3),
-        "wall_added": _spread(wall_ratio),
-        "cpu_added": _spread(cpu_ratio),
-        "trace_cpu_seconds": _spread(writing),
+        **({"results": {name: _summary(rs) for name, rs in runs.items()}}),
         "runs": runs,
     }
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
@@ -182,11 +202,21 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7, help="--cli: interleaved none/all rounds")
     ap.add_argument("--extra", action="append", default=[], help="--cli: an override for each run")
     ap.add_argument("--work", type=Path, default=None, help="--cli: the folder (default: a temp)")
+    ap.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="--cli: a rag_lab source tree to measure (repeat for A/B; default: this checkout)",
+    )
     ap.add_argument("--repeats", type=int, default=3, help="in-process repeats")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if args.cli:
-        cli_main(args.rounds, args.extra, args.work, args.out)
+        here = Path(__file__).resolve().parent.parent
+        trees = dict(t.split("=", 1) for t in args.tree) or {"this": str(here)}
+        paths = {name: Path(path).resolve() for name, path in trees.items()}
+        cli_main(args.rounds, args.extra, args.work, args.out, paths)
         return
     root = Path(tempfile.mkdtemp(prefix="bench_traces_"))
     one(root, 0, "none")  # warm-up: caches, imports, the store's tables

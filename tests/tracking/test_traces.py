@@ -232,7 +232,7 @@ def _rows(
     ``span_rows.write_spans`` returned. The tables compared: :data:`TRACE_TABLES` and every other
     table of the store with a trace's id or named for traces, spans or assessments (the rollups
     and their queue: empty on both paths with rollups off)."""
-    import itertools
+    import random
     import secrets
     import sqlite3
 
@@ -285,8 +285,8 @@ def _rows(
     ]
     folder = tmp_path / ("public" if public else "batched")
     run = tracking.MlflowTracker(uri=f"sqlite:///{folder}/mlflow.db", experiment="t").start_run("r")
-    counter = itertools.count()
-    monkeypatch.setattr(secrets, "token_hex", lambda n=32: f"{next(counter):0{2 * n}x}")
+    draws = random.Random(7)  # the same ids on both paths (one draw per log_traces)
+    monkeypatch.setattr(secrets, "token_bytes", lambda n=32: draws.randbytes(n))
     monkeypatch.setattr(tracking, "TRACES_PER_TRANSACTION", 2)  # several transactions
     if public:
         monkeypatch.setattr(tracking, "_in_transactions", lambda *a, **k: None)
