@@ -96,8 +96,9 @@ def _run_tags(warm: Path, run_id: str) -> dict[str, str]:
 
 
 def cli_run(warm: Path, setting: str, extra: list[str], log: Path, tree: Path) -> dict:
-    """One ``rag-lab evaluate`` process on the warm folder with rag_lab from ``tree`` (first on
-    ``PYTHONPATH``): wall and CPU seconds, load, the run's trace tags."""
+    """One ``rag-lab evaluate`` process on the warm folder with rag_lab from ``tree`` (its working
+    directory, first on ``sys.path`` with ``python -m``, and first on ``PYTHONPATH``): wall and CPU
+    seconds, load, the run's trace tags."""
     cmd = [sys.executable, "-m", "rag_lab.cli", *CLI, f"paths.experiments={warm}", *extra]
     cmd.append(f"tracking.traces={setting}")
     path = os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -106,10 +107,13 @@ def cli_run(warm: Path, setting: str, extra: list[str], log: Path, tree: Path) -
     before = set((warm / "runs").glob("*/mlflow_run_id"))
     cpu0, t0 = _children_cpu(), time.perf_counter()
     with log.open("w") as fh:
-        done = subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run(
+            cmd, cwd=tree, env=env, stdout=fh, stderr=subprocess.STDOUT, check=False
+        )
     wall, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
     if done.returncode != 0:
         sys.exit(f"rag-lab evaluate tracking.traces={setting} failed; see {log}")
+
     new = sorted(set((warm / "runs").glob("*/mlflow_run_id")) - before)
     tags = _run_tags(warm, new[-1].read_text().strip()) if new else {}
     return {
