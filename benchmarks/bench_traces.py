@@ -113,7 +113,6 @@ def cli_run(warm: Path, setting: str, extra: list[str], log: Path, tree: Path) -
     wall, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
     if done.returncode != 0:
         sys.exit(f"rag-lab evaluate tracking.traces={setting} failed; see {log}")
-
     new = sorted(set((warm / "runs").glob("*/mlflow_run_id")) - before)
     tags = _run_tags(warm, new[-1].read_text().strip()) if new else {}
     return {

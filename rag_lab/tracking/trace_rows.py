@@ -31,13 +31,16 @@ import base64
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rag_lab.tracking.traces import TraceRecord
+if TYPE_CHECKING:
+    from rag_lab.tracking.traces import TraceRecord
 
 # the attributes every span carries (MLflow's SpanAttributeKey: request id, type, inputs, outputs)
 SPAN_KEYS = ("mlflow.traceRequestId", "mlflow.spanType", "mlflow.spanInputs", "mlflow.spanOutputs")
 OWN_ATTRIBUTES = "rag_lab."  # rag_lab's own span attributes: no translator reads this prefix
+# the tables written, parents first (their foreign keys point at trace_info)
+TABLES = ("trace_info", "trace_tags", "trace_request_metadata", "assessments", "spans")
 
 
 def _json(value: Any) -> str:
@@ -71,6 +74,89 @@ def plain(traces: Sequence[TraceRecord]) -> bool:
     return True
 
 
+def _assessments(
+    rec: TraceRecord, tid: str, exp: int, request_ms: int, now_ms: int
+) -> list[dict[str, Any]]:
+    """``SqlAssessments.from_mlflow_entity`` of the trace's feedbacks."""
+    from mlflow.store.tracking.utils.trace_analytics import assessment_aggregate
+
+    out = []
+    for a in rec.assessments:
+        aggregate, numeric = assessment_aggregate(a.value)
+        out.append(
+            {
+                "assessment_id": f"a-{uuid.uuid4().hex}",
+                "trace_id": tid,
+                "name": a.name,
+                "assessment_type": "feedback",
+                "value": json.dumps(a.value),
+                "error": None,
+                "created_timestamp": now_ms,
+                "last_updated_timestamp": now_ms,
+                "source_type": a.source_type,
+                "source_id": a.source_id,
+                "run_id": None,
+                "span_id": None,
+                "rationale": a.rationale,
+                "overrides": None,
+                "valid": True,
+                "assessment_metadata": None,
+                "experiment_id": exp,
+                "trace_timestamp_ms": request_ms,
+                "aggregate_value": aggregate,
+                "is_numeric_value": numeric,
+            }
+        )
+    return out
+
+
+def _spans(rec: TraceRecord, tid: str, span_ids: Sequence[str], exp: int) -> list[dict[str, Any]]:
+    """The trace's ``spans`` rows: MLflow's ``Span.to_dict()`` of each span as its content."""
+    root = rec.spans[0]
+    trace_b64, root_id, request = _b64(tid[3:]), span_ids[0], json.dumps(tid)
+    out = []
+    for i, (sp, sid) in enumerate(zip(rec.spans, span_ids, strict=True)):
+        start = sp.start_ns or root.start_ns
+        end = max(sp.end_ns or start, start)
+        parent = None if i == 0 else root_id
+        own = (request, json.dumps(sp.kind), _json(sp.inputs), _json(sp.outputs))
+        attributes = dict(zip(SPAN_KEYS, own, strict=True))
+        attributes.update((k, _json(v)) for k, v in sp.attributes.items())
+        content: dict[str, Any] = {
+            "trace_id": trace_b64,
+            "span_id": _b64(sid),
+            "parent_span_id": None if parent is None else _b64(parent),
+            "name": sp.name,
+            "kind": "SPAN_KIND_INTERNAL",
+            "start_time_unix_nano": start,
+            "end_time_unix_nano": end,
+            "events": [],
+            "status": {"code": "STATUS_CODE_OK", "message": ""},
+            "attributes": attributes,
+            "links": [],
+        }
+        out.append(
+            {
+                "trace_id": tid,
+                "experiment_id": exp,
+                "span_id": sid,
+                "parent_span_id": parent,
+                "name": sp.name,
+                "type": sp.kind,
+                "status": "OK",
+                "start_time_unix_nano": start,
+                "end_time_unix_nano": end,
+                "content": json.dumps(content, ensure_ascii=False),
+                "input_cost": None,
+                "output_cost": None,
+                "total_cost": None,
+                "model_name": None,
+                "model_provider": None,
+            }
+        )
+    return out
+
+
 def rows(
     traces: Sequence[TraceRecord],
     ids: Sequence[tuple[str, Sequence[str]]],
@@ -82,7 +168,6 @@ def rows(
     """The rows of ``traces`` by table (module docstring): ``ids`` per trace its id
     (``tr-<32 hex>``) and its spans' ids (16 hex, the root's first), ``artifact_location`` the
     experiment's, ``now_ms`` the assessments' creation time."""
-    from mlflow.store.tracking.utils.trace_analytics import assessment_aggregate
     from mlflow.tracing.constant import (
         TRACE_SCHEMA_VERSION,
         TRACE_SCHEMA_VERSION_KEY,
@@ -100,13 +185,7 @@ def rows(
         TraceMetadataKey.TRACE_INFO_FINALIZED: "true",
     }
     spans_location = SpansLocation.TRACKING_STORE.value
-    out: dict[str, list[dict[str, Any]]] = {
-        "trace_info": [],
-        "trace_tags": [],
-        "trace_request_metadata": [],
-        "assessments": [],
-        "spans": [],
-    }
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
     for rec, (tid, span_ids) in zip(traces, ids, strict=True):
         root = rec.spans[0]
         request_ms = root.start_ns // 1_000_000
@@ -124,88 +203,19 @@ def rows(
                 "db_payload_generation": 1,
             }
         )
-        location = append_to_uri_path(artifact_location, "traces", tid, "artifacts")
         tags = {
             **rec.tags,
-            MLFLOW_ARTIFACT_LOCATION: location,
+            MLFLOW_ARTIFACT_LOCATION: append_to_uri_path(
+                artifact_location, "traces", tid, "artifacts"
+            ),
             TraceTagKey.SPANS_LOCATION: spans_location,
         }
         out["trace_tags"] += [{"request_id": tid, "key": k, "value": v} for k, v in tags.items()]
         out["trace_request_metadata"] += [
             {"request_id": tid, "key": k, "value": v} for k, v in metadata.items()
         ]
-        for a in rec.assessments:
-            aggregate, numeric = assessment_aggregate(a.value)
-            out["assessments"].append(
-                {
-                    "assessment_id": f"a-{uuid.uuid4().hex}",
-                    "trace_id": tid,
-                    "name": a.name,
-                    "assessment_type": "feedback",
-                    "value": json.dumps(a.value),
-                    "error": None,
-                    "created_timestamp": now_ms,
-                    "last_updated_timestamp": now_ms,
-                    "source_type": a.source_type,
-                    "source_id": a.source_id,
-                    "run_id": None,
-                    "span_id": None,
-                    "rationale": a.rationale,
-                    "overrides": None,
-                    "valid": True,
-                    "assessment_metadata": None,
-                    "experiment_id": exp,
-                    "trace_timestamp_ms": request_ms,
-                    "aggregate_value": aggregate,
-                    "is_numeric_value": numeric,
-                }
-            )
-        trace_b64, root_id = _b64(tid[3:]), span_ids[0]
-        request = json.dumps(tid)
-        for i, (sp, sid) in enumerate(zip(rec.spans, span_ids, strict=True)):
-            start = sp.start_ns or root.start_ns
-            end = max(sp.end_ns or start, start)
-            parent = None if i == 0 else root_id
-            attributes = dict(
-                zip(
-                    SPAN_KEYS,
-                    (request, json.dumps(sp.kind), _json(sp.inputs), _json(sp.outputs)),
-                    strict=True,
-                )
-            )
-            attributes.update((k, _json(v)) for k, v in sp.attributes.items())
-            content = {
-                "trace_id": trace_b64,
-                "span_id": _b64(sid),
-                "parent_span_id": None if parent is None else _b64(parent),
-                "name": sp.name,
-                "kind": "SPAN_KIND_INTERNAL",
-                "start_time_unix_nano": start,
-                "end_time_unix_nano": end,
-                "events": [],
-                "status": {"code": "STATUS_CODE_OK", "message": ""},
-                "attributes": attributes,
-                "links": [],
-            }
-            out["spans"].append(
-                {
-                    "trace_id": tid,
-                    "experiment_id": exp,
-                    "span_id": sid,
-                    "parent_span_id": parent,
-                    "name": sp.name,
-                    "type": sp.kind,
-                    "status": "OK",
-                    "start_time_unix_nano": start,
-                    "end_time_unix_nano": end,
-                    "content": json.dumps(content, ensure_ascii=False),
-                    "input_cost": None,
-                    "output_cost": None,
-                    "total_cost": None,
-                    "model_name": None,
-                    "model_provider": None,
-                }
-            )
+        out["assessments"] += _assessments(rec, tid, exp, request_ms, now_ms)
+        out["spans"] += _spans(rec, tid, span_ids, exp)
     return out
 
 
@@ -221,13 +231,7 @@ def write(session: Any, table_rows: Mapping[str, list[dict[str, Any]]]) -> None:
     )
     from sqlalchemy import insert
 
-    tables = {
-        "trace_info": SqlTraceInfo,
-        "trace_tags": SqlTraceTag,
-        "trace_request_metadata": SqlTraceMetadata,
-        "assessments": SqlAssessments,
-        "spans": SqlSpan,
-    }
-    for name, model in tables.items():
+    models: tuple[Any, ...] = (SqlTraceInfo, SqlTraceTag, SqlTraceMetadata, SqlAssessments, SqlSpan)
+    for name, model in zip(TABLES, models, strict=True):
         if table_rows.get(name):
             session.execute(insert(model.__table__), table_rows[name])
