@@ -12,6 +12,13 @@ commit in the JSON written:
 
     python benchmarks/bench_traces.py --cli --rounds 7 --out benchmarks/results/traces_cli.json
 
+An A/B of two versions of rag_lab (``--tree NAME=<folder or revision>``, repeated; a revision is
+exported with ``git archive``): each round runs both, the trees' order alternating too, and the
+JSON has the figures per tree:
+
+    python benchmarks/bench_traces.py --cli --rounds 7 --tree before=7e6aed9 --tree now=HEAD \
+        --out benchmarks/results/traces_cli_ab.json
+
 In-process (the default): the same settings through ``rag_lab.evaluate.evaluate`` in one process
 after a warm-up run (imports done), the hashing embedder, each run logging to the same store:
 
@@ -72,16 +79,40 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
 def _commit(tree: Path) -> str:
-    """``tree``'s HEAD (short hash), ``+changes`` with uncommitted changes to tracked files."""
-    here = tree
+    """``tree``'s HEAD (short hash), ``+changes`` with uncommitted changes to tracked files; a
+    tree :func:`_tree` exported: its ``COMMIT`` file."""
+    if (tree / "COMMIT").is_file():
+        return (tree / "COMMIT").read_text().strip()
+    head = _git(tree, "rev-parse", "--short", "HEAD") or "unknown"
+    return head + (
+        "+changes" if _git(tree, "status", "--porcelain", "--untracked-files=no") else ""
+    )
 
-    def git(*a: str) -> str:
-        done = subprocess.run(["git", *a], cwd=here, capture_output=True, text=True, check=False)
-        return done.stdout.strip()
 
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+def _tree(spec: str, root: Path) -> Path:
+    """A ``--tree`` value: a folder holding a rag_lab checkout, else a revision of this
+    repository (``HEAD``, ``7e6aed9``, a branch), exported under ``root`` with its hash."""
+    if Path(spec).is_dir():
+        return Path(spec).resolve()
+    rev = _git(REPO, "rev-parse", "--short", spec)
+    if not rev:
+        sys.exit(f"--tree {spec}: neither a folder nor a revision of {REPO}")
+    out = root / "trees" / rev
+    if not out.is_dir():
+        out.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", rev], cwd=REPO, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
+        (out / "COMMIT").write_text(rev + "\n")
+    return out
 
 
 def _run_tags(warm: Path, run_id: str) -> dict[str, str]:
@@ -210,16 +241,17 @@ def main() -> None:
         action="append",
         default=[],
         metavar="NAME=PATH",
-        help="--cli: a rag_lab source tree to measure (repeat for A/B; default: this checkout)",
+        help="--cli: rag_lab to measure, a folder or a revision of this repository (exported "
+        "with git archive); repeat for an A/B (default: this checkout)",
     )
     ap.add_argument("--repeats", type=int, default=3, help="in-process repeats")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if args.cli:
-        here = Path(__file__).resolve().parent.parent
-        trees = dict(t.split("=", 1) for t in args.tree) or {"this": str(here)}
-        paths = {name: Path(path).resolve() for name, path in trees.items()}
-        cli_main(args.rounds, args.extra, args.work, args.out, paths)
+        work = args.work or Path(tempfile.mkdtemp(prefix="bench_traces_cli_"))
+        trees = dict(t.split("=", 1) for t in args.tree) or {"this": str(REPO)}
+        paths = {name: _tree(spec, work) for name, spec in trees.items()}
+        cli_main(args.rounds, args.extra, work, args.out, paths)
         return
     root = Path(tempfile.mkdtemp(prefix="bench_traces_"))
     one(root, 0, "none")  # warm-up: caches, imports, the store's tables
