@@ -867,8 +867,11 @@ class MlflowRun:
         assessments, and the spans go in batches of :data:`SPANS_PER_CALL`, one transaction each.
 
         On a sqlite store the traces and spans go :data:`TRACES_PER_TRANSACTION` traces a
-        transaction (:func:`_in_transactions`: a commit and a flush per 25 traces, not per trace,
-        the spans as rows where :mod:`rag_lab.tracking.span_rows` applies); elsewhere
+        transaction: as rows of every trace table where :mod:`rag_lab.tracking.trace_rows`
+        applies (:func:`_as_rows`: MLflow's version mirrored, plain records), else through the
+        store's own per-trace code (:func:`_in_transactions`: a commit and a flush per 25
+        traces, not per trace, the spans as rows where :mod:`rag_lab.tracking.span_rows`
+        applies); elsewhere
         (a server, or a store whose internals moved) the store's lock (:func:`store_lock`) is
         taken per call, not for the whole batch, so the run's other writes (from another
         thread: ``rag_lab.tracking.evaluation.start_query_traces``) go in between. ``stop()``
