@@ -717,6 +717,20 @@ def evaluate_step(overrides: Sequence[str], split: str, run_dir: Path) -> pd.Dat
     return pd.read_parquet(run_dir / "per_query.parquet")
 
 
+def _failure(done: Any, out_dir: Path) -> str:
+    """Why a training process failed, in one line: the signal that killed it (SIGKILL is what
+    the kernel's out-of-memory killer sends; its last stderr line is then only whatever a library
+    last warned about) or its last stderr line."""
+    import signal
+
+    if done.returncode < 0:
+        sig = signal.Signals(-done.returncode).name
+        why = " (the kernel's out-of-memory killer sends it: see dmesg)" if sig == "SIGKILL" else ""
+        return f"killed by {sig}{why}; its log: {Path(out_dir) / 'train_reranker.log'}"
+    lines = [line for line in (done.stderr or "").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else f"exit status {done.returncode}"
+
+
 def train_step(overrides: Sequence[str], out_dir: Path) -> Path:
     """``rag-lab train reranker`` with ``overrides``, its outputs in ``out_dir``, in a process of
     its own (a model trained inside the walk's process stayed in its memory: the cold walk on the
@@ -742,9 +756,7 @@ def train_step(overrides: Sequence[str], out_dir: Path) -> Path:
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0 or not model.is_dir():
-        lines = [line for line in (done.stderr or "").splitlines() if line.strip()]
-        last = lines[-1][:300] if lines else f"exit status {done.returncode}"
-        raise ConfigError(f"walk training ({' '.join(overrides)}): {last}")
+        raise ConfigError(f"walk training ({' '.join(overrides)}): {_failure(done, out_dir)}")
     stamp.write_text(json.dumps(list(overrides)), encoding="utf-8")
     return model
 

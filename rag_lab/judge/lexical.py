@@ -51,8 +51,9 @@ What it cannot detect — treat a high score as "no lexical evidence of hallucin
   an instruction, and one worded as a paraphrase of a context sentence;
 - a swapped common noun, or an English name at the start of a sentence that is a dictionary
   word not followed by a past-tense verb ("Paris is …", "Sweden has …": only names are facts; a
-  first word is a name when it looks like one, is no word of ``facts._english_words`` or is the
-  subject of a past-tense verb, "Canon released …");
+  first word is a name when it looks like one, is no word of
+  ``facts._name_facts._english_words`` or is the subject of a past-tense verb, "Canon released
+  …");
 - with ``paraphrase_model``: an added sentence that shares half the terms and the topic of a
   context sentence closely enough (cosine over the threshold) passes as a paraphrase;
 - answers from the model's own knowledge phrased with words that happen to occur in the contexts;
@@ -65,10 +66,10 @@ What it cannot detect — treat a high score as "no lexical evidence of hallucin
   to one context sentence (it compares single sentences; without ``paraphrase_model`` every
   paraphrase under ``support_threshold``), abbreviations that are not a name's characters in
   order, a Latin acronym the context writes in Chinese (eVTOL vs 电动垂直起降航空器), words
-  jieba tags as names that no second signal rules out (``facts._fragment`` rules out 米左右,
-  最古老, 楼高), facts written differently (see above); and missed swaps of Chinese names jieba
-  neither tags nor finds by their place or their maker's position (佳能 for 索尼 at the start
-  of a clause, 波加查 for 温格高).
+  jieba tags as names that no second signal rules out (``facts._name_facts._fragment`` rules
+  out 米左右, 最古老, 楼高), facts written differently (see above); and missed swaps of
+  Chinese names jieba neither tags nor finds by their place or their maker's position (佳能
+  for 索尼 at the start of a clause, 波加查 for 温格高).
 """
 
 from __future__ import annotations

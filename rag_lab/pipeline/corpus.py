@@ -15,30 +15,17 @@ logged (tests and notebooks).
 
 from __future__ import annotations
 
-import codecs
-import hashlib
-import json
 import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from rag_lab._version import __version__
 from rag_lab.cache import StageCache, keys, memo
-from rag_lab.chunker.base import Chunker, PerDocument
-from rag_lab.contract.base import (
-    Checked,
-    ChunkTagging,
-    Contract,
-    DocumentWise,
-    Problem,
-    Separable,
-)
+from rag_lab.chunker.base import Chunker
+from rag_lab.contract.base import ChunkTagging, Contract
 from rag_lab.errors import ConfigError, DataError
 from rag_lab.io.files import fingerprint_files
 from rag_lab.parser.base import (
@@ -52,9 +39,17 @@ from rag_lab.parser.base import (
     Selective,
     parse_file,
 )
-from rag_lab.pipeline.edits import MAX_CHANGED_SHARE, ChunkDiff, Lineage, chunk_digest
-from rag_lab.pipeline.ingest import COUNTED as COUNTED_STATS
+from rag_lab.pipeline.contract_rows import ContractRows
+from rag_lab.pipeline.corpus_entries import (
+    chunk_entry_in,
+    chunks_entry,
+    documents_entry,
+    json_entry,
+    read_documents,
+)
+from rag_lab.pipeline.edits import ChunkDiff, Lineage, chunk_digest
 from rag_lab.pipeline.ingest import ingest_report
+from rag_lab.pipeline.splice import line_records, splice
 from rag_lab.protocols import Identified
 from rag_lab.runtime import progress
 from rag_lab.types import Chunk, Document, document_from_dict, document_to_dict
@@ -233,178 +228,8 @@ def parse_corpus(
     return list(corpus.documents)
 
 
-# -- the chunks entry: columns (format 2) ------------------------------------------------------
-_CHUNK_COLUMNS = ("chunk_id", "doc_id", "text", "start", "end", "title", "section", "metadata")
-
-
-def chunk_columns(chunks: Sequence[Chunk]) -> dict[str, list[Any]]:
-    """Chunks as columns (one list per field; metadata as an index into its distinct values):
-    decoded in about half the time of one object per chunk."""
-    cols: dict[str, list[Any]] = {f: [getattr(c, f) for c in chunks] for f in _CHUNK_COLUMNS[:-1]}
-    distinct: dict[str, int] = {}
-    metas: list[dict[str, Any]] = []
-    index = []
-    for c in chunks:
-        meta = dict(c.metadata)
-        spelled = json.dumps(meta, sort_keys=True, default=str)
-        if spelled not in distinct:
-            distinct[spelled] = len(metas)
-            metas.append(meta)
-        index.append(distinct[spelled])
-    return {**cols, "metadata": metas, "metadata_index": index}
-
-
-def chunk_entry(raw: Any) -> tuple[tuple[Chunk, ...], Mapping[str, Any]] | None:
-    """A ``chunks`` cache entry as frozen chunks and its ingest report; ``None`` (a miss) for an
-    entry of another format (written by rag_lab 0.1-0.2)."""
-    if not isinstance(raw, dict) or "columns" not in raw:
-        return None
-    cols = raw["columns"]
-    metas = [cols["metadata"][i] for i in cols["metadata_index"]]
-    rows = zip(*(cols[f] for f in _CHUNK_COLUMNS[:-1]), metas, strict=True)
-    return tuple(Chunk(*row) for row in rows), raw.get("ingest") or {}
-
-
-def _entry(cache: StageCache | None, namespace: str, key: str) -> dict[str, Any] | None:
-    """A JSON entry that is a mapping (the current formats); anything else (a list, written by
-    rag_lab 0.1) is a miss, recomputed and overwritten."""
-    if cache is None:
-        return None
-    raw = cache.get_json(namespace, key)
-    if raw is not None and not isinstance(raw, dict):
-        cache.unusable(namespace)
-        return None
-    return raw
-
-
-# the ingest totals (n_<name>) that come with a corpus warning: a corpus with any is read whole
-_WARNED = ("skipped_files", "unread_files", "skipped_links", "empty_documents", "contract_problems")
-
 # the corpus read's counters (CorpusLoader.counts; metrics.json: cache/corpus/n_<name>)
 COUNTS = ("parsed_files", "parsed_documents", "checked_documents", "tagged_chunks")
-
-
-def document_digest(doc: Document) -> str:
-    """A parsed document's content (every field), for its per-document rows."""
-    spelled = orjson.dumps(document_to_dict(doc), option=orjson.OPT_SORT_KEYS, default=str)
-    return hashlib.blake2b(spelled, digest_size=16).hexdigest()
-
-
-# a chunks entry written as the edit of an earlier one is read through it: at most this many
-# entries in a row, then one is written whole
-MAX_DELTA_CHAIN = 8
-
-
-def chunk_entry_in(cache: StageCache) -> Callable[[Any], Any]:
-    """``chunk_entry``, also for an entry written as the edit of an earlier chunk set (format 3:
-    ``base``, every chunk id in order, the columns of the chunks that changed): the earlier set
-    is read (decoded once per process) and the changed chunks put in place. ``None`` (a miss)
-    when the earlier set is gone or does not hold an unchanged id."""
-
-    def decode(raw: Any) -> tuple[tuple[Chunk, ...], Mapping[str, Any]] | None:
-        if not isinstance(raw, dict) or not raw.get("base"):
-            return chunk_entry(raw)
-        base = cache.get_decoded("chunks", str(raw["base"]), decode)
-        if base is None:
-            return None
-        cache.hits["chunks"] -= 1  # part of reading this entry, not a read of its own
-        changed = chunk_entry({"columns": raw["columns"]})
-        if changed is None:
-            return None
-        held = {c.chunk_id: c for c in base[0]}
-        held.update((c.chunk_id, c) for c in changed[0])
-        try:
-            chunks = tuple(held[i] for i in raw["ids"])
-        except KeyError:
-            return None
-        return chunks, raw.get("ingest") or {}
-
-    return decode
-
-
-def _chunks_entry(
-    cache: StageCache,
-    value: tuple[tuple[Chunk, ...], Mapping[str, Any]],
-    digests: Mapping[str, str],
-    prior: Lineage | None,
-    chunks_key: str,
-) -> tuple[dict[str, Any], int]:
-    """The chunks entry to write and its chain depth: the edit of the corpus' previous chunk set
-    (``prior``) when that set's entry is there and at most ``MAX_CHANGED_SHARE`` of the chunks
-    changed (an edit writes its size), else the whole set."""
-    chunks, ingest = value
-    if (
-        prior is not None
-        and prior.chunks_key != chunks_key
-        and prior.depth < MAX_DELTA_CHAIN
-        and cache.path("chunks", prior.chunks_key, "json.gz").is_file()
-    ):
-        changed = [c for c in chunks if prior.digests.get(c.chunk_id) != digests[c.chunk_id]]
-        if len(changed) <= MAX_CHANGED_SHARE * len(chunks):
-            entry = {
-                "format": 3,
-                "base": prior.chunks_key,
-                "ids": [c.chunk_id for c in chunks],
-                "columns": chunk_columns(changed),
-                "ingest": ingest,
-            }
-            return entry, prior.depth + 1
-    return {"format": 2, "columns": chunk_columns(chunks), "ingest": ingest}, 0
-
-
-def _documents_entry(
-    cache: StageCache,
-    entry: dict[str, Any],
-    digests: Mapping[str, str],
-    prior: Lineage | None,
-    key: str,
-) -> tuple[dict[str, Any], int]:
-    """The documents entry to write and its chain depth: the edit of the corpus' previous
-    documents entry (``prior``; the documents whose parsed content changed, by ``digests``) when
-    that entry is there, else the whole entry."""
-    docs = entry["documents"]
-    if (
-        digests
-        and prior is not None
-        and prior.documents_key
-        and prior.documents_key != key
-        and prior.docs_depth < MAX_DELTA_CHAIN
-        and cache.path("documents", prior.documents_key, "json.gz").is_file()
-    ):
-        ids = [d["doc_id"] for d in docs]
-        changed = [d for d, i in zip(docs, ids) if prior.doc_digests.get(i) != digests.get(i)]
-        if len(changed) <= MAX_CHANGED_SHARE * len(docs):
-            delta = {**entry, "format": 3, "base": prior.documents_key, "ids": ids}
-            delta["documents"] = changed
-            return delta, prior.docs_depth + 1
-    return entry, 0
-
-
-def _read_documents(cache: StageCache, key: str, depth: int = 0) -> dict[str, Any] | None:
-    """A documents entry, an edit (format 3) read through the entry it edits; ``None``: a miss
-    (an earlier format, or an edit whose base is gone)."""
-    raw = _entry(cache, "documents", key) if depth == 0 else _quiet_entry(cache, key)
-    if raw is None or not raw.get("base"):
-        return raw
-    base = _read_documents(cache, str(raw["base"]), depth + 1)
-    if base is None or depth > MAX_DELTA_CHAIN:
-        if depth == 0:
-            cache.unusable("documents")
-        return None
-    held = {d["doc_id"]: d for d in base["documents"]}
-    held.update((d["doc_id"], d) for d in raw["documents"])
-    try:
-        return {**raw, "documents": [held[i] for i in raw["ids"]]}
-    except KeyError:
-        if depth == 0:
-            cache.unusable("documents")
-        return None
-
-
-def _quiet_entry(cache: StageCache, key: str) -> dict[str, Any] | None:
-    """An entry read as part of another (not counted)."""
-    raw = cache.get_note_at("documents", key)
-    return raw if isinstance(raw, dict) else None
 
 
 def _chunk_digests(
@@ -442,89 +267,6 @@ def _differ(
         return known[0]
 
     return diff
-
-
-def _record_lines(path: Path) -> tuple[list[bytes], list[str]] | None:
-    """The lines of a records file as ``read_lines`` numbers them, and a digest of each;
-    ``None`` where its line breaks or a byte order mark could make them differ (a ``\\r``)."""
-    data = path.read_bytes()
-    if b"\r" in data or data.startswith(codecs.BOM_UTF8):
-        return None
-    lines = data.split(b"\n")
-    if lines and not lines[-1]:  # the last line's break ends it, it starts no other
-        lines.pop()
-    return lines, [hashlib.blake2b(line, digest_size=12).hexdigest() for line in lines]
-
-
-def _line_records(path: Path, parsed: ParsedFile) -> tuple[list[str], list[str]] | None:
-    """Per line of a records file parsed whole: its digest and the id of the document it holds
-    (``""``: none); ``None`` when a document's ``file:line`` does not name one of its lines."""
-    read = _record_lines(path)
-    if read is None:
-        return None
-    lines, digests = read
-    ids = [""] * len(lines)
-    for where, doc in parsed.documents:
-        head, _, number = where.rpartition(":")
-        if head != str(path) or not number.isdigit() or not 1 <= int(number) <= len(lines):
-            return None
-        ids[int(number) - 1] = doc.doc_id
-    return digests, ids
-
-
-# what ``_new_records`` reads: each document in order (its id; the parsed document where its
-# line is new, else None), where the new ones were read, each file's line records, the new
-# records per file
-NewRecords = tuple[
-    list[tuple[str, Document | None]], dict[str, str], dict[str, Any], list[ParsedFile]
-]
-
-
-def _new_records(
-    sources: Sequence[Path],
-    root: Path,
-    parsers: Sequence[RecordLines],
-    known_lines: Mapping[str, tuple[list[str], list[str]]],
-) -> NewRecords | None:
-    """The records files' documents in order, the lines ``known_lines`` (a corpus note's
-    records) holds by digest standing for their documents, the others parsed alone; ``None``
-    where the whole read must decide (a line that does not parse or decode, an empty text)."""
-    order: list[tuple[str, Document | None]] = []
-    where: dict[str, str] = {}
-    records: dict[str, Any] = {}
-    parsed_files: list[ParsedFile] = []
-    for path, own in zip(sources, parsers):
-        read = _record_lines(path)
-        if read is None:
-            return None
-        lines, digests = read
-        known = dict(zip(*known_lines[str(path)]))
-        ids: list[str] = []
-        fresh: list[tuple[str, Document]] = []
-        t0 = time.perf_counter()
-        for number, (line, digest) in enumerate(zip(lines, digests), 1):
-            if digest in known:
-                ids.append(known[digest])
-                if known[digest]:
-                    order.append((known[digest], None))
-                continue
-            try:
-                doc = own.parse_record(path, root, number, line.decode("utf-8"))
-            except (DataError, UnicodeDecodeError):
-                return None  # the whole read reports it as it does
-            if doc is None:
-                ids.append("")
-                continue
-            if not doc.text.strip():
-                return None
-            ids.append(doc.doc_id)
-            order.append((doc.doc_id, doc))
-            where[doc.doc_id] = f"{path}:{number}"
-            fresh.append((where[doc.doc_id], doc))
-        records[str(path)] = (digests, ids)
-        if fresh:
-            parsed_files.append(ParsedFile(str(path), tuple(fresh), time.perf_counter() - t0))
-    return order, where, records, parsed_files
 
 
 def _no_diff() -> ChunkDiff | None:
@@ -623,13 +365,18 @@ class CorpusLoader:
             if cache is not None and not left_out:
                 built["prior"] = Lineage.read(cache, note_key)
                 counted = Counter(self.counts)
-                spliced = self._splice(sources, root, built["prior"], docs_key, built)
+                prior, rows = built["prior"], self._rows()
+                spliced = splice(
+                    sources, root, prior, docs_key, self.parser, self.chunker, self.contract, rows
+                )
                 if spliced is None:  # the whole read counts what it computes itself
                     self.counts = counted
                 else:  # an edit of a few records: only those read again
-                    kept, report, built["chunk_digests"], built["records"] = spliced
-                    built.update(parse=time.perf_counter() - t0, chunk=0.0, ingest=report)
-                    return kept, report
+                    if spliced.documents is not None:
+                        built["documents"] = spliced.documents
+                    built.update(chunk_digests=spliced.digests, records=spliced.records)
+                    built.update(parse=time.perf_counter() - t0, chunk=0.0, ingest=spliced.ingest)
+                    return spliced.chunks, spliced.ingest
             docs, ingest, warnings = self._documents(
                 sources, root, docs_key, on_empty, left_out, built, note_key
             )
@@ -638,7 +385,7 @@ class CorpusLoader:
             t1 = time.perf_counter()
             chunks = tuple(self.chunker.chunk(docs))
             if isinstance(self.contract, ChunkTagging):  # entity tags of the chunk's own text
-                chunks = self._tag(self.contract, chunks)
+                chunks = self._rows().tag(self.contract, chunks)
             built.update(
                 warnings=warnings, parse=t1 - t0, chunk=time.perf_counter() - t1, ingest=ingest
             )
@@ -653,7 +400,7 @@ class CorpusLoader:
             digests = built["digests"] = built.get("chunk_digests") or _chunk_digests(
                 value[0], built.get("documents")
             )
-            entry, depth = _chunks_entry(cache, value, digests, prior, chunks_key)
+            entry, depth = chunks_entry(cache, value, digests, prior, chunks_key)
             cache.put_json("chunks", chunks_key, entry)
             docs = built.get("documents")  # (key, digests, depth) of a documents entry written
             if docs is None and prior is not None and prior.documents_key == docs_key:
@@ -688,144 +435,9 @@ class CorpusLoader:
             diff or _no_diff,
         )
 
-    def _splice(
-        self,
-        sources: Sequence[Path],
-        root: Path,
-        prior: Lineage | None,
-        docs_key: str,
-        built: dict[str, Any],
-    ) -> tuple[tuple[Chunk, ...], dict[str, Any], dict[str, str], dict[str, Any]] | None:
-        """An edit of a few records in records files (JSON lines), worked out from the chunk set
-        the corpus' note names (``prior``): each line whose digest the note holds keeps its
-        document's chunks and ingest row; only the other lines are parsed (``RecordLines``),
-        completed, chunked and tagged. Returns the chunks, the ingest report, a digest per chunk
-        and the files' line records for the note, and writes the documents entry ``docs_key``
-        as its edit of the note's (``built["documents"]``); ``None`` (the whole read runs instead)
-        unless every file is a records file the note describes, the corpus had no warnings
-        (empty documents, refused or unread files, contract problems), the chunker chunks one
-        document at a time (``PerDocument``), the contract (if any) can say that nothing it
-        checks across documents involves the new ones (``Separable``), and the new records
-        are well-formed, non-empty and give no problems or repeated ids."""
-        cache = self.cache
-        contract = self.contract
-        if cache is None or prior is None or not prior.records:
-            return None
-        if [str(p) for p in sources] != list(prior.records):
-            return None
-        if not (isinstance(self.chunker, PerDocument) and self.chunker.per_document):
-            return None
-        if contract is not None and not (
-            isinstance(contract, DocumentWise) and isinstance(contract, Separable)
-        ):
-            return None
-        parsers: list[RecordLines] = []
-        for path in sources:
-            own = getattr(self.parser, "parsers", {}).get(path.suffix.lower(), self.parser)
-            if path.suffix.lower() not in self.parser.suffixes or not isinstance(own, RecordLines):
-                return None
-            if isinstance(self.parser, Selective) and self.parser.unread(path):
-                return None
-            parsers.append(own)
-        base = cache.get_decoded("chunks", prior.chunks_key, chunk_entry_in(cache))
-        if base is None:
-            cache.misses["chunks"] -= 1  # a look for the earlier set, not this stage's entry
-            return None
-        cache.hits["chunks"] -= 1
-        held_chunks, held_ingest = base
-        totals = dict(held_ingest.get("totals") or {})
-        if any(totals.get(f"n_{k}") for k in _WARNED) or not held_ingest.get("documents"):
-            return None
-        rows = {r["doc_id"]: r for r in held_ingest["documents"]}
-        held: dict[str, list[Chunk]] = {}
-        for c in held_chunks:
-            held.setdefault(c.doc_id, []).append(c)
-        read = _new_records(sources, root, parsers, prior.records)
-        if read is None:
-            return None
-        order, where, records, parsed_files = read
-        every = [i for i, _ in order]
-        if len(set(every)) != len(every):
-            return None
-        if any(i not in held or i not in rows for i, d in order if d is None):
-            return None
-        new_docs = [d for _, d in order if d is not None]
-        completed = list(new_docs)
-        parsed_digests: dict[str, str] = {}
-        if contract is not None and new_docs:
-            assert isinstance(contract, Separable)
-            checked = self._check(contract, new_docs, where, parsed_digests)
-            if checked.problems or not all(contract.standalone(d) for d in checked.documents):
-                return None
-            completed = list(checked.documents)
-        new_chunks = tuple(self.chunker.chunk(completed))
-        if isinstance(contract, ChunkTagging) and new_chunks:
-            new_chunks = self._tag(contract, new_chunks)
-        by_doc: dict[str, list[Chunk]] = {}
-        for c in new_chunks:
-            by_doc.setdefault(c.doc_id, []).append(c)
-        chunks: list[Chunk] = []
-        digests_out: dict[str, str] = {}
-        for doc_id, doc in order:
-            if doc is None:
-                for c in held[doc_id]:
-                    if c.chunk_id not in prior.digests:
-                        return None
-                    digests_out[c.chunk_id] = prior.digests[c.chunk_id]
-                chunks += held[doc_id]
-            else:
-                for c in by_doc.get(doc_id, []):
-                    digests_out[c.chunk_id] = chunk_digest(c)
-                chunks += by_doc.get(doc_id, [])
-        fresh_rows = ingest_report(
-            ParsedCorpus(tuple(new_docs), files=tuple(parsed_files)), completed, ()
-        )["documents"]
-        rows.update((r["doc_id"], r) for r in fresh_rows)
-        doc_rows = [rows[i] for i in every]
-        for key in COUNTED_STATS:
-            totals[f"n_{key}"] = sum(int(r.get(key, 0)) for r in doc_rows)
-        self.counts["parsed_files"] += len(parsed_files)
-        self.counts["parsed_documents"] += len(new_docs)
-        ingest = {**held_ingest, "totals": totals, "documents": doc_rows}
-        self._documents_edit(prior, docs_key, order, completed, parsed_digests, ingest, built)
-        return tuple(chunks), ingest, digests_out, records
-
-    def _documents_edit(
-        self,
-        prior: Lineage,
-        docs_key: str,
-        order: Sequence[tuple[str, Document | None]],
-        completed: Sequence[Document],
-        parsed_digests: dict[str, str],
-        ingest: Mapping[str, Any],
-        built: dict[str, Any],
-    ) -> None:
-        """Write the documents entry ``docs_key`` of a spliced read as its edit of the one the
-        note names (``completed``: the new documents; ``order``: every document) and record it
-        for the note (``built["documents"]``); nothing when that entry is gone or too deep."""
-        cache = self.cache
-        if (
-            cache is None
-            or not prior.documents_key
-            or prior.docs_depth >= MAX_DELTA_CHAIN
-            or not all(i in prior.doc_digests for i, d in order if d is None)
-            or not cache.path("documents", prior.documents_key, "json.gz").is_file()
-        ):
-            return
-        for _, d in order:
-            if d is not None:
-                parsed_digests.setdefault(d.doc_id, document_digest(d))
-        entry = {
-            "documents": [document_to_dict(d) for d in completed],
-            "warnings": [],
-            "ingest": ingest,
-            "format": 3,
-            "base": prior.documents_key,
-            "ids": [i for i, _ in order],
-        }
-        cache.put_json("documents", docs_key, entry)
-        digests = {i: prior.doc_digests[i] if d is None else parsed_digests[i] for i, d in order}
-        built["documents"] = (docs_key, digests, prior.docs_depth + 1)
+    def _rows(self) -> ContractRows:
+        """The contract's row tables, counting into this load's ``counts``."""
+        return ContractRows(self.cache, self.configs.get("contract"), self.counts)
 
     def _documents(
         self,
@@ -860,7 +472,7 @@ class CorpusLoader:
             problems: tuple[Any, ...] = ()
             if self.contract is not None:
                 where = {d.doc_id: w for f in corpus.files for w, d in f.documents}
-                checked = self._check(self.contract, docs, where, digests, spelled)
+                checked = self._rows().check(self.contract, docs, where, digests, spelled)
                 docs, problems = list(checked.documents), checked.problems
                 if problems:
                     warnings.append(
@@ -883,7 +495,7 @@ class CorpusLoader:
             assert cache is not None
             if "prior" not in built and note_key:
                 built["prior"] = Lineage.read(cache, note_key)
-            value, depth = _documents_entry(cache, entry, digests, built.get("prior"), key)
+            value, depth = documents_entry(cache, entry, digests, built.get("prior"), key)
             cache.put_json("documents", key, value)
             if digests:
                 built["documents"] = (key, digests, depth)
@@ -893,7 +505,7 @@ class CorpusLoader:
             "documents",
             key,
             parse,
-            read=lambda: _read_documents(cache, key) if cache else None,
+            read=lambda: read_documents(cache, key) if cache else None,
             write=store,
         )
         checked = built.pop("checked", None)  # computed here: not decoded from the entry again
@@ -904,89 +516,6 @@ class CorpusLoader:
             dict(entry.get("ingest") or {}),
             tuple(entry.get("warnings", ())),
         )
-
-    def _check(
-        self,
-        contract: Contract,
-        docs: Sequence[Document],
-        where: Mapping[str, str],
-        digests_out: dict[str, str] | None = None,
-        spelled: dict[int, dict[str, Any]] | None = None,
-    ) -> Checked:
-        """``contract.check``; for a ``DocumentWise`` contract each document's completion is read
-        from its row of a per-document table (the contract's config and the document's content)
-        when an earlier read stored it: an edit completes the documents it changed. ``spelled``
-        receives each completed document's ``document_to_dict`` form, by object id."""
-        spelled = {} if spelled is None else spelled
-        cache = self.cache
-        if cache is None or not isinstance(contract, DocumentWise):
-            self.counts["checked_documents"] += len(docs)
-            return contract.check(docs, where)
-        table = keys.model_table({"contract": self.configs.get("contract"), "rag_lab": __version__})
-        digests = [document_digest(d) for d in docs]
-        if digests_out is not None:  # what the documents entry and the corpus' note record
-            digests_out.update((d.doc_id, h) for d, h in zip(docs, digests))
-        found = cache.get_many("documents", table, digests, counted=False)
-        done: list[tuple[Document, Sequence[Problem]]] = []
-        fresh: dict[str, bytes] = {}
-        for doc, digest in zip(docs, digests):
-            src = where.get(doc.doc_id, doc.doc_id)
-            raw = found.get(digest)
-            if raw is not None:
-                row = orjson.loads(raw)
-                own = [Problem(doc.doc_id, src, f, m) for f, m in row["problems"]]
-                done.append((document_from_dict(row["doc"]), own))
-                spelled[id(done[-1][0])] = row["doc"]
-                continue
-            completed, own = contract.complete(doc, src)
-            done.append((completed, own))
-            spelled[id(completed)] = document_to_dict(completed)
-            value = {
-                "doc": spelled[id(completed)],
-                "problems": [[p.field, p.message] for p in own],
-            }
-            fresh[digest] = orjson.dumps(value, default=str)
-        self.counts["checked_documents"] += len(fresh)
-        if fresh:
-            cache.put_many("documents", table, fresh)
-        return contract.finish(done, where)
-
-    def _tag(self, contract: ChunkTagging, chunks: Sequence[Chunk]) -> tuple[Chunk, ...]:
-        """``contract.tag_chunks``, each chunk's tags read from its row of a per-chunk table (the
-        contract's config, the chunk's section, text and tags) when an earlier read stored it."""
-        cache = self.cache
-        if cache is None:
-            self.counts["tagged_chunks"] += len(chunks)
-            return tuple(contract.tag_chunks(chunks))
-        table = keys.model_table({"tags": self.configs.get("contract"), "rag_lab": __version__})
-        digests = [
-            hashlib.blake2b(
-                orjson.dumps([c.section, c.text, c.metadata.get("entity_tags")], default=list),
-                digest_size=16,
-            ).hexdigest()
-            for c in chunks
-        ]
-        found = cache.get_many("chunks", table, digests, counted=False)
-        todo = [i for i, d in enumerate(digests) if d not in found]
-        tagged = dict(zip(todo, contract.tag_chunks([chunks[i] for i in todo])))
-        self.counts["tagged_chunks"] += len(todo)
-        if todo:
-            fresh = {
-                digests[i]: orjson.dumps(list(c.metadata.get("entity_tags") or []))
-                for i, c in tagged.items()
-            }
-            cache.put_many("chunks", table, fresh)
-        out = []
-        for i, c in enumerate(chunks):
-            if i in tagged:
-                out.append(tagged[i])
-            else:
-                tags = orjson.loads(found[digests[i]])
-                if c.metadata.get("entity_tags") == tags:  # the chunk's text adds none (most)
-                    out.append(c)
-                else:
-                    out.append(replace(c, metadata={**c.metadata, "entity_tags": tags}))
-        return tuple(out)
 
     def _parse_file(self, root: Path) -> Callable[[Path], ParsedFile]:
         """``parse_file`` through the per-file cache entry (parser config + the file's name and
@@ -1006,7 +535,7 @@ class CorpusLoader:
                 parsed = parse_file(self.parser, path, root)
                 self.counts["parsed_files"] += 1
                 self.counts["parsed_documents"] += len(parsed.documents)
-                lines = _line_records(path, parsed) if isinstance(own, RecordLines) else None
+                lines = line_records(path, parsed) if isinstance(own, RecordLines) else None
                 if cache is not None and lines is not None:
                     self._records[str(path)] = lines
                 return parsed
@@ -1023,7 +552,7 @@ class CorpusLoader:
                 }
 
             raw = cache.memo(
-                "parsed_files", key, compute, read=lambda: _entry(cache, "parsed_files", key)
+                "parsed_files", key, compute, read=lambda: json_entry(cache, "parsed_files", key)
             )
             if fresh:
                 self.counts["parsed_files"] += 1

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_lab.metrics.names import HEADLINE, higher_is_better, logged_keys, metric_key
-from rag_lab.tracking import span_rows
+from rag_lab.tracking import span_rows, trace_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -236,13 +236,28 @@ def store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _new_ids(traces: Sequence[TraceRecord]) -> list[tuple[str, list[str]]]:
+    """Fresh ids per trace: its own (``tr-`` and 32 hex digits, as MLflow's) and its spans' (16
+    hex digits, the root's first), in this order from one draw of random bytes (a system call
+    per id was ~1% of the writing); the tests draw them from a seeded generator to compare what
+    two paths store."""
+    import secrets
+
+    blob = secrets.token_bytes(sum(16 + 8 * len(rec.spans) for rec in traces)).hex()
+    out, at = [], 0
+    for rec in traces:
+        tid, at = f"tr-{blob[at : at + 32]}", at + 32
+        spans = [blob[at + 16 * i : at + 16 * (i + 1)] for i in range(len(rec.spans))]
+        out.append((tid, spans))
+        at += 16 * len(rec.spans)
+    return out
+
+
 def _trace_entities(
     traces: Sequence[TraceRecord], exp_id: str, run_id: str
 ) -> tuple[list[Any], list[Any]]:
     """MLflow's ``TraceInfo`` (tags, the run link, assessments) and ``Span`` entities of
     ``traces`` in experiment ``exp_id``, each trace with a fresh id; the root span first."""
-    import secrets
-
     from mlflow.entities import (
         AssessmentSource,
         Feedback,
@@ -261,10 +276,9 @@ def _trace_entities(
 
     location = TraceLocation.from_experiment_id(exp_id)
     infos, spans = [], []
-    for rec in traces:
-        tid = f"tr-{secrets.token_hex(16)}"
+    for rec, (tid, span_ids) in zip(traces, _new_ids(traces), strict=True):
         root = rec.spans[0]
-        root_id = secrets.token_hex(8)
+        root_id = span_ids[0]
         for i, sp in enumerate(rec.spans):
             attrs = {
                 SpanAttributeKey.REQUEST_ID: json.dumps(tid),
@@ -278,7 +292,7 @@ def _trace_entities(
                 Span.from_dict(
                     {
                         "trace_id": tid,
-                        "span_id": root_id if i == 0 else secrets.token_hex(8),
+                        "span_id": span_ids[i],
                         "parent_span_id": None if i == 0 else root_id,
                         "name": sp.name,
                         "start_time_unix_nano": start,
@@ -414,6 +428,37 @@ def _in_transactions(
             log.debug("traces: transaction writes unavailable (%s); one trace at a time", exc)
             return None
         written += len(part)
+    return written
+
+
+def _as_rows(
+    store: Any,
+    traces: Sequence[TraceRecord],
+    exp_id: str,
+    run_id: str,
+    lock: Callable[[], Any],
+    stop: Callable[[], bool] | None = None,
+) -> list[str]:
+    """Write ``traces`` as rows (:mod:`rag_lab.tracking.trace_rows`: what MLflow's own
+    ``start_trace`` / ``log_spans`` would write, without their entities, ORM and translation)
+    into a sqlite store, :data:`TRACES_PER_TRANSACTION` traces a transaction, each under
+    ``lock()`` (the rows are built before it is taken), until ``stop()``; returns the ids of the
+    traces written."""
+    import time
+
+    location = store.get_experiment(exp_id).artifact_location
+    ids = _new_ids(traces)
+    written: list[str] = []
+    for start in range(0, len(traces), TRACES_PER_TRANSACTION):
+        if stop is not None and stop():
+            break
+        part = slice(start, start + TRACES_PER_TRANSACTION)
+        rows = trace_rows.rows(
+            traces[part], ids[part], exp_id, run_id, location, int(time.time() * 1000)
+        )
+        with lock(), store.ManagedSessionMaker(read_only=False) as session:
+            trace_rows.write(session, rows)
+        written += [tid for tid, _ in ids[part]]
     return written
 
 
@@ -822,8 +867,11 @@ class MlflowRun:
         assessments, and the spans go in batches of :data:`SPANS_PER_CALL`, one transaction each.
 
         On a sqlite store the traces and spans go :data:`TRACES_PER_TRANSACTION` traces a
-        transaction (:func:`_in_transactions`: a commit and a flush per 25 traces, not per trace,
-        the spans as rows where :mod:`rag_lab.tracking.span_rows` applies); elsewhere
+        transaction: as rows of every trace table where :mod:`rag_lab.tracking.trace_rows`
+        applies (:func:`_as_rows`: MLflow's version mirrored, plain records), else through the
+        store's own per-trace code (:func:`_in_transactions`: a commit and a flush per 25
+        traces, not per trace, the spans as rows where :mod:`rag_lab.tracking.span_rows`
+        applies); elsewhere
         (a server, or a store whose internals moved) the store's lock (:func:`store_lock`) is
         taken per call, not for the whole batch, so the run's other writes (from another
         thread: ``rag_lab.tracking.evaluation.start_query_traces``) go in between. ``stop()``
@@ -834,9 +882,13 @@ class MlflowRun:
         if not traces:
             return []
         exp_id = self.experiment_id
+        client = TracingClient(self.uri)
+        if span_rows.applies(client.store) and trace_rows.plain(traces):
+            return _as_rows(
+                client.store, traces, exp_id, self.run_id, lambda: self._store(False), stop
+            )
         infos, spans = _trace_entities(traces, exp_id, self.run_id)
         ids = [info.trace_id for info in infos]
-        client = TracingClient(self.uri)
         done = _in_transactions(
             client.store, infos, spans, exp_id, lambda: self._store(False), stop
         )

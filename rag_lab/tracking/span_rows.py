@@ -23,7 +23,10 @@ from typing import Any
 
 # the versions whose log_spans this mirrors (read in their source: 3.18 adds to _log_spans_once a
 # refusal of spans for another experiment's trace and streams the rows it re-reads; neither changes
-# the rows written for traces just started in the run's own experiment)
+# the rows written for traces just started in the run's own experiment); rag_lab.tracking.trace_rows
+# mirrors their start_trace too under this gate (3.17.2's _start_trace_once differs from 3.18.0's
+# only in 3.18 replacing NUL in the previews, which trace_rows.plain refuses, and in the path of a
+# trace that exists already, which fresh ids never take)
 MLFLOW_VERSIONS = ("3.17.", "3.18.")
 
 

@@ -25,10 +25,10 @@ import numpy as np
 from omegaconf import DictConfig
 
 from rag_lab.errors import ConfigError
-from rag_lab.models.resolve import JUDGE_META, resolve_model, trained_dir
+from rag_lab.models.resolve import JUDGE_META, trained_dir
 from rag_lab.pipeline.build import build_pipeline, build_tracker, instantiate
-from rag_lab.runtime import progress
 from rag_lab.train import common
+from rag_lab.train._cross_encoder import load_cross_encoder, train_cross_encoder
 from rag_lab.train.claims import split_by_document, synthesise
 
 log = logging.getLogger("rag_lab.train.judge")
@@ -87,11 +87,6 @@ def dev_metrics(labels: np.ndarray, probs: np.ndarray, kinds: list[str]) -> dict
 
 def train_judge(cfg: DictConfig) -> dict[str, Any]:
     import torch
-    from sentence_transformers import CrossEncoder
-    from sentence_transformers.cross_encoder import (
-        CrossEncoderTrainer,
-        CrossEncoderTrainingArguments,
-    )
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
     from datasets import Dataset  # type: ignore[attr-defined]
@@ -127,10 +122,8 @@ def train_judge(cfg: DictConfig) -> dict[str, Any]:
         "prepare_seconds": time.perf_counter() - t0,
     }
     log.info("judge training data: %s", info)
-    base_path = resolve_model(str(tcfg.model))
-    progress.sync_libraries()
     max_length = int(tcfg.max_length)
-    ce = CrossEncoder(base_path, num_labels=1, max_length=max_length, device=str(tcfg.device))
+    ce = load_cross_encoder(tcfg)
     if revive_pooler(ce.model):
         log.info("the base model's pooler was all zeros (E5 has none): initialised afresh")
     ds = Dataset.from_dict(
@@ -158,31 +151,17 @@ def train_judge(cfg: DictConfig) -> dict[str, Any]:
         return dev_metrics(dev_labels, probs, dev_kinds)
 
     def run(mlflow: Any) -> dict[str, Any]:
-        sel = common.DevSelection(ce, evaluate, "auroc", int(tcfg.eval_steps), mlflow)
-        sel.evaluate(0)
-        args = CrossEncoderTrainingArguments(
-            **common.training_args_common(tcfg, str(out_dir / "trainer"))
-        )
-        trainer = CrossEncoderTrainer(
-            model=ce, args=args, train_dataset=ds, loss=loss, callbacks=[sel]
-        )
-        t1 = time.perf_counter()
-        result = trainer.train()
-        train_seconds = time.perf_counter() - t1
-        common.unwrap_trained(trainer, ce)
-        best_step = sel.restore_best() if tcfg.select_best else result.global_step
+        trained = train_cross_encoder(ce, tcfg, out_dir, ds, loss, evaluate, "auroc", mlflow)
         dev = evaluate()
+        seconds, steps = trained.seconds, trained.result.global_step
         summary: dict[str, Any] = {
-            "train_seconds": train_seconds,
-            "steps": result.global_step,
-            "best_step": best_step,
-            "train_loss": float(result.training_loss),
-            "pairs_per_second": len(train) * float(tcfg.epochs) / train_seconds
+            **trained.summary(),
+            "pairs_per_second": len(train) * float(tcfg.epochs) / seconds
             if tcfg.max_steps < 0
-            else result.global_step * int(tcfg.batch_size) / train_seconds,
+            else steps * int(tcfg.batch_size) / seconds,
             **{f"dev/{k}": v for k, v in dev.items()},
-            "dev_history": sel.history,
-            "loss_curve": sel.losses,
+            "dev_history": trained.selection.history,
+            "loss_curve": trained.selection.losses,
             **info,
         }
         model_dir = out_dir / "model"

@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from typing import Any
 
 import numpy as np
 from omegaconf import DictConfig
 
 from rag_lab.errors import ConfigError
-from rag_lab.models.resolve import resolve_model
 from rag_lab.ranking import ranked
 from rag_lab.reranker.cross_encoder import RERANKER_META, interpolate
-from rag_lab.runtime import progress
 from rag_lab.train import common
-from rag_lab.train.common import DevSelection, TrainingSetup
+from rag_lab.train._cross_encoder import load_cross_encoder, train_cross_encoder
+from rag_lab.train.common import TrainingSetup
 from rag_lab.types import Run
 
 log = logging.getLogger("rag_lab.train.reranker")
@@ -98,11 +96,6 @@ def best_weight(by_weight: dict[float, float]) -> float:
 
 def train_reranker(cfg: DictConfig) -> dict[str, Any]:
     import torch
-    from sentence_transformers import CrossEncoder
-    from sentence_transformers.cross_encoder import (
-        CrossEncoderTrainer,
-        CrossEncoderTrainingArguments,
-    )
     from sentence_transformers.cross_encoder.losses import (
         BinaryCrossEntropyLoss,
         MultipleNegativesRankingLoss,
@@ -120,11 +113,7 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
             "reranker training selects checkpoints on dev: set "
             "train.dev_fraction > 0 or train.dev_split"
         )
-    base_path = resolve_model(str(tcfg.model))
-    progress.sync_libraries()  # transformers' "Loading weights" bar follows rag_lab's
-    ce = CrossEncoder(
-        base_path, num_labels=1, max_length=int(tcfg.max_length), device=str(tcfg.device)
-    )
+    ce = load_cross_encoder(tcfg)
     use_lora = bool(tcfg.lora.enabled)
     if use_lora:
         import peft
@@ -162,25 +151,18 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
     dev_eval = DevReranking(setup, int(tcfg.rerank_depth), int(tcfg.eval_batch_size), metric)
 
     def run(mlflow: Any) -> dict[str, Any]:
-        sel = DevSelection(
+        trained = train_cross_encoder(
             ce,
+            tcfg,
+            out_dir,
+            train_ds,
+            loss,
             lambda: dev_eval(ce),
             str(tcfg.select_on),
-            int(tcfg.eval_steps),
             mlflow,
             trainable_only=use_lora,
+            batch_sampler=sampler,
         )
-        sel.evaluate(0)
-        common_args = common.training_args_common(tcfg, str(out_dir / "trainer"))
-        args = CrossEncoderTrainingArguments(**common_args, batch_sampler=sampler)
-        trainer = CrossEncoderTrainer(
-            model=ce, args=args, train_dataset=train_ds, loss=loss, callbacks=[sel]
-        )
-        t0 = time.perf_counter()
-        result = trainer.train()
-        train_seconds = time.perf_counter() - t0
-        common.unwrap_trained(trainer, ce)
-        best_step = sel.restore_best() if tcfg.select_best else result.global_step
         # the interpolation weight, chosen on dev for the kept checkpoint
         dev_eval(ce)
         assert dev_eval.last_scores is not None
@@ -190,22 +172,19 @@ def train_reranker(cfg: DictConfig) -> dict[str, Any]:
         pairs_per_epoch = len(setup.examples) * (1 + n_neg + in_batch)
         epochs = float(tcfg.epochs if tcfg.max_steps < 0 else 1)
         summary: dict[str, Any] = {
-            "train_seconds": train_seconds,
-            "steps": result.global_step,
-            "best_step": best_step,
-            "train_loss": float(result.training_loss),
+            **trained.summary(),
             "interpolation": weight,
             "pairs_per_second": pairs_per_epoch
-            * result.global_step
-            / max(1, trainer.state.max_steps)
+            * trained.result.global_step
+            / max(1, trained.max_steps)
             * epochs
-            / train_seconds,
+            / trained.seconds,
             f"dev/{metric}_first_stage": by_w[0.0],
             f"dev/{metric}_reranker_only": by_w[1.0],
             f"dev/{metric}_interpolated": by_w[weight],
             "dev_by_interpolation": {str(k): v for k, v in by_w.items()},
-            "dev_history": sel.history,
-            "loss_curve": sel.losses,
+            "dev_history": trained.selection.history,
+            "loss_curve": trained.selection.losses,
             **setup.info,
         }
         model_dir = out_dir / "model"

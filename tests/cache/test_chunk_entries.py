@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rag_lab.cache import StageCache
 from rag_lab.chunker import FixedSizeChunker
-from rag_lab.pipeline.corpus import chunk_columns, chunk_entry
+from rag_lab.pipeline.corpus_entries import chunk_columns, chunk_entry
 from rag_lab.types import chunk_to_dict
 
 

@@ -21,8 +21,26 @@ PRODUCTION = [
 
 
 @pytest.fixture(scope="session")
-def production_export(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("production")
-    cfg = compose_evaluate(PRODUCTION, tmp)
-    evaluate(cfg)
-    return export_pipeline(Path(cfg.paths.output_dir), tmp / "export")
+def production_export() -> Path:
+    """The production export, built once per test session rather than once per xdist worker
+    (test_http, test_mcp and test_server_process use it and often land on different workers;
+    a build is an evaluate of the sample's dev split plus the export, ~5 CPU-s quiet): the first
+    worker to need it builds it under a lock in the session's home (``RAG_LAB_TESTS_HOME``,
+    tests/conftest.py), the others wait and take it. Serving only reads an export
+    (rag_lab/export/load.py and rag_lab/server write nothing into it). A build that failed left
+    no ``ready`` file, so the next worker builds again in a folder of its own."""
+    import fcntl
+    import os
+
+    shared = Path(os.environ["RAG_LAB_TESTS_HOME"]) / "production_export"
+    shared.mkdir(exist_ok=True)
+    ready = shared / "ready"
+    with open(shared / "lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        if not ready.is_file():
+            tmp = shared / f"build-{os.getpid()}"
+            tmp.mkdir()
+            cfg = compose_evaluate(PRODUCTION, tmp)
+            evaluate(cfg)
+            ready.write_text(str(export_pipeline(Path(cfg.paths.output_dir), tmp / "export")))
+        return Path(ready.read_text())

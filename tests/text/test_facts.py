@@ -388,7 +388,7 @@ def test_pos_tags_are_jiebas_own_block_by_block():
     import jieba
     import jieba.posseg
 
-    from rag_lab.text.facts import _block_tags, _pos_tags
+    from rag_lab.text.facts._name_facts import _block_tags, _pos_tags
 
     jieba.dt.check_initialized()
     texts = _sample_texts()

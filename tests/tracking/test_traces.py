@@ -227,14 +227,17 @@ def _rows(
     (through the transactions, or ``public``: MLflow's start_trace / log_spans one by one), the
     ids drawn in the same order on both paths; every row of MLflow's trace tables, without what
     is this store's own (its folder, the run id, the assessments' ids and creation times).
-    ``attributes``: on the fusion span; ``spans_written`` collects what each
-    ``span_rows.write_spans`` call returned."""
-    import itertools
+    ``attributes``: on the fusion span; ``spans_written`` collects, per transaction, ``"rows"``
+    where the whole traces went as rows (``trace_rows.write``), else what
+    ``span_rows.write_spans`` returned. The tables compared: :data:`TRACE_TABLES` and every other
+    table of the store with a trace's id or named for traces, spans or assessments (the rollups
+    and their queue: empty on both paths with rollups off)."""
+    import random
     import secrets
     import sqlite3
 
     from rag_lab.tracking import mlflow as tracking
-    from rag_lab.tracking import span_rows
+    from rag_lab.tracking import span_rows, trace_rows
     from rag_lab.tracking.traces import AssessmentRecord, SpanRecord, TraceRecord
 
     t = 1_700_000_000_000_000_000
@@ -282,8 +285,8 @@ def _rows(
     ]
     folder = tmp_path / ("public" if public else "batched")
     run = tracking.MlflowTracker(uri=f"sqlite:///{folder}/mlflow.db", experiment="t").start_run("r")
-    counter = itertools.count()
-    monkeypatch.setattr(secrets, "token_hex", lambda n=32: f"{next(counter):0{2 * n}x}")
+    draws = random.Random(7)  # the same ids on both paths (one draw per log_traces)
+    monkeypatch.setattr(secrets, "token_bytes", lambda n=32: draws.randbytes(n))
     monkeypatch.setattr(tracking, "TRACES_PER_TRANSACTION", 2)  # several transactions
     if public:
         monkeypatch.setattr(tracking, "_in_transactions", lambda *a, **k: None)
@@ -294,12 +297,22 @@ def _rows(
             "write_spans",
             lambda *a: spans_written.append(write(*a)) or spans_written[-1],
         )
+        write_rows = trace_rows.write
+        monkeypatch.setattr(
+            trace_rows, "write", lambda *a: spans_written.append("rows") or write_rows(*a)
+        )
     assert len(run.log_traces(records)) == 3
     monkeypatch.undo()
     own = ("assessment_id", "created_timestamp", "last_updated_timestamp")
     out = {}
     with sqlite3.connect(folder / "mlflow.db") as db:
-        for table in TRACE_TABLES:
+        tables = list(TRACE_TABLES)
+        for (name,) in db.execute("select name from sqlite_master where type = 'table'"):
+            cols = {c[1] for c in db.execute(f"pragma table_info({name})")}
+            named = any(w in name for w in ("trace", "span", "assessment"))
+            if (named or cols & {"request_id", "trace_id"}) and name not in tables:
+                tables.append(name)
+        for table in tables:
             cols = [c[1] for c in db.execute(f"pragma table_info({table})")]
             keep = [i for i, c in enumerate(cols) if c not in own]
             rows = db.execute(f"select * from {table}").fetchall()
@@ -313,20 +326,23 @@ def _rows(
 
 
 @pytest.mark.parametrize(
-    ("attributes", "version", "direct"),
+    ("attributes", "version", "paths"),
     [
-        ({}, None, True),  # spans written as rows (rag_lab.tracking.span_rows)
-        ({"mlflow.chat.tokenUsage": {"input_tokens": 3}}, None, False),  # log_spans reads it
-        ({}, "3.99.0", False),  # an MLflow whose log_spans span_rows has not read
+        ({}, None, ["rows"] * 2),  # whole traces as rows (rag_lab.tracking.trace_rows)
+        # an attribute not rag_lab's own: MLflow's start_trace, the spans as rows (span_rows)
+        ({"custom.note": "x"}, None, [True] * 2),
+        # one log_spans reads: MLflow's start_trace and log_spans
+        ({"mlflow.chat.tokenUsage": {"input_tokens": 3}}, None, [False] * 2),
+        ({}, "3.99.0", []),  # an MLflow whose code these rows have not read: its own calls
     ],
 )
 def test_transactions_write_the_rows_the_public_calls_write(
-    tmp_path, monkeypatch, attributes, version, direct
+    tmp_path, monkeypatch, attributes, version, paths
 ):
-    """The transactions (one flush for all of a transaction's trace infos; the spans as rows
-    where span_rows applies, else MLflow's log_spans) leave exactly the rows of MLflow's own
-    start_trace / log_spans in every trace table: the same trace infos, tags, metadata,
-    assessments and span contents."""
+    """The rows paths (whole traces as rows where trace_rows applies; else one flush for all of
+    a transaction's trace infos and the spans as rows where span_rows applies, else MLflow's
+    log_spans) leave exactly the rows of MLflow's own start_trace / log_spans in every trace
+    table: the same trace infos, tags, metadata, assessments and span contents."""
     if version is not None:
         monkeypatch.setattr(mlflow, "__version__", version)
     written: list = []
@@ -336,10 +352,11 @@ def test_transactions_write_the_rows_the_public_calls_write(
     public = _rows(tmp_path / "b", monkeypatch, True, attributes)
     assert len(batched["trace_info"]) == 3 and len(batched["spans"]) == 9
     assert len(batched["assessments"]) == 6
-    if not _rows_apply(version):  # an installed MLflow span_rows has not read: log_spans only
-        direct, version = False, "unread"
-    assert written == ([True, True] if direct else [False] * 2 if version is None else [])
-    for table in TRACE_TABLES:
+    if not _rows_apply(version):  # an installed MLflow the rows have not read: its own calls
+        paths = []
+    assert written == paths
+    assert set(batched) == set(public) and set(TRACE_TABLES) <= set(batched)
+    for table in batched:
         assert batched[table] == public[table], table
 
 
@@ -355,18 +372,16 @@ def test_a_store_failing_mid_way_costs_the_traces_not_the_run(
 ):
     """The store breaks off in the second transaction of traces: the run still ends FINISHED
     with its metrics, a warning says so and the run is tagged traces_error; the first
-    transaction's traces are whole (every span), the failed one left nothing. The spans'
-    write breaks: as rows (span_rows) where the installed MLflow is one span_rows has read,
+    transaction's traces are whole (every span), the failed one left nothing. The write
+    breaks: the traces' rows (trace_rows) where the installed MLflow is one the rows mirror,
     else MLflow's own ``_log_spans_once``."""
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from sqlalchemy.exc import OperationalError
 
     from rag_lab.tracking import mlflow as tracking
-    from rag_lab.tracking import span_rows
+    from rag_lab.tracking import trace_rows
 
-    owner, name = (
-        (span_rows, "write_spans") if _rows_apply() else (SqlAlchemyStore, "_log_spans_once")
-    )
+    owner, name = (trace_rows, "write") if _rows_apply() else (SqlAlchemyStore, "_log_spans_once")
     write, calls = getattr(owner, name), []
 
     def breaks(*args):

@@ -211,6 +211,32 @@ def test_the_real_trainer_reports_a_failed_training_in_one_line(tmp_path):
     assert not (tmp_path / "ce" / "model").exists()
 
 
+def test_a_training_killed_by_a_signal_says_so(tmp_path, monkeypatch):
+    """A training process the kernel killed (the out-of-memory killer sends SIGKILL) is reported
+    as killed, not by whatever a library last printed to stderr. The process is real: a Python
+    child that warns on stderr and then kills itself with SIGKILL."""
+    import subprocess
+    import sys
+
+    from rag_lab.analysis import walk
+
+    real_run = subprocess.run
+    suicide = (
+        "import os, signal, sys; print('some library warning', file=sys.stderr, flush=True); "
+        "os.kill(os.getpid(), signal.SIGKILL)"
+    )
+
+    def run(command, **kwargs):
+        return real_run([sys.executable, "-c", suicide], **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    with pytest.raises(ConfigError) as err:
+        walk.train_step(["train.max_steps=1"], tmp_path / "ce")
+    message = str(err.value)
+    assert "killed by SIGKILL" in message and "out-of-memory" in message
+    assert "some library warning" not in message and "\n" not in message
+
+
 def test_splits_evaluated_at_once_give_the_sequential_walk(tmp_path):
     """workers= (a step's dev and test at the same time) changes nothing in the result."""
     from concurrent.futures import ThreadPoolExecutor
