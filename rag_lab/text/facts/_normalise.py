@@ -4,10 +4,9 @@ forms a context writes a value in; and letters folded to their base (``fold_surf
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import re
 import unicodedata
+from functools import lru_cache
 
 from rag_lab.text import normalise_text
 from rag_lab.text.facts._chinese import _ZH_FRACTION, _percentage, chinese_numerals
