@@ -187,20 +187,29 @@ def file_sha256(path: Path) -> str:
     it in every run that resolves e5, warm ones included (~0.15 s of reading each)."""
     path = Path(path)
     signature = _signature(path.parent, [path])
-    key = None if signature is None else f"sha256\n{signature}"
+
+    def compute() -> str:
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    return _remembered(None if signature is None else f"sha256\n{signature}", compute)
+
+
+def _remembered(key: str | None, compute: Callable[[], str]) -> str:
+    """The hash remembered under ``key`` (a stat signature: in this process, then in
+    ``HASHES_FILE``), else ``compute()``, remembered in both; ``key`` None: computed, not kept."""
     known = None if key is None else _HASHES.get(key) or _read_hashes().get(key)
     if known and key is not None:
         _HASHES[key] = known
         return known
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    hexdigest = digest.hexdigest()
+    value = compute()
     if key is not None:
-        _HASHES[key] = hexdigest
-        _remember(key, hexdigest)
-    return hexdigest
+        _HASHES[key] = value
+        _remember(key, value)
+    return value
 
 
 def weights_hash(path: str, max_files: int = 64) -> str:
@@ -213,19 +222,14 @@ def weights_hash(path: str, max_files: int = 64) -> str:
     if not root.is_dir():
         return f"id:{path}"
     files = _weight_files(root, max_files)
-    signature = _signature(root, files)
-    known = None if signature is None else _HASHES.get(signature) or _read_hashes().get(signature)
-    if known and signature is not None:
-        _HASHES[signature] = known
-        return known
-    h = hashlib.blake2b(digest_size=16)
-    for p in files:
-        h.update(p.relative_to(root).as_posix().encode())
-        with open(p, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                h.update(block)
-    digest = h.hexdigest()
-    if signature is not None:
-        _HASHES[signature] = digest
-        _remember(signature, digest)
-    return digest
+
+    def compute() -> str:
+        h = hashlib.blake2b(digest_size=16)
+        for p in files:
+            h.update(p.relative_to(root).as_posix().encode())
+            with open(p, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(block)
+        return h.hexdigest()
+
+    return _remembered(_signature(root, files), compute)
