@@ -46,20 +46,21 @@ def corpus(seed: int = 7) -> tuple[dict[str, str], dict[str, str]]:
     return docs, queries
 
 
+def hybrid(data: Path, cache: Path | None) -> list[str]:
+    """The edit tests' pipeline: hybrid BM25 + hashing dense, RRF, over the BEIR folder ``data``."""
+    return [
+        "dataset=beir",
+        f"dataset.path={data}",
+        "embedder=hashing",
+        "retrievers=[bm25,dense]",
+        "fusion=rrf",
+        "tracking=none",
+        f"cache.dir={cache}" if cache else "cache.dir=null",
+    ]
+
+
 def pipeline(data: Path, tmp_path: Path, cache: Path | None, *extra: str) -> Pipeline:
-    cfg = compose_evaluate(
-        [
-            *extra,
-            "dataset=beir",
-            f"dataset.path={data}",
-            "embedder=hashing",
-            "retrievers=[bm25,dense]",
-            "fusion=rrf",
-            "tracking=none",
-            f"cache.dir={cache}" if cache else "cache.dir=null",
-        ],
-        tmp_path,
-    )
+    cfg = compose_evaluate([*extra, *hybrid(data, cache)], tmp_path)
     loaded = build_dataset(cfg).load()
     pipe = build_pipeline(cfg)
     pipe.load_corpus(loaded.corpus_sources, loaded.corpus_root, loaded.corpus_fingerprint)
@@ -216,16 +217,7 @@ def test_an_edit_reports_what_it_recomputed_in_the_run_metrics(tmp_path):
     write_corpus(data, docs, queries)
 
     def run(cache: Path, where: str) -> dict:
-        overrides = [
-            "dataset=beir",
-            f"dataset.path={data}",
-            "embedder=hashing",
-            "retrievers=[bm25,dense]",
-            "fusion=rrf",
-            "tracking=none",
-            f"cache.dir={cache}",
-        ]
-        return evaluate(compose_evaluate(overrides, tmp_path / where))
+        return evaluate(compose_evaluate(hybrid(data, cache), tmp_path / where))
 
     cold = run(tmp_path / "cache", "cold")
     assert cold["cache/corpus/n_parsed_documents"] == len(docs)
