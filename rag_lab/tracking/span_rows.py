@@ -76,6 +76,39 @@ def finished(info: Any) -> bool:
     )
 
 
+def span_row(
+    trace_id: str,
+    exp: int,
+    span_id: str,
+    parent_id: str | None,
+    name: str,
+    span_type: str,
+    status: str,
+    start_ns: int,
+    end_ns: int,
+    content: str,
+) -> dict[str, Any]:
+    """One row of MLflow's ``spans`` table as ``log_spans`` writes it for a span without cost or
+    model (``content``: the span's dictionary as JSON)."""
+    return {
+        "trace_id": trace_id,
+        "experiment_id": exp,
+        "span_id": span_id,
+        "parent_span_id": parent_id,
+        "name": name,
+        "type": span_type,
+        "status": status,
+        "start_time_unix_nano": start_ns,
+        "end_time_unix_nano": end_ns,
+        "content": content,
+        "input_cost": None,
+        "output_cost": None,
+        "total_cost": None,
+        "model_name": None,
+        "model_provider": None,
+    }
+
+
 def _plain(attributes: dict[str, Any], read: tuple[str, ...], skip: tuple[str, ...] = ()) -> bool:
     return not any(key.startswith(read) and not key.startswith(skip) for key in attributes)
 
@@ -101,23 +134,18 @@ def write_spans(session: Any, exp_id: str, spans: Sequence[Any]) -> bool:
         if not _plain(content.get("attributes") or {}, read):
             return False
         rows.append(
-            {
-                "trace_id": span.trace_id,
-                "experiment_id": int(exp_id),
-                "span_id": span.span_id,
-                "parent_span_id": span.parent_id,
-                "name": span.name,
-                "type": span.span_type,
-                "status": span.status.status_code,
-                "start_time_unix_nano": span.start_time_ns,
-                "end_time_unix_nano": span.end_time_ns,
-                "content": json.dumps(content, cls=TraceJSONEncoder, ensure_ascii=False),
-                "input_cost": None,
-                "output_cost": None,
-                "total_cost": None,
-                "model_name": None,
-                "model_provider": None,
-            }
+            span_row(
+                span.trace_id,
+                int(exp_id),
+                span.span_id,
+                span.parent_id,
+                span.name,
+                span.span_type,
+                span.status.status_code,
+                span.start_time_ns,
+                span.end_time_ns,
+                json.dumps(content, cls=TraceJSONEncoder, ensure_ascii=False),
+            )
         )
     if not rows:
         return True

@@ -33,6 +33,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rag_lab.tracking.span_rows import span_row
+
 if TYPE_CHECKING:
     from rag_lab.tracking.traces import TraceRecord
 
@@ -135,25 +137,8 @@ def _spans(rec: TraceRecord, tid: str, span_ids: Sequence[str], exp: int) -> lis
             "attributes": attributes,
             "links": [],
         }
-        out.append(
-            {
-                "trace_id": tid,
-                "experiment_id": exp,
-                "span_id": sid,
-                "parent_span_id": parent,
-                "name": sp.name,
-                "type": sp.kind,
-                "status": "OK",
-                "start_time_unix_nano": start,
-                "end_time_unix_nano": end,
-                "content": json.dumps(content, ensure_ascii=False),
-                "input_cost": None,
-                "output_cost": None,
-                "total_cost": None,
-                "model_name": None,
-                "model_provider": None,
-            }
-        )
+        text = json.dumps(content, ensure_ascii=False)
+        out.append(span_row(tid, exp, sid, parent, sp.name, sp.kind, "OK", start, end, text))
     return out
 
 
