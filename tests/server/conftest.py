@@ -29,14 +29,14 @@ def production_export() -> Path:
     tests/conftest.py), the others wait and take it. Serving only reads an export
     (rag_lab/export/load.py and rag_lab/server write nothing into it). A build that failed left
     no ``ready`` file, so the next worker builds again in a folder of its own."""
-    import fcntl
     import os
+
+    from rag_lab.io.locks import exclusive
 
     shared = Path(os.environ["RAG_LAB_TESTS_HOME"]) / "production_export"
     shared.mkdir(exist_ok=True)
     ready = shared / "ready"
-    with open(shared / "lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with exclusive(shared):  # the project's build lock (.production_export.lock beside it)
         if not ready.is_file():
             tmp = shared / f"build-{os.getpid()}"
             tmp.mkdir()
