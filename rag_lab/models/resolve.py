@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag_lab.errors import ConfigError, DiskError
+from rag_lab.io.files import sha256_file
 from rag_lab.paths import home_dir
 
 
@@ -188,14 +189,8 @@ def file_sha256(path: Path) -> str:
     path = Path(path)
     signature = _signature(path.parent, [path])
 
-    def compute() -> str:
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                digest.update(block)
-        return digest.hexdigest()
-
-    return _remembered(None if signature is None else f"sha256\n{signature}", compute)
+    key = None if signature is None else f"sha256\n{signature}"
+    return _remembered(key, lambda: sha256_file(path))
 
 
 def _remembered(key: str | None, compute: Callable[[], str]) -> str:
